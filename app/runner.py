@@ -1,0 +1,58 @@
+"""Drive one research thread: stream its progress, stop at interrupts, resume with answers."""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command, StateSnapshot
+
+from graph.builder import ResearchGraph
+from graph.models import ApprovalDecision
+from nodes.context import Deps
+
+EventSink = Callable[[str, Any], None]
+Approver = Callable[[dict[str, Any]], Awaitable[ApprovalDecision | None]]
+
+
+def thread_config(thread_id: str) -> RunnableConfig:
+    """The LangGraph config that addresses one research thread."""
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def pending_interrupt(snapshot: StateSnapshot) -> dict[str, Any] | None:
+    """The payload of the interrupt the thread waits on, if any."""
+    for task in snapshot.tasks:
+        for pending in task.interrupts:
+            value = pending.value
+            return value if isinstance(value, dict) else {"value": value}
+    return None
+
+
+async def drive(
+    graph: ResearchGraph,
+    deps: Deps,
+    thread_id: str,
+    first_input: Any,
+    on_event: EventSink,
+    approver: Approver | None = None,
+) -> StateSnapshot:
+    """Run until the graph ends, or waits for a human that `approver` does not answer.
+
+    `first_input` is the initial state of a new thread, None to continue an
+    interrupted one, or a `Command(resume=...)` answering a pending approval.
+    """
+    config = thread_config(thread_id)
+    payload = first_input
+    while True:
+        async for mode, chunk in graph.astream(
+            payload, config, context=deps, stream_mode=["updates", "custom"]
+        ):
+            on_event(str(mode), chunk)
+        snapshot = await graph.aget_state(config)
+        question = pending_interrupt(snapshot)
+        if question is None or approver is None:
+            return snapshot
+        answer = await approver(question)
+        if answer is None:
+            return snapshot
+        payload = Command(resume=answer.model_dump(mode="json"))

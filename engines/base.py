@@ -1,0 +1,72 @@
+"""The Engine protocol: the "brain" the nodes call, with or without a language model."""
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
+
+
+class Progress(BaseModel):
+    """What the supervisor knows when no fixed routing rule applies."""
+
+    topic: str
+    plan: ResearchPlan
+    source_count: int
+    sources_at_last_draft: int
+    has_draft: bool
+    last_review: Review | None
+    iteration_count: int
+    max_iterations: int
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Plans, decides, summarises, writes and reviews; implemented by `extractive` and `llm`."""
+
+    name: str
+    description: str
+
+    async def plan(
+        self, topic: str, probe: Sequence[SearchResult], feedback: str | None
+    ) -> ResearchPlan:
+        """Expand a topic into investigation points and short search queries."""
+        ...
+
+    async def refine_queries(
+        self,
+        plan: ResearchPlan,
+        sources: Sequence[SearchResult],
+        done: Sequence[str],
+        review: Review | None,
+    ) -> list[str]:
+        """Return new queries (none already in `done`) that would close the known gaps."""
+        ...
+
+    async def decide(self, progress: Progress) -> RoutingDecision:
+        """Choose research, write or end when the fixed rules do not decide."""
+        ...
+
+    async def summarize(self, query: str, sources: Sequence[SearchResult]) -> str:
+        """Summarise one query's results as Markdown for the research notes."""
+        ...
+
+    async def write(
+        self,
+        plan: ResearchPlan,
+        sources: Sequence[SearchResult],
+        review: Review | None,
+        feedback: str | None,
+    ) -> str:
+        """Write the Markdown report; every claim cites a source with `[^n]`.
+
+        `review` is the last review of this run; `feedback` what a human asked for.
+        """
+        ...
+
+    async def review(
+        self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
+    ) -> Review:
+        """Score a draft with the seed 001 F005 criteria."""
+        ...

@@ -1,0 +1,276 @@
+"""Deterministic draft checks that every engine's review runs (seed 001 F004/F005).
+
+They measure what can be measured without judgement: footnotes resolve to collected
+sources, every cited sentence is supported by the text of its source, the required
+sections exist, every investigation point is covered and nothing is said twice.
+"""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engines.sentences import split_sentences
+from graph.models import ResearchPlan, ReviewIssue, ReviewScores, SearchResult
+from tools.text import stems
+from tools.urls import normalize_url
+
+REQUIRED_SECTIONS = ("Executive Summary", "Key Findings", "Detailed Analysis", "References")
+SUPPORT_THRESHOLD = 0.7
+
+_FOOTNOTE_REF = re.compile(r"\[\^(\d+)\](?!:)")
+_FOOTNOTE_DEF = re.compile(r"^\[\^(\d+)\]:\s*(.+)$", re.MULTILINE)
+_LINK_URL = re.compile(r"\((https?://[^)\s]+|file://[^)\s]+)\)|<([^>]+)>|(https?://\S+|file://\S+)")
+_CLAIM_END = re.compile(r"((?:\[\^\d+\])+)")
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$", re.MULTILINE)
+_LABEL = re.compile(r"\*\*(.+?)\*\*")
+
+
+@dataclass
+class DraftChecks:
+    """Findings of the deterministic checks, and the scores they imply."""
+
+    scores: ReviewScores
+    issues: list[ReviewIssue] = field(default_factory=list)
+    uncovered_points: list[str] = field(default_factory=list)
+
+
+def split_front_matter(markdown: str) -> tuple[str, str]:
+    """Return (front matter, body); front matter is '' when absent."""
+    if markdown.startswith("---\n"):
+        end = markdown.find("\n---\n", 4)
+        if end != -1:
+            return markdown[: end + 5], markdown[end + 5 :].lstrip("\n")
+    return "", markdown
+
+
+def sections(body: str) -> dict[str, str]:
+    """Map each heading's text to the text under it, up to the next heading of any level."""
+    found: dict[str, str] = {}
+    matches = list(_HEADING.finditer(body))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
+        found[match.group(2).strip()] = body[match.end() : end]
+    return found
+
+
+def footnote_urls(body: str) -> dict[int, str]:
+    """Map footnote numbers to the URL their definition names."""
+    urls: dict[int, str] = {}
+    for number, text in _FOOTNOTE_DEF.findall(body):
+        match = _LINK_URL.search(text)
+        if match:
+            urls[int(number)] = next(g for g in match.groups() if g)
+    return urls
+
+
+def cited_sentences(body: str) -> list[tuple[str, list[int]]]:
+    """Sentences of the prose (references excluded) with the footnotes each cites."""
+    prose = _FOOTNOTE_DEF.sub("", body)
+    result: list[tuple[str, list[int]]] = []
+    for line in prose.splitlines():
+        text = line.strip()
+        # Headings, quotes and italic editorial notes make no claim about the world.
+        if not text or text.startswith(("#", ">")) or (text.startswith("_") and text.endswith("_")):
+            continue
+        text = _LABEL.sub("", text.lstrip("-*0123456789. ")).strip(" :")
+        # A run of footnotes closes a claim; earlier sentences in the same run are uncited.
+        parts = _CLAIM_END.split(text)
+        for piece, marks in zip(parts[::2], [*parts[1::2], ""], strict=True):
+            refs = [int(n) for n in _FOOTNOTE_REF.findall(marks)]
+            sentences = split_sentences(piece)
+            for i, sentence in enumerate(sentences):
+                if len(stems(sentence)) >= 3:
+                    result.append((sentence.strip(), refs if i == len(sentences) - 1 else []))
+    return result
+
+
+def _support(sentence: str, source_text: str) -> float:
+    words = set(stems(sentence))
+    if not words:
+        return 1.0
+    return len(words & set(stems(source_text))) / len(words)
+
+
+def _point_covered(point: str, theme: str, body_sections: dict[str, str], body: str) -> bool:
+    wanted = point.strip().casefold()
+    for heading, text in body_sections.items():
+        if heading.casefold() == wanted and _FOOTNOTE_REF.search(text):
+            return True
+    for line in body.splitlines():
+        labels = [m.casefold() for m in _LABEL.findall(line)]
+        if any(label.strip(" :") == wanted for label in labels) and _FOOTNOTE_REF.search(line):
+            return True
+    distinctive = set(stems(point)) - set(stems(theme))
+    if not distinctive:
+        return True
+    for sentence, refs in cited_sentences(body):
+        if refs and len(distinctive & set(stems(sentence))) / len(distinctive) >= 0.6:
+            return True
+    return False
+
+
+def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]) -> DraftChecks:
+    """Run every deterministic check and score the draft with them."""
+    _, body = split_front_matter(draft)
+    issues: list[ReviewIssue] = []
+    body_sections = sections(body)
+    by_url = {normalize_url(s.url): s for s in sources}
+
+    # Format: title and required sections, references numbered 1..n without duplicates.
+    has_title = bool(re.search(r"^#\s+\S", body, re.MULTILINE))
+    present = [name for name in REQUIRED_SECTIONS if name in body_sections]
+    missing = [name for name in REQUIRED_SECTIONS if name not in body_sections]
+    for name in missing:
+        issues.append(
+            ReviewIssue(
+                type="format",
+                severity="high",
+                description=f"Section '{name}' is missing.",
+                location=name,
+            )
+        )
+    if not has_title:
+        issues.append(
+            ReviewIssue(
+                type="format",
+                severity="medium",
+                description="The report has no '# ' title.",
+                location="top",
+            )
+        )
+    definitions = footnote_urls(body)
+    numbers = sorted(definitions)
+    numbering_ok = numbers == list(range(1, len(numbers) + 1))
+    if not numbering_ok:
+        issues.append(
+            ReviewIssue(
+                type="format",
+                severity="low",
+                description="References are not numbered 1..n.",
+                location="References",
+            )
+        )
+    defined_urls = [normalize_url(u) for u in definitions.values()]
+    duplicates_ok = len(set(defined_urls)) == len(defined_urls)
+    if not duplicates_ok:
+        issues.append(
+            ReviewIssue(
+                type="format",
+                severity="low",
+                description="A source is listed twice in References.",
+                location="References",
+            )
+        )
+    format_score = (len(present) + has_title + numbering_ok + duplicates_ok) / (
+        len(REQUIRED_SECTIONS) + 3
+    )
+
+    # Fact check: each cited sentence resolves to a collected source whose text supports it.
+    claims = cited_sentences(body)
+    verified = 0
+    for sentence, refs in claims:
+        if not refs:
+            issues.append(
+                ReviewIssue(
+                    type="fact_check",
+                    severity="high",
+                    description=f"Claim without a source: '{sentence[:120]}'",
+                    location="body",
+                )
+            )
+            continue
+        resolved = [by_url.get(normalize_url(definitions[n])) for n in refs if n in definitions]
+        if len(resolved) < len(refs) or any(s is None for s in resolved):
+            issues.append(
+                ReviewIssue(
+                    type="fact_check",
+                    severity="high",
+                    description=f"Footnote does not resolve to a collected source: '{sentence[:120]}'",
+                    location="body",
+                )
+            )
+            continue
+        support = max(
+            _support(sentence, f"{s.title} {s.content}") for s in resolved if s is not None
+        )
+        if support >= SUPPORT_THRESHOLD:
+            verified += 1
+        else:
+            issues.append(
+                ReviewIssue(
+                    type="fact_check",
+                    severity="medium",
+                    description=f"The cited source does not support: '{sentence[:120]}'",
+                    location="body",
+                )
+            )
+    fact_score = verified / len(claims) if claims else 0.0
+    if not claims:
+        issues.append(
+            ReviewIssue(
+                type="fact_check",
+                severity="high",
+                description="The report makes no cited claim.",
+                location="body",
+            )
+        )
+
+    # Completeness: every investigation point is addressed by cited text.
+    uncovered = [
+        p
+        for p in plan.investigation_points
+        if not _point_covered(p, plan.theme, body_sections, body)
+    ]
+    for point in uncovered:
+        issues.append(
+            ReviewIssue(
+                type="completeness",
+                severity="medium",
+                description=f"Investigation point not covered: {point}",
+                location="Detailed Analysis",
+            )
+        )
+    completeness = 1 - len(uncovered) / len(plan.investigation_points)
+
+    # Logic: nothing said twice, no empty section.
+    seen: set[str] = set()
+    repeats = 0
+    for sentence, _refs in claims:
+        key = " ".join(stems(sentence))
+        repeats += key in seen
+        seen.add(key)
+    if repeats:
+        issues.append(
+            ReviewIssue(
+                type="logic",
+                severity="medium",
+                description=f"{repeats} sentence(s) repeated.",
+                location="body",
+            )
+        )
+    empty = [
+        name
+        for name in present
+        if name != "References" and not body_sections[name].strip() and name != "Detailed Analysis"
+    ]
+    for name in empty:
+        issues.append(
+            ReviewIssue(
+                type="logic",
+                severity="medium",
+                description=f"Section '{name}' is empty.",
+                location=name,
+            )
+        )
+    logic = max(0.0, 1 - repeats / max(len(claims), 1) - 0.25 * len(empty))
+
+    return DraftChecks(
+        scores=ReviewScores(
+            fact_check=round(fact_score, 4),
+            completeness=round(completeness, 4),
+            logic=round(logic, 4),
+            format=round(format_score, 4),
+        ),
+        issues=issues,
+        uncovered_points=uncovered,
+    )

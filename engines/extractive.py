@@ -1,0 +1,431 @@
+"""The extractive engine: research without a language model.
+
+It plans by expanding the topic with a topic frame and the key terms of the first
+results, writes by extractive multi-document summarisation (sentences scored against
+each investigation point with TF-IDF, redundancy removed, grouped by point, each cited
+to the source it came from) and reviews with the deterministic checks alone.
+Every sentence of its reports is a sentence of a source, so its fact check is exact.
+"""
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engines.base import Progress
+from engines.checks import check_draft
+from engines.frames import cues_for_point, match_frame
+from engines.sentences import split_sentences
+from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
+from tools.text import content_words, stem, stems
+from tools.urls import normalize_url
+
+MAX_QUERIES = 8
+SUMMARY_SENTENCES = 3
+SENTENCES_PER_POINT = 4
+REDUNDANCY_JACCARD = 0.5
+_MIN_CHARS, _MAX_CHARS = 40, 420
+# Sentences that open with these lean on a previous sentence we may not quote.
+_DANGLING = re.compile(
+    r"^(?:this|these|those|they|them|such|however|also|but|and|both|another|other|it is)\b",
+    re.IGNORECASE,
+)
+_CONTEXTUAL = re.compile(
+    r"\b(?:that|the same|this|the following|the previous)\s+(?:century|year|decade|period|time|day|month)\b",
+    re.IGNORECASE,
+)
+_PERSONAL = re.compile(r"^(He|She)\b")
+_POSSESSIVE = re.compile(r"^(His|Her)\b")
+_NEUTER = re.compile(
+    r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
+)
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A sentence that could go into the report, with what is known about it."""
+
+    text: str
+    source: SearchResult
+    position: int
+    terms: Counter[str]
+    topical: float
+    base: float = 0.0
+
+
+def _capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _subject_phrase(source: SearchResult) -> str:
+    """How a sentence about the article's subject names it ('the printing press', 'Gutenberg')."""
+    title = re.sub(r"\s*\(.*?\)\s*$", "", source.title).strip()
+    lead = source.content[:200]
+    common_noun = title[:1].lower() + title[1:]
+    if re.match(rf"(?:A|An|The)\s+{re.escape(common_noun)}\b", lead):
+        return f"the {common_noun}"
+    if re.match(rf"The\s+{re.escape(title)}\b", lead):
+        return f"the {title}"
+    return title
+
+
+def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str | None:
+    """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote."""
+    if position == 0:
+        return sentence
+    if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
+        return None
+    subject = _subject_phrase(source)
+    if _PERSONAL.match(sentence):
+        return _PERSONAL.sub(_capitalise(subject), sentence, count=1)
+    if _POSSESSIVE.match(sentence):
+        return _POSSESSIVE.sub(_capitalise(subject) + "'s", sentence, count=1)
+    if _NEUTER.match(sentence):
+        return _NEUTER.sub(_capitalise(subject), sentence, count=1)
+    return sentence
+
+
+def _contains_phrase(haystack: Sequence[str], phrase: Sequence[str]) -> bool:
+    n = len(phrase)
+    return n > 0 and any(
+        list(haystack[i : i + n]) == list(phrase) for i in range(len(haystack) - n + 1)
+    )
+
+
+def _mentions(text: str, subject: Sequence[str]) -> int:
+    """How often `text` names the subject: the whole phrase, or most of a long subject."""
+    tokens = stems(text)
+    if len(subject) <= 3:
+        n = len(subject)
+        return sum(tokens[i : i + n] == list(subject) for i in range(len(tokens) - n + 1))
+    return int(len(set(subject) & set(tokens)) >= math.ceil(len(subject) * 2 / 3))
+
+
+def is_on_topic(source: SearchResult, subject: Sequence[str]) -> bool:
+    """True when the source names the subject in its title or text."""
+    return _mentions(f"{source.title}. {source.content}", subject) > 0
+
+
+def _focus(source: SearchResult, subject: Sequence[str]) -> bool:
+    """True when the subject is what the source is about: in its title, or named repeatedly."""
+    return _mentions(source.title, subject) > 0 or _mentions(source.content, subject) >= 2
+
+
+def _cosine(a: Counter[str], b: Counter[str], idf: dict[str, float]) -> float:
+    dot = sum(a[t] * b[t] * idf.get(t, 1.0) ** 2 for t in a.keys() & b.keys())
+    if not dot:
+        return 0.0
+    norm_a = math.sqrt(sum((v * idf.get(t, 1.0)) ** 2 for t, v in a.items()))
+    norm_b = math.sqrt(sum((v * idf.get(t, 1.0)) ** 2 for t, v in b.items()))
+    return dot / (norm_a * norm_b)
+
+
+def _jaccard(a: Counter[str], b: Counter[str]) -> float:
+    union = len(a.keys() | b.keys())
+    return len(a.keys() & b.keys()) / union if union else 0.0
+
+
+class ExtractiveEngine:
+    """An `Engine` that needs no model: classic NLP over the collected sources."""
+
+    name = "extractive"
+    description = "extractive (no language model: sentences quoted from the sources)"
+
+    # -- planning --------------------------------------------------------------------
+
+    async def plan(
+        self, topic: str, probe: Sequence[SearchResult], feedback: str | None
+    ) -> ResearchPlan:
+        """Expand the topic by its frame; add queries from the titles and key terms of the probe."""
+        frame, subject = match_frame(topic)
+        points = [a.point.format(s=subject) for a in frame.aspects]
+        queries = [subject] + [a.query.format(s=subject) for a in frame.aspects]
+        subject_stems = set(stems(subject))
+        for hit in probe[:4]:
+            title_stems = set(stems(hit.title))
+            if (
+                title_stems
+                and not title_stems <= subject_stems
+                and is_on_topic(hit, stems(subject))
+            ):
+                queries.append(hit.title)
+        queries += [
+            f"{subject} {term}" for term in self._key_terms(probe, exclude=subject_stems, limit=2)
+        ]
+        if feedback:
+            focus = " ".join(content_words(feedback)[:6])
+            if focus:
+                points.append(_capitalise(focus))
+                queries.insert(1, f"{subject} {focus}")
+        queries = list(dict.fromkeys(q.strip() for q in queries if q.strip()))[:MAX_QUERIES]
+        plan_text = (
+            f"Investigate {subject} as a '{frame.name}' question along {len(points)} points; "
+            f"search {len(queries)} short queries, then widen with key terms of what is found."
+        )
+        return ResearchPlan(
+            theme=_capitalise(topic.strip().rstrip(".?!")),
+            investigation_points=points,
+            search_queries=queries,
+            plan_text=plan_text,
+        )
+
+    @staticmethod
+    def _key_terms(sources: Sequence[SearchResult], exclude: set[str], limit: int) -> list[str]:
+        """Words frequent across the sources but not in the topic (document frequency first)."""
+        document_frequency: Counter[str] = Counter()
+        surface: dict[str, str] = {}
+        for source in sources:
+            seen = set()
+            for word in content_words(f"{source.title} {source.content}"):
+                token = stem(word)
+                if token in exclude or word.isdigit() or len(word) < 4:
+                    continue
+                surface.setdefault(token, word)
+                seen.add(token)
+            document_frequency.update(seen)
+        ranked = [t for t, n in document_frequency.most_common() if n >= 2]
+        return [surface[t] for t in ranked[:limit]]
+
+    async def refine_queries(
+        self,
+        plan: ResearchPlan,
+        sources: Sequence[SearchResult],
+        done: Sequence[str],
+        review: Review | None,
+    ) -> list[str]:
+        """Plan queries not yet run; else queries for uncovered points; else key terms and titles."""
+        done_keys = {q.casefold() for q in done}
+        _, subject = match_frame(plan.theme)
+        candidates = list(plan.search_queries)
+        if review is not None:
+            for issue in review.issues:
+                if issue.type == "completeness" and ":" in issue.description:
+                    point = issue.description.split(":", 1)[1].strip()
+                    candidates += [point, f"{subject} {' '.join(content_words(point)[:4])}"]
+        subject_stems = set(stems(subject))
+        candidates += [
+            f"{subject} {t}" for t in self._key_terms(sources, exclude=subject_stems, limit=4)
+        ]
+        candidates += [s.title for s in sources[:8] if is_on_topic(s, stems(subject))]
+        fresh = [
+            q
+            for q in dict.fromkeys(c.strip() for c in candidates)
+            if q and q.casefold() not in done_keys
+        ]
+        return fresh[:4]
+
+    async def decide(self, progress: Progress) -> RoutingDecision:
+        """Rewrite only when new sources arrived since the last draft; else stop."""
+        if progress.last_review is not None and progress.last_review.approved:
+            return RoutingDecision(action="end", reasoning="The last draft passed review.")
+        if progress.source_count > progress.sources_at_last_draft:
+            gained = progress.source_count - progress.sources_at_last_draft
+            return RoutingDecision(
+                action="write", reasoning=f"{gained} new source(s) since the last draft: rewrite."
+            )
+        return RoutingDecision(
+            action="end",
+            reasoning="No new sources since the last draft: a rewrite would change nothing.",
+        )
+
+    async def summarize(self, query: str, sources: Sequence[SearchResult]) -> str:
+        """List each source with its lead sentence."""
+        lines = []
+        for source in sources:
+            lead = next(iter(split_sentences(source.content)), "").strip()
+            lines.append(f"- **{source.title}** ({source.url}): {lead[:300]}")
+        return "\n".join(lines) if lines else f"No results for '{query}'."
+
+    # -- writing ---------------------------------------------------------------------
+
+    def _candidates(
+        self, sources: Sequence[SearchResult], subject: str
+    ) -> tuple[list[Candidate], dict[str, float]]:
+        subject_phrase = stems(subject)
+        documents: list[set[str]] = []
+        candidates: list[Candidate] = []
+        for source in sources:
+            documents.append(set(stems(f"{source.title} {source.content}")))
+            # An off-topic source is skipped whatever its rank; from a source that is not
+            # about the subject itself, only sentences that name the subject are quoted.
+            if subject_phrase and not is_on_topic(source, subject_phrase):
+                continue
+            focused = _focus(source, subject_phrase)
+            about_subject = _mentions(source.title, subject_phrase) > 0
+            for position, raw in enumerate(split_sentences(source.content)):
+                if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
+                    continue
+                text = _resolve_pronoun(raw, source, position)
+                if text is None:
+                    continue
+                terms = Counter(stems(text))
+                named = _mentions(text, subject_phrase) > 0
+                if not focused and not named:
+                    continue
+                if len(terms) >= 4:
+                    topical = 1.0 if about_subject or named else 0.4
+                    # The article that is the subject itself opens with its definition.
+                    if stems(source.title) == subject_phrase:
+                        topical += 0.5 / (1 + position)
+                    candidates.append(
+                        Candidate(
+                            text=text,
+                            source=source,
+                            position=position,
+                            terms=terms,
+                            topical=topical,
+                        )
+                    )
+        n = max(len(documents), 1)
+        document_frequency = Counter(t for doc in documents for t in doc)
+        idf = {t: math.log(1 + n / df) for t, df in document_frequency.items()}
+        centroid: Counter[str] = Counter()
+        for candidate in candidates:
+            centroid.update(candidate.terms)
+        for candidate in candidates:
+            candidate.base = (
+                0.35 * _cosine(candidate.terms, centroid, idf)
+                + 0.40 * candidate.topical
+                + 0.15 / (1 + candidate.position)
+                + 0.10 * (candidate.source.relevance_score or 0.0)
+            )
+        return candidates, idf
+
+    @staticmethod
+    def _point_score(
+        candidate: Candidate, point_terms: set[str], cue_terms: set[str], idf: dict[str, float]
+    ) -> float:
+        words = candidate.terms.keys()
+        direct = sum(idf.get(t, 1.0) for t in words & point_terms) / max(
+            sum(idf.get(t, 1.0) for t in point_terms), 1e-9
+        )
+        cues = len(words & cue_terms) / 3
+        return direct + min(cues, 1.0)
+
+    async def write(
+        self,
+        plan: ResearchPlan,
+        sources: Sequence[SearchResult],
+        review: Review | None,
+        feedback: str | None,
+    ) -> str:
+        """Compose the briefing: summary, one finding per point, analysis by point, references.
+
+        Free-text feedback cannot steer an extractive writer; new sources and the review's
+        coverage gaps can, so those are what it uses.
+        """
+        _, subject = match_frame(plan.theme)
+        candidates, idf = self._candidates(sources, subject)
+        chosen: list[Candidate] = []
+
+        def fresh(candidate: Candidate) -> bool:
+            return all(_jaccard(candidate.terms, c.terms) < REDUNDANCY_JACCARD for c in chosen)
+
+        summary: list[Candidate] = []
+        used_sources: set[str] = set()
+        for candidate in sorted(candidates, key=lambda c: c.base, reverse=True):
+            if len(summary) == SUMMARY_SENTENCES:
+                break
+            if candidate.source.url not in used_sources and fresh(candidate):
+                summary.append(candidate)
+                chosen.append(candidate)
+                used_sources.add(candidate.source.url)
+
+        # Points the last review found uncovered accept weaker matches on a rewrite.
+        relaxed = {
+            i.description.split(":", 1)[1].strip()
+            for i in (review.issues if review else [])
+            if i.type == "completeness" and ":" in i.description
+        }
+        subject_stems = set(stems(subject))
+        by_point: dict[str, list[Candidate]] = {}
+        for point in plan.investigation_points:
+            point_terms = set(stems(point)) - subject_stems
+            cue_terms = {stem(w) for w in cues_for_point(point)} | {
+                stem(w) for w in _frame_cues(plan.theme, point)
+            }
+            threshold = 0.15 if point in relaxed else 0.3
+            scored = [(self._point_score(c, point_terms, cue_terms, idf), c) for c in candidates]
+            ranked = sorted(
+                ((s * 0.6 + c.base * 0.4, c) for s, c in scored if s >= threshold),
+                key=lambda pair: pair[0],
+                reverse=True,
+            )
+            picks: list[Candidate] = []
+            for _score, candidate in ranked:
+                if len(picks) == SENTENCES_PER_POINT:
+                    break
+                if candidate not in chosen and fresh(candidate):
+                    picks.append(candidate)
+                    chosen.append(candidate)
+            by_point[point] = sorted(picks, key=lambda c: (c.source.url, c.position))
+        return _render(plan, summary, by_point)
+
+    async def review(
+        self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
+    ) -> Review:
+        """Score with the deterministic checks; uncovered points send the run back to research."""
+        checks = check_draft(draft, plan, sources)
+        feedback = "; ".join(issue.description for issue in checks.issues[:8]) or None
+        # Rewriting from the same sources gives the same report: only new sources help.
+        return Review.from_scores(checks.scores, checks.issues, feedback, "research")
+
+
+def _frame_cues(theme: str, point: str) -> tuple[str, ...]:
+    """Cue words of the frame aspect that produced `point`, if it came from the frame."""
+    frame, subject = match_frame(theme)
+    for aspect in frame.aspects:
+        if aspect.point.format(s=subject).casefold() == point.casefold():
+            return aspect.cues
+    return ()
+
+
+def _render(
+    plan: ResearchPlan, summary: list[Candidate], by_point: dict[str, list[Candidate]]
+) -> str:
+    numbers: dict[str, int] = {}
+    sources: dict[str, SearchResult] = {}
+
+    def cite(candidate: Candidate) -> str:
+        key = normalize_url(candidate.source.url)
+        if key not in numbers:
+            numbers[key] = len(numbers) + 1
+            sources[key] = candidate.source
+        text = candidate.text.rstrip()
+        return (
+            f"{text}[^{numbers[key]}]"
+            if text.endswith((".", "!", "?"))
+            else f"{text}.[^{numbers[key]}]"
+        )
+
+    lines = [f"# {plan.theme}", "", "## Executive Summary", ""]
+    lines.append(
+        " ".join(cite(c) for c in summary)
+        if summary
+        else "_The collected sources say little about this topic._"
+    )
+    lines += ["", "## Key Findings", ""]
+    findings = [(point, picks[0]) for point, picks in by_point.items() if picks]
+    for point, candidate in findings:
+        lines.append(f"- **{point}:** {cite(candidate)}")
+    if not findings:
+        lines.append("_No finding could be supported by the collected sources._")
+    lines += ["", "## Detailed Analysis", ""]
+    for point, picks in by_point.items():
+        lines += [f"### {point}", ""]
+        rest = picks[1:]
+        if rest:
+            lines.append(" ".join(cite(c) for c in rest))
+        elif picks:
+            lines.append(
+                "_The key finding above is the only passage in the sources on this point._"
+            )
+        else:
+            lines.append("_The collected sources do not address this point._")
+        lines.append("")
+    lines += ["## References", ""]
+    for key, number in numbers.items():
+        source = sources[key]
+        lines.append(f"[^{number}]: [{source.title}]({source.url})")
+    return "\n".join(lines).rstrip() + "\n"

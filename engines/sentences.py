@@ -1,0 +1,37 @@
+"""Sentence splitting that survives abbreviations, initials and decimals."""
+
+import re
+
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st mt ft no vol vs etc e.g i.e cf al approx ca c fig gen col lt "
+    "sgt capt rev gov sen rep inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec "
+    "u.s u.k u.n a.d b.c".split()
+)
+_CITATION_MARK = re.compile(r"\[\d+\]|\[citation needed\]", re.IGNORECASE)
+
+
+def _ends_with_abbreviation(chunk: str) -> bool:
+    last = chunk.rstrip().rsplit(maxsplit=1)[-1] if chunk.strip() else ""
+    token = last.rstrip(".").lower().lstrip("(\"'“")
+    # A single capital letter followed by a period is an initial ("J. R. R. Tolkien").
+    return token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha())
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences, joining splits that follow abbreviations or initials."""
+    cleaned = _CITATION_MARK.sub("", text)
+    sentences: list[str] = []
+    for paragraph in re.split(r"\n\s*\n|\n(?=[#*\-\d])", cleaned):
+        flat = " ".join(paragraph.split())
+        if not flat:
+            continue
+        pending = ""
+        for piece in _BOUNDARY.split(flat):
+            pending = f"{pending} {piece}".strip() if pending else piece
+            if not _ends_with_abbreviation(pending):
+                sentences.append(pending)
+                pending = ""
+        if pending:
+            sentences.append(pending)
+    return sentences

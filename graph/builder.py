@@ -1,0 +1,46 @@
+"""Assemble the research graph (seed 001 F006)."""
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from graph.routing import (
+    APPROVE_PLAN,
+    FINALIZE,
+    RESEARCHER,
+    REVIEWER,
+    SUPERVISOR,
+    WRITER,
+    route_reviewer,
+    route_supervisor,
+)
+from graph.state import ResearchState
+from nodes.approval import approve_plan
+from nodes.context import Deps
+from nodes.finalize import finalize
+from nodes.researcher import researcher
+from nodes.reviewer import reviewer
+from nodes.supervisor import supervisor
+from nodes.writer import writer
+
+ResearchGraph = CompiledStateGraph[ResearchState, Deps, ResearchState, ResearchState]
+
+
+def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> ResearchGraph:
+    """Compile the graph: supervisor -> (approval) -> researcher <-> supervisor -> writer -> reviewer -> ..."""
+    builder = StateGraph(ResearchState, context_schema=Deps)
+    builder.add_node(SUPERVISOR, supervisor)
+    builder.add_node(APPROVE_PLAN, approve_plan)
+    builder.add_node(RESEARCHER, researcher)
+    builder.add_node(WRITER, writer)
+    builder.add_node(REVIEWER, reviewer)
+    builder.add_node(FINALIZE, finalize, destinations=(WRITER, "__end__"))
+    builder.add_edge(START, SUPERVISOR)
+    builder.add_conditional_edges(
+        SUPERVISOR, route_supervisor, [APPROVE_PLAN, RESEARCHER, WRITER, REVIEWER, FINALIZE]
+    )
+    builder.add_edge(APPROVE_PLAN, SUPERVISOR)
+    builder.add_edge(RESEARCHER, SUPERVISOR)
+    builder.add_edge(WRITER, REVIEWER)
+    builder.add_conditional_edges(REVIEWER, route_reviewer, [RESEARCHER, WRITER, FINALIZE])
+    return builder.compile(checkpointer=checkpointer)

@@ -1,0 +1,244 @@
+"""The research vocabulary: plans, sources, notes, drafts, reviews, usage, run options.
+
+This module is a leaf (pydantic and the standard library only): every layer,
+engines and nodes included, speaks it without importing the graph itself.
+"""
+
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+# Seed 001 F005: review weights and the pass thresholds.
+REVIEW_WEIGHTS: dict[str, float] = {
+    "fact_check": 0.4,
+    "completeness": 0.3,
+    "logic": 0.2,
+    "format": 0.1,
+}
+PASS_OVERALL = 0.8
+PASS_FACT_CHECK = 0.9
+
+TOPIC_MAX_CHARS = 2000
+QUERY_MAX_CHARS = 400
+
+Topic = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TOPIC_MAX_CHARS)
+]
+Query = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=QUERY_MAX_CHARS)
+]
+Approval = Literal["none", "plan", "plan_and_report"]
+Action = Literal["research", "write", "review", "end"]
+
+
+def utcnow() -> datetime:
+    """Return the current time, timezone-aware."""
+    return datetime.now(UTC)
+
+
+class RunOptions(BaseModel):
+    """Per-run limits a caller may choose, within the server's bounds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_iterations: int = Field(
+        5, ge=1, le=20, description="Researcher, writer and reviewer steps, each counts one."
+    )
+    min_sources: int = Field(
+        5, ge=1, le=100, description="Sources to collect before the first draft."
+    )
+    max_results: int = Field(5, ge=1, le=20, description="Search results per query.")
+    approval: Approval = Field(
+        "none", description="Where a human must approve: nowhere, the plan, or plan and report."
+    )
+    time_budget_s: float = Field(
+        600.0, ge=1, le=86_400, description="Active time budget in seconds."
+    )
+
+
+class ResearchRequest(BaseModel):
+    """What a caller asks for: validated at the edge, before anything is written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: Topic
+    options: RunOptions = Field(default_factory=RunOptions)
+
+
+class ResearchPlan(BaseModel):
+    """What to investigate and how to search for it (seed 001 §3.2.5.1)."""
+
+    theme: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+    investigation_points: list[
+        Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+    ] = Field(min_length=1, max_length=12)
+    search_queries: list[Query] = Field(default_factory=list, max_length=20)
+    plan_text: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class SearchResult(BaseModel):
+    """One source collected for the report."""
+
+    title: str
+    url: str
+    content: str
+    source: str = "local"
+    published_date: str | None = None
+    relevance_score: float | None = None
+    query: str | None = None
+
+
+class ResearchNote(BaseModel):
+    """One search step, kept for audit (seed 002 research_notes)."""
+
+    step_no: int = Field(ge=1)
+    query: str
+    summary_md: str
+    sources: list[str] = Field(default_factory=list)
+    status: Literal["ok", "empty", "failed"] = "ok"
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+IssueType = Literal["fact_check", "completeness", "logic", "format"]
+
+
+class ReviewIssue(BaseModel):
+    """A concrete defect found in a draft."""
+
+    type: IssueType
+    severity: Literal["low", "medium", "high"]
+    description: str
+    location: str = ""
+
+
+class ReviewScores(BaseModel):
+    """Scores per criterion, each in 0..1."""
+
+    fact_check: float = Field(ge=0, le=1)
+    completeness: float = Field(ge=0, le=1)
+    logic: float = Field(ge=0, le=1)
+    format: float = Field(ge=0, le=1)
+
+    def overall(self) -> float:
+        """Weighted score with the seed 001 F005 weights."""
+        values = self.model_dump()
+        return round(sum(float(values[name]) * w for name, w in REVIEW_WEIGHTS.items()), 4)
+
+
+class Review(BaseModel):
+    """A reviewer's verdict on one draft (seed 001 §3.5.6)."""
+
+    approved: bool
+    overall_score: float = Field(ge=0, le=1)
+    scores: ReviewScores
+    feedback: str | None = None
+    suggested_action: Literal["research", "write", "end"] = "end"
+    issues: list[ReviewIssue] = Field(default_factory=list)
+
+    @classmethod
+    def from_scores(
+        cls,
+        scores: ReviewScores,
+        issues: list[ReviewIssue],
+        feedback: str | None,
+        suggested_action: Literal["research", "write"],
+    ) -> "Review":
+        """Apply the pass rule: overall >= 0.8 and fact_check >= 0.9."""
+        overall = scores.overall()
+        approved = overall >= PASS_OVERALL and scores.fact_check >= PASS_FACT_CHECK
+        return cls(
+            approved=approved,
+            overall_score=overall,
+            scores=scores,
+            feedback=None if approved else feedback,
+            suggested_action="end" if approved else suggested_action,
+            issues=issues,
+        )
+
+    @model_validator(mode="after")
+    def _approved_means_end(self) -> "Review":
+        if self.approved and self.suggested_action != "end":
+            self.suggested_action = "end"
+        return self
+
+
+class Draft(BaseModel):
+    """A written report and, once reviewed, its review."""
+
+    version: int = Field(ge=1)
+    markdown: str
+    source_count: int = Field(0, ge=0, description="Sources collected when it was written.")
+    review: Review | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ApprovalDecision(BaseModel):
+    """A human's answer to an approval interrupt (plan or report)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "edit", "reject"]
+    plan: ResearchPlan | None = None
+    report: str | None = None
+    feedback: str | None = Field(None, max_length=4000)
+
+    @model_validator(mode="after")
+    def _payload_matches_decision(self) -> "ApprovalDecision":
+        if self.decision == "edit" and self.plan is None and self.report is None:
+            raise ValueError(
+                "decision 'edit' needs a 'plan' (plan gate) or a 'report' (report gate)"
+            )
+        if self.decision == "reject" and not (self.feedback or "").strip():
+            raise ValueError("decision 'reject' needs 'feedback' saying what to change")
+        return self
+
+
+class RoutingDecision(BaseModel):
+    """The supervisor's choice when no fixed rule applies."""
+
+    action: Literal["research", "write", "end"]
+    reasoning: str
+
+
+class NodeUsage(BaseModel):
+    """What one node has spent so far."""
+
+    calls: int = 0
+    seconds: float = 0.0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: "NodeUsage") -> "NodeUsage":
+        return NodeUsage(
+            calls=self.calls + other.calls,
+            seconds=self.seconds + other.seconds,
+            requests=self.requests + other.requests,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class Usage(BaseModel):
+    """Spending per node; the sum of node seconds is the run's active time."""
+
+    nodes: dict[str, NodeUsage] = Field(default_factory=dict)
+
+    def __add__(self, other: "Usage") -> "Usage":
+        merged = dict(self.nodes)
+        for name, spent in other.nodes.items():
+            merged[name] = merged.get(name, NodeUsage()) + spent
+        return Usage(nodes=merged)
+
+    @property
+    def seconds(self) -> float:
+        """Active time spent in nodes."""
+        return sum(n.seconds for n in self.nodes.values())
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt and completion tokens over all nodes."""
+        return sum(n.prompt_tokens + n.completion_tokens for n in self.nodes.values())

