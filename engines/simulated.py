@@ -8,7 +8,11 @@ from graph.models import ResearchPlan, Review, ReviewScores, RoutingDecision, Se
 
 
 class SleepingEngine:
-    """Sleeps a fixed latency in plan, write and review; its drafts always pass."""
+    """Sleeps a fixed latency in write and review; its drafts always pass.
+
+    With `SleepingSearchProvider` every node of a run waits once: the supervisor on its
+    probe search, the researcher on its query, the writer and the reviewer here.
+    """
 
     name = "simulated"
     description = "simulated (sleeps instead of thinking; for benchmarks)"
@@ -19,8 +23,7 @@ class SleepingEngine:
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
-        """One point, one query."""
-        await asyncio.sleep(self._latency_s)
+        """One point, one query; no sleep, the supervisor's probe search already waited."""
         return ResearchPlan(
             theme=topic[:300],
             investigation_points=[topic[:300]],
