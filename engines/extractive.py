@@ -10,15 +10,16 @@ Every sentence of its reports is a sentence of a source, so its fact check is ex
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engines.base import Progress
 from engines.checks import check_draft
 from engines.frames import cues_for_point, match_frame
+from engines.keyphrases import key_terms, named_entities
 from engines.sentences import split_sentences
 from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
-from tools.text import content_words, stem, stems
+from tools.text import STOPWORDS, content_words, stem, stems
 from tools.urls import normalize_url
 
 MAX_QUERIES = 8
@@ -35,6 +36,7 @@ _CONTEXTUAL = re.compile(
     r"\b(?:that|the same|this|the following|the previous)\s+(?:century|year|decade|period|time|day|month)\b",
     re.IGNORECASE,
 )
+_CATEGORY = re.compile(r"^The ([a-z]+)\b")
 _PERSONAL = re.compile(r"^(He|She)\b")
 _POSSESSIVE = re.compile(r"^(His|Her)\b")
 _NEUTER = re.compile(
@@ -83,14 +85,17 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
         return _POSSESSIVE.sub(_capitalise(subject) + "'s", sentence, count=1)
     if _NEUTER.match(sentence):
         return _NEUTER.sub(_capitalise(subject), sentence, count=1)
+    category = _CATEGORY.match(sentence)
+    if category and re.search(
+        rf"\b(?:is|was|are|were)\b[^.]*\b{category.group(1)}\b", _lead(source)
+    ):
+        # "The painting ..." in an article whose lead says "X is a painting": it means X.
+        return _capitalise(subject) + sentence[category.end() :]
     return sentence
 
 
-def _contains_phrase(haystack: Sequence[str], phrase: Sequence[str]) -> bool:
-    n = len(phrase)
-    return n > 0 and any(
-        list(haystack[i : i + n]) == list(phrase) for i in range(len(haystack) - n + 1)
-    )
+def _lead(source: SearchResult) -> str:
+    return next(iter(split_sentences(source.content)), "")
 
 
 def _mentions(text: str, subject: Sequence[str]) -> int:
@@ -137,26 +142,18 @@ class ExtractiveEngine:
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
-        """Expand the topic by its frame; add queries from the titles and key terms of the probe."""
+        """Expand the topic by its frame; add the names and key terms of the first results."""
         frame, subject = match_frame(topic)
         points = [a.point.format(s=subject) for a in frame.aspects]
-        queries = [subject] + [a.query.format(s=subject) for a in frame.aspects]
         subject_stems = set(stems(subject))
-        for hit in probe[:4]:
-            title_stems = set(stems(hit.title))
-            if (
-                title_stems
-                and not title_stems <= subject_stems
-                and is_on_topic(hit, stems(subject))
-            ):
-                queries.append(hit.title)
-        queries += [
-            f"{subject} {term}" for term in self._key_terms(probe, exclude=subject_stems, limit=2)
-        ]
+        on_topic = [hit for hit in probe if is_on_topic(hit, stems(subject))]
+        names = named_entities(on_topic, exclude=subject_stems, limit=2)
+        queries = [subject, *names, *(a.query.format(s=subject) for a in frame.aspects)]
+        queries += [f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=2)]
         if feedback:
-            focus = " ".join(content_words(feedback)[:6])
+            focus = " ".join(content_words(feedback, keep_case=True)[:6])
             if focus:
-                points.append(_capitalise(focus))
+                points.append(_capitalise(split_sentences(feedback)[0].strip()[:200]))
                 queries.insert(1, f"{subject} {focus}")
         queries = list(dict.fromkeys(q.strip() for q in queries if q.strip()))[:MAX_QUERIES]
         plan_text = (
@@ -170,23 +167,6 @@ class ExtractiveEngine:
             plan_text=plan_text,
         )
 
-    @staticmethod
-    def _key_terms(sources: Sequence[SearchResult], exclude: set[str], limit: int) -> list[str]:
-        """Words frequent across the sources but not in the topic (document frequency first)."""
-        document_frequency: Counter[str] = Counter()
-        surface: dict[str, str] = {}
-        for source in sources:
-            seen = set()
-            for word in content_words(f"{source.title} {source.content}"):
-                token = stem(word)
-                if token in exclude or word.isdigit() or len(word) < 4:
-                    continue
-                surface.setdefault(token, word)
-                seen.add(token)
-            document_frequency.update(seen)
-        ranked = [t for t, n in document_frequency.most_common() if n >= 2]
-        return [surface[t] for t in ranked[:limit]]
-
     async def refine_queries(
         self,
         plan: ResearchPlan,
@@ -194,7 +174,7 @@ class ExtractiveEngine:
         done: Sequence[str],
         review: Review | None,
     ) -> list[str]:
-        """Plan queries not yet run; else queries for uncovered points; else key terms and titles."""
+        """Plan queries not yet run, then uncovered points, then names and terms in the sources."""
         done_keys = {q.casefold() for q in done}
         _, subject = match_frame(plan.theme)
         candidates = list(plan.search_queries)
@@ -204,10 +184,11 @@ class ExtractiveEngine:
                     point = issue.description.split(":", 1)[1].strip()
                     candidates += [point, f"{subject} {' '.join(content_words(point)[:4])}"]
         subject_stems = set(stems(subject))
+        on_topic = [s for s in sources if is_on_topic(s, stems(subject))]
+        candidates += named_entities(on_topic, exclude=subject_stems, limit=6)
         candidates += [
-            f"{subject} {t}" for t in self._key_terms(sources, exclude=subject_stems, limit=4)
+            f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=4)
         ]
-        candidates += [s.title for s in sources[:8] if is_on_topic(s, stems(subject))]
         fresh = [
             q
             for q in dict.fromkeys(c.strip() for c in candidates)
@@ -264,7 +245,7 @@ class ExtractiveEngine:
                 if not focused and not named:
                     continue
                 if len(terms) >= 4:
-                    topical = 1.0 if about_subject or named else 0.4
+                    topical = 1.0 if about_subject else 0.7 if named else 0.4
                     # The article that is the subject itself opens with its definition.
                     if stems(source.title) == subject_phrase:
                         topical += 0.5 / (1 + position)
@@ -323,14 +304,18 @@ class ExtractiveEngine:
             return all(_jaccard(candidate.terms, c.terms) < REDUNDANCY_JACCARD for c in chosen)
 
         summary: list[Candidate] = []
-        used_sources: set[str] = set()
-        for candidate in sorted(candidates, key=lambda c: c.base, reverse=True):
+        per_source: Counter[str] = Counter()
+        # The summary speaks from sources about the subject, never from passing mentions;
+        # the subject's own article may give every sentence of it.
+        about = [c for c in candidates if c.topical >= 1.0] or candidates
+        for candidate in sorted(about, key=lambda c: c.base, reverse=True):
             if len(summary) == SUMMARY_SENTENCES:
                 break
-            if candidate.source.url not in used_sources and fresh(candidate):
+            limit = SUMMARY_SENTENCES if candidate.topical > 1.0 else 1
+            if per_source[candidate.source.url] < limit and fresh(candidate):
                 summary.append(candidate)
                 chosen.append(candidate)
-                used_sources.add(candidate.source.url)
+                per_source[candidate.source.url] += 1
 
         # Points the last review found uncovered accept weaker matches on a rewrite.
         relaxed = {
@@ -339,28 +324,57 @@ class ExtractiveEngine:
             if i.type == "completeness" and ":" in i.description
         }
         subject_stems = set(stems(subject))
-        by_point: dict[str, list[Candidate]] = {}
+        # score[point][i]: how well candidate i speaks to the point (0 when below threshold).
+        score: dict[str, list[float]] = {}
         for point in plan.investigation_points:
             point_terms = set(stems(point)) - subject_stems
-            cue_terms = {stem(w) for w in cues_for_point(point)} | {
-                stem(w) for w in _frame_cues(plan.theme, point)
+            cue_terms = {
+                stem(w)
+                for w in (*cues_for_point(point), *_frame_cues(plan.theme, point))
+                if w not in STOPWORDS
             }
             threshold = 0.15 if point in relaxed else 0.3
-            scored = [(self._point_score(c, point_terms, cue_terms, idf), c) for c in candidates]
-            ranked = sorted(
-                ((s * 0.6 + c.base * 0.4, c) for s, c in scored if s >= threshold),
-                key=lambda pair: pair[0],
-                reverse=True,
-            )
-            picks: list[Candidate] = []
-            for _score, candidate in ranked:
-                if len(picks) == SENTENCES_PER_POINT:
-                    break
-                if candidate not in chosen and fresh(candidate):
-                    picks.append(candidate)
-                    chosen.append(candidate)
-            by_point[point] = sorted(picks, key=lambda c: (c.source.url, c.position))
+            score[point] = [
+                fit * 0.6 + c.base * 0.4 if fit >= threshold else 0.0
+                for c in candidates
+                for fit in [self._point_score(c, point_terms, cue_terms, idf)]
+            ]
+        # A sentence goes to the point it fits best; a point nobody chose may then take
+        # the best sentence left over that fits it at all.
+        best_point = {
+            i: max(score, key=lambda p: score[p][i])
+            for i in range(len(candidates))
+            if any(score[p][i] > 0 for p in score)
+        }
+        by_point: dict[str, list[Candidate]] = {}
+        for point in plan.investigation_points:
+            mine = [i for i, p in best_point.items() if p == point]
+            by_point[point] = self._pick(candidates, mine, score[point], chosen, fresh)
+        for point in plan.investigation_points:
+            if not by_point[point]:
+                anyone = [i for i in range(len(candidates)) if score[point][i] > 0]
+                by_point[point] = self._pick(candidates, anyone, score[point], chosen, fresh)
         return _render(plan, summary, by_point)
+
+    @staticmethod
+    def _pick(
+        candidates: list[Candidate],
+        indices: list[int],
+        scores: list[float],
+        chosen: list[Candidate],
+        fresh: Callable[[Candidate], bool],
+    ) -> list[Candidate]:
+        """The best unchosen, non-redundant sentences among `indices`; the best first."""
+        picks: list[Candidate] = []
+        for i in sorted(indices, key=lambda i: scores[i], reverse=True):
+            if len(picks) == SENTENCES_PER_POINT:
+                break
+            candidate = candidates[i]
+            if candidate not in chosen and fresh(candidate):
+                picks.append(candidate)
+                chosen.append(candidate)
+        # The best pick is the key finding; the rest read in source order.
+        return picks[:1] + sorted(picks[1:], key=lambda c: (c.source.url, c.position))
 
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]

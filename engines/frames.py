@@ -295,7 +295,7 @@ POINT_CUES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
 
 def match_frame(topic: str) -> tuple[Frame, str]:
     """Return the first frame whose pattern matches, and the subject it found."""
-    cleaned = " ".join(topic.split()).rstrip(".!")
+    cleaned = " ".join(topic.split()).rstrip(".!?")
     for frame in FRAMES:
         match = frame.pattern.match(cleaned)
         if match:

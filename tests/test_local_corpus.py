@@ -9,6 +9,7 @@ from tools.local_corpus import (
     LocalCorpus,
     build_index,
     match_expression,
+    query_terms,
     split_passages,
 )
 from tools.wiki_corpus import wikipedia_url, write_jsonl
@@ -40,9 +41,21 @@ def test_a_broken_json_line_names_file_and_line(tmp_path: Path) -> None:
 async def test_index_and_query_ranks_the_matching_article_first(corpus: LocalCorpus) -> None:
     hits = await corpus.search("rotary printing press newspapers", max_results=3)
     assert hits[0].title == "Rotary printing press"
-    assert hits[0].score == 1.0
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert all(0 <= h.score <= 1 for h in hits)
     assert len({h.url for h in hits}) == len(hits)
+
+
+async def test_the_exact_phrase_ranks_above_scattered_words(corpus: LocalCorpus) -> None:
+    hits = await corpus.search("free press", max_results=3)
+    assert hits[0].title == "Printing Revolution"  # "... and the free press."
+    assert hits[0].score == 1.0
+
+
+async def test_documents_with_every_query_word_rank_first(corpus: LocalCorpus) -> None:
+    hits = await corpus.search("printing press Korea", max_results=5)
+    assert hits[0].title == "Movable type"  # the only document naming Korea and the press
+    assert hits[0].score > hits[-1].score
 
 
 async def test_queries_of_stopwords_or_punctuation_find_nothing(corpus: LocalCorpus) -> None:
@@ -50,8 +63,9 @@ async def test_queries_of_stopwords_or_punctuation_find_nothing(corpus: LocalCor
     assert await corpus.search('"") OR (', 5) == []
 
 
-def test_match_expression_quotes_terms() -> None:
-    assert match_expression('history of "printing" press') == '"history" OR "printing" OR "press"'
+def test_query_words_are_quoted_without_stopwords() -> None:
+    terms = query_terms('history of "printing" press')
+    assert match_expression(terms, "OR") == '"history" OR "printing" OR "press"'
 
 
 def test_long_documents_are_cut_into_passages() -> None:

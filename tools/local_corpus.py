@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tools.corpus_files import Document
 from tools.search import Depth, SearchError, SearchHit
-from tools.text import content_words
+from tools.text import content_words, words
 
 PASSAGE_CHARS = 1500
 _SCHEMA = """
@@ -85,10 +85,14 @@ def build_index(documents: Iterable[Document], index_path: Path) -> IndexStats:
     return IndexStats(documents=docs, passages=passages, seconds=time.perf_counter() - started)
 
 
-def match_expression(query: str) -> str | None:
-    """Turn free text into an FTS5 OR-query of its content words; None when nothing is left."""
-    terms = dict.fromkeys(w.replace('"', "") for w in content_words(query))
-    return " OR ".join(f'"{t}"' for t in terms if t) or None
+def query_terms(query: str) -> list[str]:
+    """The content words of a query, once each, safe to quote in FTS5."""
+    return [t for t in dict.fromkeys(w.replace('"', "") for w in content_words(query)) if t]
+
+
+def match_expression(terms: list[str], operator: str) -> str:
+    """An FTS5 query of quoted terms joined by AND or OR."""
+    return f" {operator} ".join(f'"{t}"' for t in terms)
 
 
 class LocalCorpus:
@@ -117,35 +121,47 @@ class LocalCorpus:
         with self._lock:
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
-    def search_sync(self, query: str, max_results: int = 5) -> list[SearchHit]:
-        """Rank passages by BM25; one hit per document, best passage first."""
-        expression = match_expression(query)
-        if expression is None:
-            return []
+    def _ranked(self, expression: str, limit: int) -> list[tuple[str, str, str, str | None, float]]:
         with self._lock:
             rows = self._db.execute(
                 f"SELECT title, body, url, published, {_RANK} AS rank FROM passages "
                 "WHERE passages MATCH ? ORDER BY rank LIMIT ?",
-                (expression, max_results * 3),
+                (expression, limit),
             ).fetchall()
+        return [(t, b, u, p, -r) for t, b, u, p, r in rows]
+
+    def search_sync(self, query: str, max_results: int = 5) -> list[SearchHit]:
+        """Rank passages by BM25 in tiers: the exact phrase, every word, any word.
+
+        One hit per document. Scores are in 0..1 and a better tier always scores higher.
+        """
+        terms = query_terms(query)
+        if not terms:
+            return []
+        expressions = [match_expression(terms, "AND")]
+        phrase = " ".join(w.replace('"', "") for w in words(query))
+        if len(terms) > 1:
+            expressions = [f'"{phrase}"', *expressions, match_expression(terms, "OR")]
+        tiers = [self._ranked(e, max_results * 3) for e in expressions]
         hits: list[SearchHit] = []
         seen: set[str] = set()
-        best = -rows[0][4] if rows else 1.0
-        for title, body, url, published, rank in rows:
-            if url in seen:
-                continue
-            seen.add(url)
-            hits.append(
-                SearchHit(
-                    title=title,
-                    url=url,
-                    content=body,
-                    score=round(max(-rank, 0.0) / best, 4) if best > 0 else 0.0,
-                    published_date=published,
+        for tier, rows in enumerate(tiers):
+            best = max((r[4] for r in rows), default=0.0)
+            for title, body, url, published, relevance in rows:
+                if url in seen or len(hits) == max_results:
+                    continue
+                seen.add(url)
+                share = relevance / best if best > 0 else 0.0
+                score = (len(tiers) - 1 - tier + share) / len(tiers)
+                hits.append(
+                    SearchHit(
+                        title=title,
+                        url=url,
+                        content=body,
+                        score=round(score, 4),
+                        published_date=published,
+                    )
                 )
-            )
-            if len(hits) == max_results:
-                break
         return hits
 
     async def search(

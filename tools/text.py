@@ -30,9 +30,10 @@ def words(text: str) -> list[str]:
     return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
 
 
-def content_words(text: str) -> list[str]:
-    """Words that carry meaning: no stopwords, no single letters."""
-    return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]
+def content_words(text: str, keep_case: bool = False) -> list[str]:
+    """Words that carry meaning: no stopwords, no single letters; lower-cased unless asked."""
+    found = _WORD.findall(text) if keep_case else words(text)
+    return [w for w in found if w.lower() not in STOPWORDS and len(w) > 1]
 
 
 @lru_cache(maxsize=65_536)

@@ -1,0 +1,122 @@
+import pytest
+
+from engines.checks import check_draft, cited_sentences, split_front_matter
+from engines.extractive import ExtractiveEngine
+from engines.frames import match_frame
+from engines.keyphrases import named_entities
+from engines.sentences import split_sentences
+from graph.models import ResearchPlan, SearchResult
+
+PRESS = SearchResult(
+    title="Printing press",
+    url="https://example.org/press",
+    content=(
+        "A printing press is a mechanical device for applying pressure to an inked surface. "
+        "It was invented by Johannes Gutenberg in Mainz around 1440. "
+        "The printing press spread to over two hundred European cities by 1500. "
+        "This made books cheaper."
+    ),
+    relevance_score=1.0,
+)
+GUTENBERG = SearchResult(
+    title="Johannes Gutenberg",
+    url="https://example.org/gutenberg",
+    content=(
+        "Johannes Gutenberg was a German goldsmith who introduced the printing press to Europe. "
+        "He printed the Gutenberg Bible in Mainz around 1455, the first major book printed with the printing press."
+    ),
+    relevance_score=0.8,
+)
+COPY = SearchResult(
+    title="Mirror of Printing press",
+    url="https://mirror.example/press",
+    content="A printing press is a mechanical device for applying pressure to an inked surface.",
+    relevance_score=0.7,
+)
+STEAM = SearchResult(
+    title="Steam engine",
+    url="https://example.org/steam",
+    content="A steam engine performs mechanical work using steam as its working fluid.",
+    relevance_score=0.5,
+)
+
+
+@pytest.mark.parametrize(
+    ("topic", "frame", "subject"),
+    [
+        ("history of the printing press", "history", "printing press"),
+        ("Causes of the French Revolution?", "causes", "French Revolution"),
+        ("effects of climate change", "effects", "climate change"),
+        ("how does photosynthesis work", "how", "photosynthesis"),
+        ("photosynthesis", "overview", "photosynthesis"),
+    ],
+)
+def test_topic_frames_find_the_subject(topic: str, frame: str, subject: str) -> None:
+    found, found_subject = match_frame(topic)
+    assert (found.name, found_subject) == (frame, subject)
+
+
+async def test_the_plan_expands_the_topic_and_uses_names_from_the_first_results() -> None:
+    plan = await ExtractiveEngine().plan(
+        "history of the printing press", [PRESS, GUTENBERG, STEAM], None
+    )
+    assert plan.theme == "History of the printing press"
+    assert "Origins of printing press" in plan.investigation_points
+    assert plan.search_queries[0] == "printing press"
+    assert "Johannes Gutenberg" in plan.search_queries
+    assert len(plan.search_queries) <= 8
+    assert all(len(q) < 100 for q in plan.search_queries), "planner queries stay short"
+
+
+async def test_a_rejected_plan_takes_the_feedback_as_a_new_point() -> None:
+    plan = await ExtractiveEngine().plan(
+        "history of the printing press", [], "Focus on movable type in Korea"
+    )
+    assert plan.investigation_points[-1] == "Focus on movable type in Korea"
+    assert "printing press Focus movable type Korea" in plan.search_queries
+
+
+def test_sentences_split_after_abbreviations_and_initials_only_where_they_end() -> None:
+    text = "J. R. R. Tolkien was born in 1892. He wrote e.g. The Hobbit. Printing began c. 1440 in Mainz."
+    assert split_sentences(text) == [
+        "J. R. R. Tolkien was born in 1892.",
+        "He wrote e.g. The Hobbit.",
+        "Printing began c. 1440 in Mainz.",
+    ]
+
+
+def test_names_are_found_in_the_sources_but_not_the_subject() -> None:
+    names = named_entities([GUTENBERG, PRESS], exclude={"print", "press"}, limit=5)
+    assert "Gutenberg Bible" in names
+    assert "Mainz" in names
+    assert all("printing press" not in n.lower() for n in names)
+
+
+async def test_written_sentences_are_quotes_with_resolved_pronouns_and_no_dangling_ones() -> None:
+    plan = await ExtractiveEngine().plan("history of the printing press", [PRESS, GUTENBERG], None)
+    draft = await ExtractiveEngine().write(plan, [PRESS, GUTENBERG, COPY, STEAM], None, None)
+    claims = [sentence for sentence, _ in cited_sentences(draft)]
+    assert any(
+        c.startswith("The printing press was invented by Johannes Gutenberg") for c in claims
+    ), "'It' became the article's subject"
+    assert not any(c.startswith("This made") for c in claims), (
+        "a sentence leaning on the previous one is not quoted"
+    )
+    assert sum("mechanical device for applying pressure" in c for c in claims) == 1, (
+        "the mirrored sentence appears once"
+    )
+    assert "steam" not in draft.lower(), "an off-topic source is never cited"
+    checks = check_draft(draft, plan, [PRESS, GUTENBERG, COPY, STEAM])
+    assert checks.scores.fact_check == 1.0
+
+
+async def test_a_draft_without_sources_says_so_instead_of_inventing() -> None:
+    plan = ResearchPlan(
+        theme="Printing press", investigation_points=["Origins"], search_queries=["printing press"]
+    )
+    draft = await ExtractiveEngine().write(plan, [], None, None)
+    _, body = split_front_matter(draft)
+    assert "[^" not in body
+    review = await ExtractiveEngine().review(draft, plan, [])
+    assert not review.approved
+    assert review.suggested_action == "research"
