@@ -13,10 +13,11 @@ from langgraph.types import Command
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.table import Table
 
 from app.deps import open_deps
-from app.runner import drive, pending_interrupt
+from app.runner import drive, is_finished, pending_interrupt, remaining_steps
 from app.settings import Settings
 from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
@@ -42,14 +43,22 @@ out = Console(highlight=False)
 
 def fail(message: str) -> NoReturn:
     """Print a one-line error and exit with the bad-input code."""
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(BAD_INPUT)
 
 
-def _explain(exc: ValidationError) -> str:
+# How the fields of a research request are spelled on the command line.
+_FLAGS = {"topic": "TOPIC", "time_budget_s": "--time-budget", "approval": "--approve"}
+
+
+def _explain(exc: ValidationError, flags: bool = False) -> str:
+    """One line naming each bad field (as a command-line flag when `flags`) and the reason."""
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "input"
+        if flags:
+            name = str(error["loc"][-1]) if error["loc"] else "input"
+            where = _FLAGS.get(name, "--" + name.replace("_", "-"))
         parts.append(f"{where}: {error['msg']}")
     return "; ".join(parts)
 
@@ -251,7 +260,7 @@ def run(
             ),
         )
     except ValidationError as exc:
-        fail(f"invalid request ({_explain(exc)})")
+        fail(f"invalid request ({_explain(exc, flags=True)})")
     settings = load_settings()
     asyncio.run(
         _run(
@@ -264,18 +273,22 @@ def run(
     )
 
 
+def _unknown_thread(thread_id: str) -> NoReturn:
+    fail(f"unknown thread {thread_id!r}: start one with `research-agent run TOPIC`")
+
+
 async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> None:
-    with _deps(settings) as deps:
-        async with sqlite_saver(settings.checkpoint_path) as saver:
-            graph = build_graph(saver)
-            snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
-            if not snapshot.values:
-                fail(
-                    f"unknown thread {thread_id!r}: `research-agent show` lists nothing for it; start one with `research-agent run`"
-                )
-            if not snapshot.next:
-                _finish(snapshot.values, None, thread_id, out_file)
-                return
+    if not settings.checkpoint_path.is_file():
+        _unknown_thread(thread_id)
+    async with sqlite_saver(settings.checkpoint_path) as saver:
+        graph = build_graph(saver)
+        snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+        if not snapshot.values:
+            _unknown_thread(thread_id)
+        if is_finished(snapshot):
+            _finish(snapshot.values, None, thread_id, out_file)
+            return
+        with _deps(settings) as deps:
             progress = Progress()
             progress.sources = len(snapshot.values.get("research_data", []))
             question = pending_interrupt(snapshot)
@@ -286,7 +299,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
                     _finish(snapshot.values, question, thread_id, out_file)
                     return
                 first = Command(resume=answer.model_dump(mode="json"))
-            err.print(f"resuming thread {thread_id} at {', '.join(snapshot.next)}")
+            err.print(f"resuming thread {thread_id} at {', '.join(remaining_steps(snapshot))}")
             final = await drive(graph, deps, thread_id, first, progress, ask_in_terminal)
             _finish(final.values, pending_interrupt(final), thread_id, out_file)
 
@@ -304,7 +317,7 @@ def resume(
 
 async def _show(settings: Settings, thread_id: str) -> None:
     if not settings.checkpoint_path.is_file():
-        fail(f"unknown thread {thread_id!r}: no research has been run yet")
+        _unknown_thread(thread_id)
     async with sqlite_saver(settings.checkpoint_path) as saver:
         snapshot = await build_graph(saver).aget_state({"configurable": {"thread_id": thread_id}})
     values: dict[str, Any] = snapshot.values
@@ -314,7 +327,7 @@ async def _show(settings: Settings, thread_id: str) -> None:
     status = (
         "waiting for approval"
         if waiting
-        else ("running or interrupted" if snapshot.next else "completed")
+        else ("completed" if is_finished(snapshot) else "running or interrupted")
     )
     err.print(
         f"[bold]{values['topic']}[/] · {status} · iteration {values.get('iteration_count', 0)} · {len(values.get('research_data', []))} sources"
@@ -369,7 +382,7 @@ def demo(
     try:
         request = ResearchRequest(topic=topic)
     except ValidationError as exc:
-        fail(f"invalid request ({_explain(exc)})")
+        fail(f"invalid request ({_explain(exc, flags=True)})")
     asyncio.run(_run(settings, request, uuid.uuid4().hex, out_file, interactive=False))
 
 

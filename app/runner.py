@@ -19,6 +19,20 @@ def thread_config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
+def is_finished(snapshot: StateSnapshot) -> bool:
+    """True when nothing is left to run.
+
+    Not `snapshot.next`: a run killed after a step saved its writes but before the next
+    checkpoint has no `next` either, yet its finished task still has to be applied.
+    """
+    return not snapshot.tasks
+
+
+def remaining_steps(snapshot: StateSnapshot) -> list[str]:
+    """Names of the tasks a resume would run or complete."""
+    return [task.name for task in snapshot.tasks]
+
+
 def pending_interrupt(snapshot: StateSnapshot) -> dict[str, Any] | None:
     """The payload of the interrupt the thread waits on, if any."""
     for task in snapshot.tasks:

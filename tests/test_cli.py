@@ -1,0 +1,326 @@
+"""The `research-agent` command, run as a real subprocess against the fixture corpus."""
+
+import asyncio
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.types import StateSnapshot
+
+from engines.checks import sections, split_front_matter
+from graph.builder import build_graph
+from graph.checkpointer import sqlite_saver
+from graph.models import TOPIC_MAX_CHARS
+
+from .support import TOPIC
+
+CLI = Path(sys.executable).parent / "research-agent"
+# A safety net against a hung child, never an assertion on speed.
+HANG_TIMEOUT_S = 120
+# Variables that would make rich write colour codes to a pipe.
+TERMINAL_OVERRIDES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, data_dir: Path, corpus_index: Path) -> dict[str, str]:
+    """The caller's environment without its RESEARCH_* settings, pointed at tmp_path."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("RESEARCH_") and key not in TERMINAL_OVERRIDES
+    }
+    env.update(
+        RESEARCH_DATA_DIR=str(data_dir),
+        RESEARCH_CONFIG=str(tmp_path / "none.toml"),
+        RESEARCH_CORPUS_INDEX=str(corpus_index),
+        COLUMNS="200",
+        PYTHONIOENCODING="utf-8",
+    )
+    return env
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLI), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=HANG_TIMEOUT_S,
+        check=False,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    message = result.stderr.strip()
+    assert "\n" not in message, f"the error spans several lines:\n{message}"
+    assert message.startswith("error:"), message
+    for fragment in fragments:
+        assert fragment in message
+    return message
+
+
+async def load_state(checkpoints: Path, thread_id: str) -> StateSnapshot:
+    async with sqlite_saver(checkpoints) as saver:
+        return await build_graph(saver).aget_state({"configurable": {"thread_id": thread_id}})
+
+
+def note_keys(values: dict[str, Any]) -> list[tuple[str, int, Any]]:
+    return [(n.query, n.step_no, n.created_at) for n in values.get("notes", [])]
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+BAD_INPUT = [
+    pytest.param(["run", ""], {}, ["TOPIC", "at least 1 character"], id="empty-topic"),
+    pytest.param(["run", "   \t "], {}, ["TOPIC", "at least 1 character"], id="blank-topic"),
+    pytest.param(
+        ["run", "x" * (TOPIC_MAX_CHARS + 1)],
+        {},
+        ["TOPIC", f"at most {TOPIC_MAX_CHARS} characters"],
+        id="long-topic",
+    ),
+    pytest.param(
+        ["run", TOPIC, "--max-iterations", "0"],
+        {},
+        ["--max-iterations", "greater than or equal to 1"],
+        id="max-iterations-0",
+    ),
+    pytest.param(
+        ["run", TOPIC, "--max-iterations", "21"],
+        {},
+        ["--max-iterations", "less than or equal to 20"],
+        id="max-iterations-21",
+    ),
+    pytest.param(
+        ["run", TOPIC, "--max-results", "50"],
+        {},
+        ["--max-results", "less than or equal to 20"],
+        id="max-results-50",
+    ),
+    pytest.param(
+        ["run", TOPIC, "--approve", "always"],
+        {},
+        ["--approve", "'none', 'plan' or 'plan_and_report'"],
+        id="approve-always",
+    ),
+    pytest.param(
+        ["run", TOPIC],
+        {"RESEARCH_SEARCH_PROVIDER": "bing"},
+        ["search_provider", "'local'", "RESEARCH_"],
+        id="unknown-provider",
+    ),
+    pytest.param(
+        ["run", TOPIC],
+        {"RESEARCH_CORPUS_INDEX": "{tmp}/missing.sqlite"},
+        ["missing.sqlite", "research-agent corpus demo"],
+        id="missing-corpus",
+    ),
+    pytest.param(["show", "nope"], {}, ["unknown thread 'nope'"], id="show-unknown-thread"),
+]
+
+
+@pytest.mark.parametrize(("args", "extra_env", "fragments"), BAD_INPUT)
+def test_bad_input_is_a_one_line_error_and_writes_nothing(
+    tmp_path: Path,
+    data_dir: Path,
+    cli_env: dict[str, str],
+    args: list[str],
+    extra_env: dict[str, str],
+    fragments: list[str],
+) -> None:
+    out_file = tmp_path / "r.md"
+    env = cli_env | {k: v.format(tmp=tmp_path) for k, v in extra_env.items()}
+    extra_args = ["--out", str(out_file)] if args[0] == "run" else []
+    result = cli(env, *args, *extra_args)
+    assert_one_line_error(result, *fragments)
+    assert not (data_dir / "checkpoints.sqlite").exists()
+    assert not out_file.exists()
+
+
+def test_resuming_an_unknown_thread_is_a_one_line_error(cli_env: dict[str, str]) -> None:
+    result = cli(cli_env, "resume", "nope")
+    assert_one_line_error(result, "unknown thread 'nope'", "research-agent run")
+
+
+def test_resuming_an_unknown_thread_writes_nothing(
+    tmp_path: Path, data_dir: Path, cli_env: dict[str, str]
+) -> None:
+    out_file = tmp_path / "r.md"
+    result = cli(cli_env, "resume", "nope", "--out", str(out_file))
+    assert result.returncode == 2
+    assert not out_file.exists()
+    assert not (data_dir / "checkpoints.sqlite").exists()
+
+
+@pytest.mark.parametrize("command", ["show", "resume"])
+def test_an_unknown_thread_id_with_brackets_is_quoted_verbatim(
+    cli_env: dict[str, str], command: str
+) -> None:
+    result = cli(cli_env, command, "[/x]")
+    assert_one_line_error(result, "unknown thread '[/x]'")
+
+
+# -- a whole run -------------------------------------------------------------------------
+
+
+def test_a_run_writes_a_cited_report_that_show_prints_again(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    out_file = tmp_path / "r.md"
+    result = cli(cli_env, "run", TOPIC, "--out", str(out_file))
+    assert result.returncode == 0, result.stderr
+
+    report = out_file.read_text(encoding="utf-8")
+    assert report.startswith("---\n")
+    front, body = split_front_matter(report)
+    assert "engine:" in front
+    assert "References" in sections(body)
+    assert "\n## References\n" in body
+
+    found = re.search(r"thread ([0-9a-f]{32})\b", result.stderr)
+    assert found, result.stderr
+    thread_id = found.group(1)
+    assert thread_id in result.stdout + result.stderr
+
+    shown = cli(cli_env, "show", thread_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "completed" in shown.stderr
+    assert shown.stdout.strip() == report.strip()
+
+
+# -- kill and resume ---------------------------------------------------------------------
+
+
+async def wait_until_searching_again(
+    checkpoints: Path, thread_id: str, run: subprocess.Popen[str]
+) -> None:
+    """Poll the child's checkpoints until a researcher step is saved and the next has begun.
+
+    The next researcher step spends its first RESEARCH_SEARCH_DELAY_MS searching, so a
+    kill sent now lands in the middle of a step, not between a step and its checkpoint.
+    """
+    deadline = time.monotonic() + HANG_TIMEOUT_S
+    while not checkpoints.is_file():
+        assert run.poll() is None, "the run ended before it opened its checkpoints"
+        assert time.monotonic() < deadline, "the run never opened its checkpoints"
+        await asyncio.sleep(0.02)
+    async with sqlite_saver(checkpoints) as saver:
+        graph = build_graph(saver)
+        config = {"configurable": {"thread_id": thread_id}}
+        while True:
+            snapshot = await graph.aget_state(config)
+            if len(snapshot.values.get("notes", [])) > 0 and snapshot.next == ("researcher",):
+                return
+            assert run.poll() is None, "the run ended before a second researcher step began"
+            assert time.monotonic() < deadline, "no researcher step was ever checkpointed"
+            await asyncio.sleep(0.02)
+
+
+async def test_a_killed_run_resumes_from_its_last_checkpoint_without_repeating_steps(
+    tmp_path: Path, data_dir: Path, cli_env: dict[str, str]
+) -> None:
+    checkpoints = data_dir / "checkpoints.sqlite"
+    # min-sources above what the fixture corpus holds keeps the researcher searching
+    # (at 0.4 s a search) after its first step, so the kill lands in the middle of the run.
+    slow = cli_env | {"RESEARCH_SEARCH_DELAY_MS": "400"}
+    args = ["run", TOPIC, "--thread", "killme", "--max-iterations", "6", "--min-sources", "100"]
+    with (
+        open(tmp_path / "run.out", "w", encoding="utf-8") as stdout,
+        open(tmp_path / "run.err", "w", encoding="utf-8") as stderr,
+    ):
+        run = subprocess.Popen([str(CLI), *args], env=slow, stdout=stdout, stderr=stderr, text=True)
+        try:
+            await wait_until_searching_again(checkpoints, "killme", run)
+            run.kill()
+        finally:
+            if run.poll() is None:
+                run.kill()
+            run.wait(timeout=HANG_TIMEOUT_S)
+    assert run.returncode == -signal.SIGKILL, "the run was not killed while it was running"
+
+    at_kill = await load_state(checkpoints, "killme")
+    assert not at_kill.values.get("final_report"), "the run had already finished"
+    assert at_kill.tasks, "the killed thread has nothing left to do"
+    notes_at_kill = note_keys(at_kill.values)
+    assert notes_at_kill
+    plan_created_at = at_kill.values["task_plan"].created_at
+
+    resumed = cli(cli_env, "resume", "killme")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming thread killme" in resumed.stderr
+
+    final = (await load_state(checkpoints, "killme")).values
+    assert final["task_plan"].created_at == plan_created_at, "the supervisor planned again"
+    final_notes = note_keys(final)
+    final_queries = [query for query, _, _ in final_notes]
+    for note in notes_at_kill:
+        assert final_notes.count(note) == 1, f"{note} was not kept exactly once"
+        assert final_queries.count(note[0]) == 1, f"the search {note[0]!r} ran again"
+    assert [step for _, step, _ in final_notes] == list(range(1, len(final_notes) + 1))
+    assert len(final_notes) > len(notes_at_kill), "the resumed run did no research"
+    assert final["final_report"]
+    assert resumed.stdout.strip() == final["final_report"].strip()
+
+
+def drop_checkpoints_after(checkpoints: Path, thread_id: str, checkpoint_id: str) -> None:
+    """Leave the file as a kill after a step's writes, before its checkpoint, leaves it."""
+    with closing(sqlite3.connect(checkpoints)) as db, db:
+        for table in ("checkpoints", "writes"):
+            db.execute(
+                f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id > ?",
+                (thread_id, checkpoint_id),
+            )
+
+
+async def cut_after_the_first_researcher_step(
+    checkpoints: Path, cli_env: dict[str, str], thread_id: str
+) -> None:
+    """Run a thread, then cut it back to where the first researcher step had saved its writes."""
+    assert cli(cli_env, "run", TOPIC, "--thread", thread_id).returncode == 0
+    async with sqlite_saver(checkpoints) as saver:
+        config = {"configurable": {"thread_id": thread_id}}
+        history = [s async for s in build_graph(saver).aget_state_history(config)]
+    first_research = min(
+        s.config["configurable"]["checkpoint_id"] for s in history if s.next == ("researcher",)
+    )
+    drop_checkpoints_after(checkpoints, thread_id, first_research)
+    cut = await load_state(checkpoints, thread_id)
+    assert cut.values.get("notes"), "the researcher's writes are still saved"
+    assert not cut.values.get("final_report")
+
+
+async def test_a_run_killed_between_a_step_and_its_checkpoint_still_resumes(
+    data_dir: Path, cli_env: dict[str, str]
+) -> None:
+    checkpoints = data_dir / "checkpoints.sqlite"
+    await cut_after_the_first_researcher_step(checkpoints, cli_env, "cut")
+    resumed = cli(cli_env, "resume", "cut")
+    assert resumed.returncode == 0, resumed.stderr
+    final = (await load_state(checkpoints, "cut")).values
+    assert final.get("final_report"), resumed.stderr
+    assert resumed.stdout.strip() == final["final_report"].strip()
+
+
+async def test_a_run_killed_between_a_step_and_its_checkpoint_is_not_shown_as_completed(
+    data_dir: Path, cli_env: dict[str, str]
+) -> None:
+    await cut_after_the_first_researcher_step(data_dir / "checkpoints.sqlite", cli_env, "cut")
+    shown = cli(cli_env, "show", "cut")
+    assert shown.returncode == 0, shown.stderr
+    assert "running or interrupted" in shown.stderr.splitlines()[0]
