@@ -127,47 +127,61 @@ def _show_plan(plan: ResearchPlan) -> None:
         err.print(f"  - {query}")
 
 
-def _read_list(label: str, current: list[str]) -> list[str]:
-    err.print(f"{label} (one per line; an empty line keeps the current ones: {len(current)})")
+def _ask(prompt: str) -> str | None:
+    """Read one answer from stdin (prompting on stderr, so stdout keeps only the report)."""
+    err.print(prompt, end="")
+    line = sys.stdin.readline()
+    return line.strip() if line else None
+
+
+def _read_lines(label: str, current: list[str]) -> list[str] | None:
+    err.print(
+        f"{label}: one per line, then an empty line (an empty list keeps the current {len(current)})"
+    )
     lines: list[str] = []
-    while True:
-        line = sys.stdin.readline()
-        if not line.strip():
-            return lines or current
+    while (line := sys.stdin.readline()) and line.strip():
         lines.append(line.strip())
+    return lines or current
 
 
 async def ask_in_terminal(question: dict[str, Any]) -> ApprovalDecision | None:
-    """Show what waits for approval and read approve / edit / reject from the terminal."""
-    if question.get("type") == "plan":
-        plan = ResearchPlan.model_validate(question["plan"])
-        _show_plan(plan)
+    """Show what waits for approval and read approve / edit / reject; None means later."""
+    is_plan = question.get("type") == "plan"
+    if is_plan:
+        _show_plan(ResearchPlan.model_validate(question["plan"]))
     else:
         err.print(Markdown(str(question.get("report", ""))))
-    choice = (
-        typer.prompt("approve / edit / reject / later", default="approve", err=True).strip().lower()
-    )
-    if choice == "later":
-        return None
-    if choice == "reject":
-        return ApprovalDecision(
-            decision="reject", feedback=typer.prompt("What should change?", err=True)
-        )
-    if choice == "edit" and question.get("type") == "plan":
-        plan = ResearchPlan.model_validate(question["plan"])
-        points = _read_list("Investigation points", plan.investigation_points)
-        queries = _read_list("Search queries", plan.search_queries)
-        return ApprovalDecision(
-            decision="edit",
-            plan=plan.model_copy(
-                update={"investigation_points": points, "search_queries": queries}
-            ),
-        )
-    if choice == "edit":
-        return ApprovalDecision(decision="edit", report=sys.stdin.read())
-    if choice != "approve":
-        fail(f"unknown answer {choice!r}: answer approve, edit, reject or later")
-    return ApprovalDecision(decision="approve")
+    while True:
+        choice = _ask("approve / edit / reject / later [approve]: ")
+        if choice is None or choice.lower() == "later":
+            return None
+        choice = choice.lower() or "approve"
+        if choice == "approve":
+            return ApprovalDecision(decision="approve")
+        if choice == "reject":
+            feedback = _ask("What should change? ")
+            if feedback:
+                return ApprovalDecision(decision="reject", feedback=feedback)
+            return None
+        if choice == "edit" and is_plan:
+            plan = ResearchPlan.model_validate(question["plan"])
+            points = _read_lines("Investigation points", plan.investigation_points)
+            queries = _read_lines("Search queries", plan.search_queries)
+            try:
+                edited = ResearchPlan.model_validate(
+                    {**plan.model_dump(), "investigation_points": points, "search_queries": queries}
+                )
+            except ValidationError as exc:
+                err.print(f"that plan is not valid ({escape(_explain(exc))}); try again")
+                continue
+            return ApprovalDecision(decision="edit", plan=edited)
+        if choice == "edit":
+            err.print("Paste the report, then a line with a single '.':")
+            lines = []
+            while (line := sys.stdin.readline()) and line.rstrip("\n") != ".":
+                lines.append(line)
+            return ApprovalDecision(decision="edit", report="".join(lines))
+        err.print(f"unknown answer {choice!r}")
 
 
 # -- running -------------------------------------------------------------------------

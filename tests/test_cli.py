@@ -324,3 +324,55 @@ async def test_a_run_killed_between_a_step_and_its_checkpoint_is_not_shown_as_co
     shown = cli(cli_env, "show", "cut")
     assert shown.returncode == 0, shown.stderr
     assert "running or interrupted" in shown.stderr.splitlines()[0]
+
+
+# -- approval in the terminal ------------------------------------------------------------
+
+
+def cli_with_input(env: dict[str, str], stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CLI), *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=HANG_TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_approving_the_plan_in_the_terminal_runs_to_the_report(cli_env: dict[str, str]) -> None:
+    result = cli_with_input(cli_env, "approve\n", "run", TOPIC, "--approve", "plan")
+    assert result.returncode == 0, result.stderr
+    assert "Investigation points" in result.stderr
+    assert "## References" in result.stdout
+
+
+async def test_a_plan_left_for_later_is_edited_on_resume(
+    data_dir: Path, cli_env: dict[str, str]
+) -> None:
+    waiting = cli_with_input(cli_env, "later\n", "run", TOPIC, "--approve", "plan", "--thread", "w")
+    assert waiting.returncode == 0, waiting.stderr
+    assert "waiting for approval" in waiting.stderr
+    assert waiting.stdout == ""
+    assert "waiting for approval" in cli(cli_env, "show", "w").stderr
+
+    edit = "edit\nOrigins of the press\n\nGutenberg Bible Mainz\nmovable type Korea\n\n"
+    resumed = cli_with_input(cli_env, edit, "resume", "w")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "## References" in resumed.stdout
+    final = (await load_state(data_dir / "checkpoints.sqlite", "w")).values
+    assert final["task_plan"].investigation_points == ["Origins of the press"]
+    assert final["queries_done"][:2] == ["Gutenberg Bible Mainz", "movable type Korea"]
+
+
+def test_rejecting_the_plan_in_the_terminal_asks_again_with_a_new_plan(
+    cli_env: dict[str, str],
+) -> None:
+    result = cli_with_input(
+        cli_env, "reject\nfocus on Korea\nlater\n", "run", TOPIC, "--approve", "plan"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("Investigation points") == 2
+    assert "Focus on Korea" in result.stderr.split("Investigation points")[2]
