@@ -23,6 +23,8 @@ _LINK_URL = re.compile(r"\((https?://[^)\s]+|file://[^)\s]+)\)|<([^>]+)>|(https?
 _CLAIM_END = re.compile(r"((?:\[\^\d+\])+)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$", re.MULTILINE)
 _LABEL = re.compile(r"\*\*(.+?)\*\*")
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_LEAD_LABEL = re.compile(r"^\*\*.+?\*\*:?\s*")
 
 
 @dataclass
@@ -72,7 +74,7 @@ def cited_sentences(body: str) -> list[tuple[str, list[int]]]:
         # Headings, quotes and italic editorial notes make no claim about the world.
         if not text or text.startswith(("#", ">")) or (text.startswith("_") and text.endswith("_")):
             continue
-        text = _LABEL.sub("", text.lstrip("-*0123456789. ")).strip(" :")
+        text = _LEAD_LABEL.sub("", _BULLET.sub("", text)).strip()
         # A run of footnotes closes a claim; earlier sentences in the same run are uncited.
         parts = _CLAIM_END.split(text)
         for piece, marks in zip(parts[::2], [*parts[1::2], ""], strict=True):

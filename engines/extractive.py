@@ -33,7 +33,8 @@ _DANGLING = re.compile(
     re.IGNORECASE,
 )
 _CONTEXTUAL = re.compile(
-    r"\b(?:that|the same|this|the following|the previous)\s+(?:century|year|decade|period|time|day|month)\b",
+    r"\b(?:that|the same|this|the following|the previous)\s+(?:century|year|decade|period|time|day|month)\b"
+    r"|\b(?:these|those|the latter|the former)\b",
     re.IGNORECASE,
 )
 _CATEGORY = re.compile(r"^The ([a-z]+)\b")
@@ -86,9 +87,14 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
     if _NEUTER.match(sentence):
         return _NEUTER.sub(_capitalise(subject), sentence, count=1)
     category = _CATEGORY.match(sentence)
-    if category and re.search(
-        rf"\b(?:is|was|are|were)\b[^.]*\b{category.group(1)}\b", _lead(source)
-    ):
+    # The lead must name the category as the head of its predicate: "X is a painting by".
+    head = (
+        rf"\b(?:is|was|are|were)\s+(?:a|an|the)\s+(?:[\w-]+\s+){{0,3}}{category.group(1)}"
+        r"(?=\s*[,.;(]|\s+(?:by|of|in|that|which|who|from|for|with|about|and)\b)"
+        if category
+        else None
+    )
+    if category and head and re.search(head, _lead(source)):
         # "The painting ..." in an article whose lead says "X is a painting": it means X.
         return _capitalise(subject) + sentence[category.end() :]
     return sentence
@@ -335,7 +341,9 @@ class ExtractiveEngine:
             }
             threshold = 0.15 if point in relaxed else 0.3
             score[point] = [
-                fit * 0.6 + c.base * 0.4 if fit >= threshold else 0.0
+                # A sentence that neither names the subject nor comes from its own
+                # article only counts at half weight, whatever its cue words.
+                (fit * 0.6 + c.base * 0.4) * min(1.0, c.topical + 0.3) if fit >= threshold else 0.0
                 for c in candidates
                 for fit in [self._point_score(c, point_terms, cue_terms, idf)]
             ]

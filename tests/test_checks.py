@@ -109,3 +109,13 @@ def test_misnumbered_references_are_a_format_issue() -> None:
     draft = GOOD.replace("[^2]", "[^3]")
     checks = check_draft(draft, PLAN, SOURCES)
     assert any("numbered" in i.description for i in checks.issues)
+
+
+def test_bullets_and_bold_labels_are_not_part_of_the_claim() -> None:
+    claims = cited_sentences(
+        "- **Origins:** Gutenberg built the press in Mainz.[^1]\n1. Paper mills spread in Europe.[^2]"
+    )
+    assert claims == [
+        ("Gutenberg built the press in Mainz.", [1]),
+        ("Paper mills spread in Europe.", [2]),
+    ]

@@ -120,3 +120,32 @@ async def test_a_draft_without_sources_says_so_instead_of_inventing() -> None:
     review = await ExtractiveEngine().review(draft, plan, [])
     assert not review.approved
     assert review.suggested_action == "research"
+
+
+async def test_a_category_noun_becomes_the_subject_only_when_the_lead_defines_it() -> None:
+    painting = SearchResult(
+        title="Liberty Leading the People",
+        url="https://example.org/liberty",
+        content="Liberty Leading the People is a painting by Eugène Delacroix commemorating the July Revolution of 1830. The painting is sometimes thought to depict the French Revolution.",
+    )
+    inventor = SearchResult(
+        title="Johannes Gutenberg",
+        url="https://example.org/gutenberg",
+        content="Johannes Gutenberg was a German inventor who invented the movable-type printing press. The printing press later spread across the world.",
+    )
+    plan = ResearchPlan(
+        theme="French Revolution", investigation_points=["Depictions"], search_queries=["x"]
+    )
+    claims = [
+        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [painting], None, None))
+    ]
+    assert (
+        "Liberty Leading the People is sometimes thought to depict the French Revolution." in claims
+    )
+    plan = ResearchPlan(
+        theme="printing press", investigation_points=["Spread"], search_queries=["x"]
+    )
+    claims = [
+        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [inventor], None, None))
+    ]
+    assert "The printing press later spread across the world." in claims
