@@ -76,7 +76,7 @@ def load_settings() -> Settings:
 # -- progress ------------------------------------------------------------------------
 
 
-class Progress:
+class ProgressPrinter:
     """Prints one line per step and event, to stderr so the report alone goes to stdout."""
 
     def __init__(self) -> None:
@@ -100,7 +100,7 @@ class Progress:
             self.sources += 1
         elif kind == "note":
             err.print(
-                f"  [dim]search[/] {event['query']!r}: {event['results']} results, {event['new']} new"
+                f"  [dim]search[/] {escape(repr(event['query']))}: {event['results']} results, {event['new']} new"
             )
         elif kind == "plan":
             plan = event["plan"]
@@ -118,13 +118,13 @@ class Progress:
 
 
 def _show_plan(plan: ResearchPlan) -> None:
-    err.print(f"\n[bold]Plan:[/] {plan.theme}\n{plan.plan_text}")
+    err.print(f"\n[bold]Plan:[/] {escape(plan.theme)}\n{escape(plan.plan_text)}")
     err.print("[bold]Investigation points[/]")
     for point in plan.investigation_points:
-        err.print(f"  - {point}")
+        err.print(f"  - {escape(point)}")
     err.print("[bold]Search queries[/]")
     for query in plan.search_queries:
-        err.print(f"  - {query}")
+        err.print(f"  - {escape(query)}")
 
 
 def _ask(prompt: str) -> str | None:
@@ -181,7 +181,7 @@ async def ask_in_terminal(question: dict[str, Any]) -> ApprovalDecision | None:
             while (line := sys.stdin.readline()) and line.rstrip("\n") != ".":
                 lines.append(line)
             return ApprovalDecision(decision="edit", report="".join(lines))
-        err.print(f"unknown answer {choice!r}")
+        err.print(f"unknown answer {escape(repr(choice))}")
 
 
 # -- running -------------------------------------------------------------------------
@@ -196,25 +196,32 @@ def _deps(settings: Settings) -> Iterator[Any]:
         fail(str(exc))
 
 
+def _print_report(report: str) -> None:
+    """Write the report to stdout byte for byte (no markup, no wrapping, no emoji codes)."""
+    sys.stdout.write(report if report.endswith("\n") else report + "\n")
+    sys.stdout.flush()
+
+
 def _finish(
     values: dict[str, Any], waiting: dict[str, Any] | None, thread_id: str, out_file: Path | None
 ) -> None:
     if waiting is not None:
         err.print(
-            f"\n[yellow]waiting for approval[/] of the {waiting.get('type', 'plan')}: run `research-agent resume {thread_id}`"
+            f"\n[yellow]waiting for approval[/] of the {escape(str(waiting.get('type', 'plan')))}: "
+            f"run `research-agent resume {escape(thread_id)}`"
         )
         return
     report = values.get("final_report")
     if not report:
-        err.print(f"\n[yellow]not finished[/]: run `research-agent resume {thread_id}`")
+        err.print(f"\n[yellow]not finished[/]: run `research-agent resume {escape(thread_id)}`")
         return
     if out_file is not None:
         out_file.write_text(report, encoding="utf-8")
-        err.print(f"\nreport written to {out_file}")
+        err.print(f"\nreport written to {escape(str(out_file))}")
     else:
-        out.print(report, markup=False, soft_wrap=True)
+        _print_report(report)
     err.print(
-        f"[green]done[/] · thread {thread_id} · status {values.get('report_status')} · {len(values.get('research_data', []))} sources"
+        f"[green]done[/] · thread {escape(thread_id)} · status {values.get('report_status')} · {len(values.get('research_data', []))} sources"
     )
 
 
@@ -232,13 +239,15 @@ async def _run(
                 fail(
                     f"thread {thread_id!r} already exists: use `research-agent resume {thread_id}` or another --thread"
                 )
-            err.print(f"thread {thread_id} · engine {deps.engine.name} · search {deps.search.name}")
+            err.print(
+                f"thread {escape(thread_id)} · engine {deps.engine.name} · search {deps.search.name}"
+            )
             snapshot = await drive(
                 graph,
                 deps,
                 thread_id,
                 initial_state(request.topic, request.options),
-                Progress(),
+                ProgressPrinter(),
                 ask_in_terminal if interactive else None,
             )
             _finish(snapshot.values, pending_interrupt(snapshot), thread_id, out_file)
@@ -303,7 +312,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
             _finish(snapshot.values, None, thread_id, out_file)
             return
         with _deps(settings) as deps:
-            progress = Progress()
+            progress = ProgressPrinter()
             progress.sources = len(snapshot.values.get("research_data", []))
             question = pending_interrupt(snapshot)
             first: Any = None
@@ -313,7 +322,9 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
                     _finish(snapshot.values, question, thread_id, out_file)
                     return
                 first = Command(resume=answer.model_dump(mode="json"))
-            err.print(f"resuming thread {thread_id} at {', '.join(remaining_steps(snapshot))}")
+            err.print(
+                f"resuming thread {escape(thread_id)} at {', '.join(remaining_steps(snapshot))}"
+            )
             final = await drive(graph, deps, thread_id, first, progress, ask_in_terminal)
             _finish(final.values, pending_interrupt(final), thread_id, out_file)
 
@@ -336,7 +347,7 @@ async def _show(settings: Settings, thread_id: str) -> None:
         snapshot = await build_graph(saver).aget_state({"configurable": {"thread_id": thread_id}})
     values: dict[str, Any] = snapshot.values
     if not values:
-        fail(f"unknown thread {thread_id!r}")
+        _unknown_thread(thread_id)
     waiting = pending_interrupt(snapshot)
     status = (
         "waiting for approval"
@@ -344,19 +355,19 @@ async def _show(settings: Settings, thread_id: str) -> None:
         else ("completed" if is_finished(snapshot) else "running or interrupted")
     )
     err.print(
-        f"[bold]{values['topic']}[/] · {status} · iteration {values.get('iteration_count', 0)} · {len(values.get('research_data', []))} sources"
+        f"[bold]{escape(values['topic'])}[/] · {status} · iteration {values.get('iteration_count', 0)} · {len(values.get('research_data', []))} sources"
     )
     notes = Table("step", "query", "status", "sources", title="Research notes")
     for note in values.get("notes", []):
         notes.add_row(
             str(note.step_no),
-            note.query,
-            note.status if note.error is None else f"{note.status}: {note.error}",
+            escape(note.query),
+            escape(note.status if note.error is None else f"{note.status}: {note.error}"),
             str(len(note.sources)),
         )
     err.print(notes)
     if values.get("final_report"):
-        out.print(values["final_report"], markup=False, soft_wrap=True)
+        _print_report(values["final_report"])
 
 
 @app.command()
@@ -439,7 +450,7 @@ def corpus_search(
     except CorpusMissingError as exc:
         fail(str(exc))
     for hit in corpus.search_sync(query, limit):
-        out.print(f"{hit.score:.2f}  {hit.title}  {hit.url}")
+        out.print(f"{hit.score:.2f}  {hit.title}  {hit.url}", markup=False)
     corpus.close()
 
 

@@ -376,3 +376,9 @@ def test_rejecting_the_plan_in_the_terminal_asks_again_with_a_new_plan(
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("Investigation points") == 2
     assert "Focus on Korea" in result.stderr.split("Investigation points")[2]
+
+
+def test_the_report_is_printed_verbatim_even_with_markup_like_text(cli_env: dict[str, str]) -> None:
+    result = cli(cli_env, "run", "printing press [/x] :smile: [bold]", "--max-iterations", "2")
+    assert result.returncode == 0, result.stderr
+    assert "# Printing press [/x] :smile: [bold]" in result.stdout
