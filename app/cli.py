@@ -99,9 +99,12 @@ class ProgressPrinter:
         if kind == "source":
             self.sources += 1
         elif kind == "note":
-            err.print(
-                f"  [dim]search[/] {escape(repr(event['query']))}: {event['results']} results, {event['new']} new"
+            outcome = (
+                f"{event['results']} results, {event['new']} new"
+                if event["status"] == "ok"
+                else event["status"]
             )
+            err.print(f"  [dim]search[/] {escape(repr(event['query']))}: {outcome}")
         elif kind == "plan":
             plan = event["plan"]
             err.print(

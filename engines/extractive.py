@@ -4,7 +4,8 @@ It plans by expanding the topic with a topic frame and the key terms of the firs
 results, writes by extractive multi-document summarisation (sentences scored against
 each investigation point with TF-IDF, redundancy removed, grouped by point, each cited
 to the source it came from) and reviews with the deterministic checks alone.
-Every sentence of its reports is a sentence of a source, so its fact check is exact.
+Every sentence of its reports is quoted from a source (a leading pronoun may be replaced
+by the name it stands for), so its fact check is exact.
 """
 
 import math
@@ -29,7 +30,7 @@ REDUNDANCY_JACCARD = 0.5
 _MIN_CHARS, _MAX_CHARS = 40, 420
 # Sentences that open with these lean on a previous sentence we may not quote.
 _DANGLING = re.compile(
-    r"^(?:this|these|those|they|them|such|however|also|but|and|both|another|other|it is)\b",
+    r"^(?:this|these|those|they|them|such|however|also|but|and|both|another|other)\b",
     re.IGNORECASE,
 )
 _CONTEXTUAL = re.compile(
@@ -86,6 +87,8 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
         return _POSSESSIVE.sub(_capitalise(subject) + "'s", sentence, count=1)
     if _NEUTER.match(sentence):
         return _NEUTER.sub(_capitalise(subject), sentence, count=1)
+    if sentence.startswith("It "):
+        return None  # "It is thought that ...": the pronoun names no one we can substitute
     category = _CATEGORY.match(sentence)
     # The lead must name the category as the head of its predicate: "X is a painting by".
     head = (

@@ -3,6 +3,7 @@
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -31,21 +32,36 @@ async def _pending_queries(state: ResearchState, deps: Deps) -> list[str]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What one query gave: its results and their summary, or the error that stopped it."""
+
+    query: str
+    results: list[SearchResult]
+    summary: str
+    error: str | None = None
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
 async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Search every pending query; a failed or empty query is noted and skipped."""
+    """Search and summarise every pending query concurrently; failures are noted, not fatal."""
     started = time.perf_counter()
     deps = runtime.context
     options = state["options"]
     queries = await _pending_queries(state, deps)
     gate = asyncio.Semaphore(deps.search_concurrency)
 
-    async def run(query: str) -> tuple[str, list[SearchResult] | BaseException]:
+    async def investigate(query: str) -> _Outcome:
         async with gate:
             try:
                 hits = await deps.search.search(query, options.max_results)
             except Exception as exc:  # recorded in the note; one query never fails the run
-                return query, exc
-        return query, [
+                logger.warning("search failed for %r: %s", query, type(exc).__name__)
+                return _Outcome(query, [], "", _describe(exc))
+        results = [
             SearchResult(
                 title=h.title,
                 url=h.url,
@@ -57,58 +73,53 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
             )
             for h in hits
         ]
+        if not results:
+            return _Outcome(query, [], f"No results for '{query}'.")
+        try:
+            summary = await deps.engine.summarize(query, results)
+        except Exception as exc:  # the results still count; only their summary is missing
+            logger.warning("summary failed for %r: %s", query, type(exc).__name__)
+            return _Outcome(query, results, "", f"summary failed: {_describe(exc)}")
+        return _Outcome(query, results, summary)
 
-    outcomes = await asyncio.gather(*(run(q) for q in queries))
+    outcomes = await asyncio.gather(*(investigate(q) for q in queries))
     seen = {normalize_url(s.url) for s in state.get("research_data", [])}
-    step = len(state.get("notes", []))
+    first_step = len(state.get("notes", [])) + 1
     new_sources: list[SearchResult] = []
     notes: list[ResearchNote] = []
-    for query, outcome in outcomes:
-        step += 1
-        if isinstance(outcome, BaseException):
-            logger.warning("search failed for %r: %s", query, type(outcome).__name__)
-            notes.append(
-                ResearchNote(
-                    step_no=step,
-                    query=query,
-                    summary_md="",
-                    status="failed",
-                    error=f"{type(outcome).__name__}: {outcome}",
-                )
-            )
-            continue
-        if not outcome:
-            notes.append(
-                ResearchNote(
-                    step_no=step,
-                    query=query,
-                    summary_md=f"No results for '{query}'.",
-                    status="empty",
-                )
-            )
-            continue
+    for step, outcome in enumerate(outcomes, start=first_step):
         fresh = []
-        for result in outcome:
+        for result in outcome.results:
             key = normalize_url(result.url)
             if key not in seen:
                 seen.add(key)
                 fresh.append(result)
+                runtime.stream_writer(
+                    {
+                        "event": "source",
+                        "title": result.title,
+                        "url": result.url,
+                        "query": outcome.query,
+                    }
+                )
         new_sources.extend(fresh)
-        for result in fresh:
-            runtime.stream_writer(
-                {"event": "source", "title": result.title, "url": result.url, "query": query}
-            )
-        summary = await deps.engine.summarize(query, outcome)
+        status = "ok" if outcome.results else "failed" if outcome.error else "empty"
         note = ResearchNote(
-            step_no=step, query=query, summary_md=summary, sources=[r.url for r in outcome]
+            step_no=step,
+            query=outcome.query,
+            summary_md=outcome.summary,
+            sources=[r.url for r in outcome.results],
+            status=status,
+            error=outcome.error,
         )
         notes.append(note)
         runtime.stream_writer(
             {
                 "event": "note",
-                "step_no": note.step_no,
-                "query": query,
-                "results": len(outcome),
+                "step_no": step,
+                "query": outcome.query,
+                "status": status,
+                "results": len(outcome.results),
                 "new": len(fresh),
             }
         )

@@ -175,3 +175,23 @@ async def test_the_report_gate_rewrites_on_reject_and_ends_on_approve(
     values = await run_graph(graph, deps, thread, Command(resume={"decision": "approve"}))
     assert values["final_report"]
     assert not (await graph.aget_state({"configurable": {"thread_id": thread}})).next
+
+
+class FailingSummaryEngine(ExtractiveEngine):
+    """Its summariser breaks on every query naming Gutenberg."""
+
+    async def summarize(self, query: str, sources: Sequence[SearchResult]) -> str:
+        if "gutenberg" in query.lower():
+            raise TimeoutError("summariser timed out")
+        return await super().summarize(query, sources)
+
+
+async def test_a_failed_summary_keeps_its_sources_and_the_run_goes_on(
+    graph: ResearchGraph, corpus: LocalCorpus
+) -> None:
+    deps = Deps(engine=FailingSummaryEngine(), search=corpus)
+    values = await run_graph(graph, deps, "summary", start())
+    broken = [n for n in values["notes"] if n.error and "summary failed" in n.error]
+    assert broken, "the failure is recorded in the notes"
+    assert all(n.status == "ok" and n.sources for n in broken)
+    assert values["final_report"]
