@@ -1,0 +1,77 @@
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from app.deps import open_deps
+from app.settings import Settings
+from engines.extractive import ExtractiveEngine
+from engines.simulated import SleepingEngine
+from graph.builder import build_graph
+from graph.checkpointer import memory_saver
+from tools.local_corpus import CorpusMissingError
+from tools.simulated import DelayedSearchProvider, SleepingSearchProvider
+
+from .support import run_graph, start
+
+
+@pytest.fixture
+def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in (
+        "RESEARCH_SEARCH_CONCURRENCY",
+        "RESEARCH_DATA_DIR",
+        "RESEARCH_CORPUS_INDEX",
+        "RESEARCH_SEARCH_DELAY_MS",
+        "RESEARCH_SIMULATE_LATENCY_MS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "config.toml"
+    monkeypatch.setenv("RESEARCH_CONFIG", str(path))
+    return path
+
+
+def test_the_environment_overrides_the_config_file(
+    config_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file.write_text(f'data_dir = "{tmp_path / "from-file"}"\nsearch_concurrency = 3\n')
+    monkeypatch.setenv("RESEARCH_SEARCH_CONCURRENCY", "7")
+    settings = Settings()
+    assert settings.search_concurrency == 7
+    assert settings.data_dir == tmp_path / "from-file"
+    assert settings.corpus_index_path == tmp_path / "from-file" / "corpus" / "index.sqlite"
+    assert settings.checkpoint_path == tmp_path / "from-file" / "checkpoints.sqlite"
+
+
+def test_an_invalid_value_in_the_file_names_the_field(config_file: Path) -> None:
+    config_file.write_text("search_concurrency = 0\n")
+    with pytest.raises(ValidationError, match="search_concurrency"):
+        Settings()
+
+
+def test_an_unknown_key_in_the_file_is_refused(config_file: Path) -> None:
+    config_file.write_text("serch_provider = 'local'\n")
+    with pytest.raises(ValidationError, match="serch_provider"):
+        Settings()
+
+
+async def test_simulated_latency_swaps_in_sleeping_engine_and_provider(config_file: Path) -> None:
+    with open_deps(Settings(simulate_latency_ms=1)) as deps:
+        assert isinstance(deps.engine, SleepingEngine)
+        assert isinstance(deps.search, SleepingSearchProvider)
+        values = await run_graph(build_graph(memory_saver()), deps, "sim", start())
+    assert values["report_status"] == "final"
+
+
+def test_search_delay_wraps_the_local_corpus(config_file: Path, corpus_index: Path) -> None:
+    with open_deps(Settings(corpus_index=corpus_index, search_delay_ms=5)) as deps:
+        assert isinstance(deps.engine, ExtractiveEngine)
+        assert isinstance(deps.search, DelayedSearchProvider)
+        assert deps.search.name == "local"
+
+
+def test_a_missing_corpus_is_reported_when_the_deps_open(config_file: Path, tmp_path: Path) -> None:
+    with (
+        pytest.raises(CorpusMissingError),
+        open_deps(Settings(corpus_index=tmp_path / "none.sqlite")),
+    ):
+        pass
