@@ -26,6 +26,7 @@ from tools.urls import normalize_url
 MAX_QUERIES = 8
 SUMMARY_SENTENCES = 3
 SENTENCES_PER_POINT = 4
+MAX_FINDINGS = 5
 REDUNDANCY_JACCARD = 0.5
 _MIN_CHARS, _MAX_CHARS = 40, 420
 # Sentences that open with these lean on a previous sentence we may not quote.
@@ -431,21 +432,21 @@ def _render(
         else "_The collected sources say little about this topic._"
     )
     lines += ["", "## Key Findings", ""]
-    findings = [(point, picks[0]) for point, picks in by_point.items() if picks]
-    for point, candidate in findings:
+    # Seed 001 F004: three to five findings, the best sentence of each point.
+    findings = {point: picks[0] for point, picks in by_point.items() if picks}
+    findings = dict(list(findings.items())[:MAX_FINDINGS])
+    for point, candidate in findings.items():
         lines.append(f"- **{point}:** {cite(candidate)}")
     if not findings:
         lines.append("_No finding could be supported by the collected sources._")
     lines += ["", "## Detailed Analysis", ""]
     for point, picks in by_point.items():
+        rest = picks[1:] if point in findings else picks
+        if picks and not rest:
+            continue  # its one passage is already the key finding
         lines += [f"### {point}", ""]
-        rest = picks[1:]
         if rest:
             lines.append(" ".join(cite(c) for c in rest))
-        elif picks:
-            lines.append(
-                "_The key finding above is the only passage in the sources on this point._"
-            )
         else:
             lines.append("_The collected sources do not address this point._")
         lines.append("")
