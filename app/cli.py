@@ -3,7 +3,7 @@
 import asyncio
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -288,15 +288,20 @@ def run(
     except ValidationError as exc:
         fail(f"invalid request ({_explain(exc, flags=True)})")
     settings = load_settings()
-    asyncio.run(
-        _run(
-            settings,
-            request,
-            thread or uuid.uuid4().hex,
-            out_file,
-            interactive=request.options.approval != "none",
+    thread_id = thread or uuid.uuid4().hex
+    interactive = request.options.approval != "none"
+    _until_interrupted(_run(settings, request, thread_id, out_file, interactive), thread_id)
+
+
+def _until_interrupted(work: Coroutine[Any, Any, None], thread_id: str) -> None:
+    """Run `work`; on Ctrl-C say how to pick the thread up again instead of a traceback."""
+    try:
+        asyncio.run(work)
+    except KeyboardInterrupt:
+        err.print(
+            f"\n[yellow]interrupted[/]: continue with `research-agent resume {escape(thread_id)}`"
         )
-    )
+        raise typer.Exit(130) from None
 
 
 def _unknown_thread(thread_id: str) -> NoReturn:
@@ -340,7 +345,7 @@ def resume(
     ] = None,
 ) -> None:
     """Continue an interrupted, waiting or killed run from its last checkpoint."""
-    asyncio.run(_resume(load_settings(), thread_id, out_file))
+    _until_interrupted(_resume(load_settings(), thread_id, out_file), thread_id)
 
 
 async def _show(settings: Settings, thread_id: str) -> None:
@@ -411,7 +416,8 @@ def demo(
         request = ResearchRequest(topic=topic)
     except ValidationError as exc:
         fail(f"invalid request ({_explain(exc, flags=True)})")
-    asyncio.run(_run(settings, request, uuid.uuid4().hex, out_file, interactive=False))
+    thread_id = uuid.uuid4().hex
+    _until_interrupted(_run(settings, request, thread_id, out_file, interactive=False), thread_id)
 
 
 @corpus_app.command("index")
