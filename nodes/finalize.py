@@ -1,5 +1,6 @@
 """Finalize: pick the best-reviewed draft, mark it partial if it did not pass, ask for sign-off."""
 
+import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -29,12 +30,12 @@ def best_draft(drafts: list[Draft]) -> Draft | None:
 
 
 def front_matter(state: ResearchState, draft: Draft, engine: str, status: str) -> str:
-    """YAML front matter that says how the report was made."""
+    """YAML front matter that says how the report was made (strings as JSON, valid YAML)."""
     review = draft.review
     lines = [
         "---",
-        f"topic: {state['topic']!r}",
-        f"engine: {engine!r}",
+        f"topic: {json.dumps(state['topic'], ensure_ascii=False)}",
+        f"engine: {json.dumps(engine, ensure_ascii=False)}",
         f"status: {status}",
         f"draft: {draft.version}",
         f"review_score: {review.overall_score if review else 'not reviewed'}",
@@ -46,7 +47,8 @@ def front_matter(state: ResearchState, draft: Draft, engine: str, status: str) -
     if status == "partial":
         lines += [
             "",
-            "> **Partial report:** the research budget ran out before a draft passed review.",
+            "> **Partial report:** the research ended (budget spent, or nothing more to find)"
+            " before a draft passed review; the gaps are marked below.",
         ]
     return "\n".join(lines) + "\n\n"
 

@@ -1,3 +1,4 @@
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,7 @@ async def test_a_run_ends_with_a_cited_report_on_the_fixture_corpus(
     values = await run_graph(graph, deps, "e2e", start())
     report = values["final_report"]
     front, body = split_front_matter(report)
-    assert "engine: 'extractive" in front
+    assert 'engine: "extractive' in front
     assert values["report_status"] in ("final", "partial")
     assert f"status: {values['report_status']}" in front
     headings = sections(body)
@@ -195,3 +196,13 @@ async def test_a_failed_summary_keeps_its_sources_and_the_run_goes_on(
     assert broken, "the failure is recorded in the notes"
     assert all(n.status == "ok" and n.sources for n in broken)
     assert values["final_report"]
+
+
+async def test_the_front_matter_is_yaml_even_for_awkward_topics(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    topic = "printing press: \"quotes\", 'apostrophes' and a back\\slash"
+    values = await run_graph(graph, deps, "yaml", start(topic, max_iterations=2))
+    front, _ = split_front_matter(values["final_report"])
+    fields = dict(line.split(": ", 1) for line in front.strip("-\n").splitlines())
+    assert json.loads(fields["topic"]) == topic
