@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from app.deps import open_deps
-from app.runner import drive, is_finished, pending_interrupt, remaining_steps
+from app.runner import drive, is_finished, pending_interrupt, remaining_steps, thread_config
 from app.settings import Settings
 from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
@@ -238,7 +238,7 @@ async def _run(
     with _deps(settings) as deps:
         async with sqlite_saver(settings.checkpoint_path) as saver:
             graph = build_graph(saver)
-            if (await graph.aget_state({"configurable": {"thread_id": thread_id}})).values:
+            if (await graph.aget_state(thread_config(thread_id))).values:
                 fail(
                     f"thread {thread_id!r} already exists: use `research-agent resume {thread_id}` or another --thread"
                 )
@@ -313,7 +313,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
         _unknown_thread(thread_id)
     async with sqlite_saver(settings.checkpoint_path) as saver:
         graph = build_graph(saver)
-        snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+        snapshot = await graph.aget_state(thread_config(thread_id))
         if not snapshot.values:
             _unknown_thread(thread_id)
         if is_finished(snapshot):
@@ -352,7 +352,7 @@ async def _show(settings: Settings, thread_id: str) -> None:
     if not settings.checkpoint_path.is_file():
         _unknown_thread(thread_id)
     async with sqlite_saver(settings.checkpoint_path) as saver:
-        snapshot = await build_graph(saver).aget_state({"configurable": {"thread_id": thread_id}})
+        snapshot = await build_graph(saver).aget_state(thread_config(thread_id))
     values: dict[str, Any] = snapshot.values
     if not values:
         _unknown_thread(thread_id)

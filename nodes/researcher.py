@@ -14,6 +14,7 @@ from graph.routing import RESEARCHER
 from graph.state import ResearchState
 from nodes.accounting import spent
 from nodes.context import Deps
+from nodes.sources import to_sources
 from tools.urls import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -61,18 +62,7 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
             except Exception as exc:  # recorded in the note; one query never fails the run
                 logger.warning("search failed for %r: %s", query, type(exc).__name__)
                 return _Outcome(query, [], "", _describe(exc))
-        results = [
-            SearchResult(
-                title=h.title,
-                url=h.url,
-                content=h.content,
-                source=deps.search.name,
-                published_date=h.published_date,
-                relevance_score=h.score,
-                query=query,
-            )
-            for h in hits
-        ]
+        results = to_sources(hits, deps.search.name, query)
         if not results:
             return _Outcome(query, [], f"No results for '{query}'.")
         try:

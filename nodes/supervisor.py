@@ -13,6 +13,7 @@ from graph.routing import SUPERVISOR, fixed_supervisor_rule
 from graph.state import ResearchState
 from nodes.accounting import spent
 from nodes.context import Deps
+from nodes.sources import to_sources
 
 logger = logging.getLogger(__name__)
 
@@ -24,16 +25,7 @@ async def _probe(state: ResearchState, deps: Deps) -> list[SearchResult]:
     except Exception as exc:  # a failed probe only makes the plan less specific
         logger.warning("probe search failed: %s", type(exc).__name__)
         return []
-    return [
-        SearchResult(
-            title=h.title,
-            url=h.url,
-            content=h.content,
-            source=deps.search.name,
-            relevance_score=h.score,
-        )
-        for h in hits
-    ]
+    return to_sources(hits, deps.search.name)
 
 
 async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
