@@ -20,7 +20,7 @@ from engines.frames import cues_for_point, match_frame
 from engines.keyphrases import key_terms, named_entities
 from engines.sentences import split_sentences
 from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
-from tools.text import STOPWORDS, content_words, stem, stems
+from tools.text import STOPWORDS, content_words, stem, stems, words
 from tools.urls import normalize_url
 
 MAX_QUERIES = 8
@@ -41,6 +41,7 @@ _CONTEXTUAL = re.compile(
 )
 _CATEGORY = re.compile(r"^The ([a-z]+)\b")
 _PERSONAL = re.compile(r"^(He|She)\b")
+_PERSON_PRONOUN = re.compile(r"\b(?:he|she|him|his|her|hers)\b")
 _POSSESSIVE = re.compile(r"^(His|Her)\b")
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
@@ -73,6 +74,18 @@ def _subject_phrase(source: SearchResult) -> str:
     if re.match(rf"The\s+{re.escape(title)}\b", lead):
         return f"the {title}"
     return title
+
+
+def _names_a_person_first(sentence: str) -> bool:
+    """False when a personal pronoun comes before any name in the sentence ("In his youth, he")."""
+    pronoun = _PERSON_PRONOUN.search(sentence)
+    if pronoun is None:
+        return True
+    before = sentence[: pronoun.start()].split()
+    return any(
+        word[:1].isupper() and (i > 0 or word.lower() not in STOPWORDS)
+        for i, word in enumerate(before)
+    )
 
 
 def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str | None:
@@ -108,13 +121,19 @@ def _lead(source: SearchResult) -> str:
     return next(iter(split_sentences(source.content)), "")
 
 
+def subject_tokens(text: str) -> list[str]:
+    """Stems of every word, stopwords and single letters kept: "World War I" is not "World War II"."""
+    return [stem(w) for w in words(text)]
+
+
 def _mentions(text: str, subject: Sequence[str]) -> int:
-    """How often `text` names the subject: the whole phrase, or most of a long subject."""
-    tokens = stems(text)
-    if len(subject) <= 3:
-        n = len(subject)
+    """How often `text` names the subject: the exact phrase, or most words of a long subject."""
+    tokens = subject_tokens(text)
+    n = len(subject)
+    if n <= 4:
         return sum(tokens[i : i + n] == list(subject) for i in range(len(tokens) - n + 1))
-    return int(len(set(subject) & set(tokens)) >= math.ceil(len(subject) * 2 / 3))
+    core = {t for t in subject if t not in STOPWORDS}
+    return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
 
 
 def is_on_topic(source: SearchResult, subject: Sequence[str]) -> bool:
@@ -156,7 +175,7 @@ class ExtractiveEngine:
         frame, subject = match_frame(topic)
         points = [a.point.format(s=subject) for a in frame.aspects]
         subject_stems = set(stems(subject))
-        on_topic = [hit for hit in probe if is_on_topic(hit, stems(subject))]
+        on_topic = [hit for hit in probe if is_on_topic(hit, subject_tokens(subject))]
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
         queries = [subject, *names, *(a.query.format(s=subject) for a in frame.aspects)]
         queries += [f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=2)]
@@ -194,7 +213,7 @@ class ExtractiveEngine:
                     point = issue.description.split(":", 1)[1].strip()
                     candidates += [point, f"{subject} {' '.join(content_words(point)[:4])}"]
         subject_stems = set(stems(subject))
-        on_topic = [s for s in sources if is_on_topic(s, stems(subject))]
+        on_topic = [s for s in sources if is_on_topic(s, subject_tokens(subject))]
         candidates += named_entities(on_topic, exclude=subject_stems, limit=6)
         candidates += [
             f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=4)
@@ -233,7 +252,7 @@ class ExtractiveEngine:
     def _candidates(
         self, sources: Sequence[SearchResult], subject: str
     ) -> tuple[list[Candidate], dict[str, float]]:
-        subject_phrase = stems(subject)
+        subject_phrase = subject_tokens(subject)
         documents: list[set[str]] = []
         candidates: list[Candidate] = []
         for source in sources:
@@ -248,7 +267,7 @@ class ExtractiveEngine:
                 if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                     continue
                 text = _resolve_pronoun(raw, source, position)
-                if text is None:
+                if text is None or not _names_a_person_first(text):
                     continue
                 terms = Counter(stems(text))
                 named = _mentions(text, subject_phrase) > 0
@@ -257,7 +276,7 @@ class ExtractiveEngine:
                 if len(terms) >= 4:
                     topical = 1.0 if about_subject else 0.7 if named else 0.4
                     # The article that is the subject itself opens with its definition.
-                    if stems(source.title) == subject_phrase:
+                    if subject_tokens(source.title) == subject_phrase:
                         topical += 0.5 / (1 + position)
                     candidates.append(
                         Candidate(

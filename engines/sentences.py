@@ -14,8 +14,9 @@ _CITATION_MARK = re.compile(r"\[\d+\]|\[citation needed\]", re.IGNORECASE)
 def _ends_with_abbreviation(chunk: str) -> bool:
     last = chunk.rstrip().rsplit(maxsplit=1)[-1] if chunk.strip() else ""
     token = last.rstrip(".").lower().lstrip("(\"'“")
-    # A single capital letter followed by a period is an initial ("J. R. R. Tolkien").
-    return token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha())
+    # A single capital letter followed by a period is an initial ("J. R. R. Tolkien"),
+    # except "I", which ends sentences as a numeral ("World War I.") far more often.
+    return token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha() and token != "i")
 
 
 def split_sentences(text: str) -> list[str]:

@@ -149,3 +149,37 @@ async def test_a_category_noun_becomes_the_subject_only_when_the_lead_defines_it
         c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [inventor], None, None))
     ]
     assert "The printing press later spread across the world." in claims
+
+
+async def test_sentences_whose_pronoun_names_nobody_in_them_are_not_quoted() -> None:
+    clemenceau = SearchResult(
+        title="Georges Clemenceau",
+        url="https://example.org/clemenceau",
+        content=(
+            "Georges Clemenceau was a French statesman during World War I. "
+            "A physician turned journalist, he played a central role in World War I politics. "
+            "Clemenceau led France through the last year of World War I and his government signed the peace."
+        ),
+    )
+    plan = ResearchPlan(
+        theme="World War I", investigation_points=["Politics"], search_queries=["x"]
+    )
+    claims = [
+        c
+        for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [clemenceau], None, None))
+    ]
+    assert not any("he played" in c for c in claims)
+    assert any(c.startswith("Clemenceau led France") for c in claims)
+
+
+async def test_world_war_two_is_not_world_war_one() -> None:
+    ww2 = SearchResult(
+        title="World War II",
+        url="https://example.org/ww2",
+        content="World War II was a global conflict from 1939 to 1945 fought by the Allies and the Axis powers.",
+    )
+    plan = ResearchPlan(
+        theme="World War I", investigation_points=["Overview"], search_queries=["x"]
+    )
+    draft = await ExtractiveEngine().write(plan, [ww2], None, None)
+    assert "[^" not in split_front_matter(draft)[1]
