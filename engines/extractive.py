@@ -27,6 +27,8 @@ MAX_QUERIES = 8
 SUMMARY_SENTENCES = 3
 SENTENCES_PER_POINT = 4
 MAX_FINDINGS = 5
+# A key finding must name the subject or come from the subject's own article.
+KEY_FINDING_TOPICAL = 0.7
 REDUNDANCY_JACCARD = 0.5
 _MIN_CHARS, _MAX_CHARS = 40, 420
 # Sentences that open with these lean on a previous sentence we may not quote.
@@ -36,7 +38,7 @@ _DANGLING = re.compile(
 )
 _CONTEXTUAL = re.compile(
     r"\b(?:that|the same|this|the following|the previous)\s+(?:century|year|decade|period|time|day|month)\b"
-    r"|\b(?:these|those|the latter|the former)\b",
+    r"|\b(?:this|these|those|the latter|the former)\b",
     re.IGNORECASE,
 )
 _CATEGORY = re.compile(r"^The ([a-z]+)\b")
@@ -263,6 +265,8 @@ class ExtractiveEngine:
                 continue
             focused = _focus(source, subject_phrase)
             about_subject = _mentions(source.title, subject_phrase) > 0
+            # A source naming the subject three times or more is about it in all but title.
+            devoted = _mentions(source.content, subject_phrase) >= 3
             for position, raw in enumerate(split_sentences(source.content)):
                 if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                     continue
@@ -274,7 +278,7 @@ class ExtractiveEngine:
                 if not focused and not named:
                     continue
                 if len(terms) >= 4:
-                    topical = 1.0 if about_subject else 0.7 if named else 0.4
+                    topical = 1.0 if about_subject else 0.7 if named or devoted else 0.4
                     # The article that is the subject itself opens with its definition.
                     if subject_tokens(source.title) == subject_phrase:
                         topical += 0.5 / (1 + position)
@@ -404,8 +408,12 @@ class ExtractiveEngine:
             if candidate not in chosen and fresh(candidate):
                 picks.append(candidate)
                 chosen.append(candidate)
-        # The best pick is the key finding; the rest read in source order.
-        return picks[:1] + sorted(picks[1:], key=lambda c: (c.source.url, c.position))
+        # The best pick that names the subject leads (it may become the key finding);
+        # the rest read in source order.
+        lead = next((c for c in picks if c.topical >= KEY_FINDING_TOPICAL), None)
+        rest = [c for c in picks if c is not lead]
+        ordered = sorted(rest, key=lambda c: (c.source.url, c.position))
+        return [lead, *ordered] if lead is not None else ordered
 
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
@@ -452,7 +460,11 @@ def _render(
     )
     lines += ["", "## Key Findings", ""]
     # Seed 001 F004: three to five findings, the best sentence of each point.
-    findings = {point: picks[0] for point, picks in by_point.items() if picks}
+    findings = {
+        point: picks[0]
+        for point, picks in by_point.items()
+        if picks and picks[0].topical >= KEY_FINDING_TOPICAL
+    }
     findings = dict(list(findings.items())[:MAX_FINDINGS])
     for point, candidate in findings.items():
         lines.append(f"- **{point}:** {cite(candidate)}")
