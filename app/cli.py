@@ -3,8 +3,8 @@
 import asyncio
 import sys
 import uuid
-from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -23,6 +23,7 @@ from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
 from graph.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions
 from graph.state import initial_state
+from nodes.context import Deps
 from tools.corpus_files import CorpusFormatError, iter_documents
 from tools.local_corpus import CorpusMissingError, LocalCorpus, build_index
 from tools.wiki_corpus import CorpusDownloadError, fetch_demo_corpus
@@ -190,10 +191,10 @@ async def ask_in_terminal(question: dict[str, Any]) -> ApprovalDecision | None:
 # -- running -------------------------------------------------------------------------
 
 
-@contextmanager
-def _deps(settings: Settings) -> Iterator[Any]:
+@asynccontextmanager
+async def _deps(settings: Settings) -> AsyncIterator[Deps]:
     try:
-        with open_deps(settings) as deps:
+        async with open_deps(settings) as deps:
             yield deps
     except CorpusMissingError as exc:
         fail(str(exc))
@@ -235,7 +236,7 @@ async def _run(
     out_file: Path | None,
     interactive: bool,
 ) -> None:
-    with _deps(settings) as deps:
+    async with _deps(settings) as deps:
         async with sqlite_saver(settings.checkpoint_path) as saver:
             graph = build_graph(saver)
             if (await graph.aget_state(thread_config(thread_id))).values:
@@ -319,7 +320,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
         if is_finished(snapshot):
             _finish(snapshot.values, None, thread_id, out_file)
             return
-        with _deps(settings) as deps:
+        async with _deps(settings) as deps:
             progress = ProgressPrinter()
             progress.sources = len(snapshot.values.get("research_data", []))
             question = pending_interrupt(snapshot)

@@ -1,22 +1,51 @@
-"""Build a run's collaborators from the settings."""
+"""Build a run's collaborators from the settings, and close them afterwards."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 
-from app.settings import Settings
+from app.settings import ProviderName, Settings
 from engines.extractive import ExtractiveEngine
 from engines.simulated import SleepingEngine
 from nodes.context import Deps
+from tools.api_client import RetryPolicy
+from tools.brave import BraveProvider
+from tools.combined import CombinedProvider
 from tools.local_corpus import LocalCorpus
 from tools.search import SearchProvider
 from tools.simulated import DelayedSearchProvider, SleepingSearchProvider
+from tools.tavily import TavilyProvider
 
 
-@contextmanager
-def open_deps(settings: Settings) -> Iterator[Deps]:
-    """Open the engine and provider the settings choose; close them afterwards.
+async def _provider(
+    name: ProviderName, settings: Settings, stack: AsyncExitStack
+) -> SearchProvider:
+    retry = RetryPolicy(
+        max_retries=settings.search_max_retries,
+        base_delay_s=settings.retry_base_delay_s,
+        max_delay_s=settings.retry_max_delay_s,
+    )
+    if name == "tavily":
+        tavily = TavilyProvider(
+            settings.api_key("tavily"), settings.tavily_base_url, settings.search_timeout_s, retry
+        )
+        stack.push_async_callback(tavily.aclose)
+        return tavily
+    if name == "brave":
+        brave = BraveProvider(
+            settings.api_key("brave"), settings.brave_base_url, settings.search_timeout_s, retry
+        )
+        stack.push_async_callback(brave.aclose)
+        return brave
+    corpus = LocalCorpus(settings.corpus_index_path)
+    stack.callback(corpus.close)
+    return corpus
 
-    Raises `CorpusMissingError` when the local provider has no index yet.
+
+@asynccontextmanager
+async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
+    """Open the engine and the providers the settings choose.
+
+    Raises `CorpusMissingError` when the local provider is chosen and has no index yet.
     """
     if settings.simulate_latency_ms:
         latency = settings.simulate_latency_ms / 1000
@@ -26,13 +55,13 @@ def open_deps(settings: Settings) -> Iterator[Deps]:
             search_concurrency=settings.search_concurrency,
         )
         return
-    corpus = LocalCorpus(settings.corpus_index_path)
-    search: SearchProvider = corpus
-    if settings.search_delay_ms:
-        search = DelayedSearchProvider(corpus, settings.search_delay_ms / 1000)
-    try:
+    async with AsyncExitStack() as stack:
+        providers = [await _provider(n, settings, stack) for n in settings.search_providers]
+        search = providers[0] if len(providers) == 1 else CombinedProvider(providers)
+        if settings.search_delay_ms:
+            search = DelayedSearchProvider(search, settings.search_delay_ms / 1000)
         yield Deps(
-            engine=ExtractiveEngine(), search=search, search_concurrency=settings.search_concurrency
+            engine=ExtractiveEngine(),
+            search=search,
+            search_concurrency=settings.search_concurrency,
         )
-    finally:
-        corpus.close()

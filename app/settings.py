@@ -2,10 +2,10 @@
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from platformdirs import user_config_path, user_data_path
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -14,6 +14,9 @@ from pydantic_settings import (
 )
 
 APP_NAME = "research-agent"
+ProviderName = Literal["tavily", "brave", "local"]
+PROVIDERS: tuple[ProviderName, ...] = ("tavily", "brave", "local")
+KEY_VARIABLES = {"tavily": "TAVILY_API_KEY", "brave": "BRAVE_API_KEY"}
 CONFIG_ENV = "RESEARCH_CONFIG"
 
 
@@ -37,7 +40,25 @@ class Settings(BaseSettings):
     checkpoint_db: Path | None = Field(
         None, description="The SQLite checkpoint file (default: DATA_DIR/checkpoints.sqlite)."
     )
-    search_provider: Literal["local"] = Field("local", description="Which search provider to use.")
+    search_provider: str = Field(
+        "auto",
+        description="auto (Tavily if its key is set, else Brave if its key is set, else local), "
+        "or one or more of tavily, brave, local joined by commas (results are merged).",
+    )
+    tavily_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("TAVILY_API_KEY", "tavily_api_key")
+    )
+    brave_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("BRAVE_API_KEY", "brave_api_key")
+    )
+    tavily_base_url: str = Field("https://api.tavily.com", description="Tavily API base URL.")
+    brave_base_url: str = Field(
+        "https://api.search.brave.com/res/v1", description="Brave web search API base URL."
+    )
+    search_timeout_s: float = Field(30.0, gt=0, le=300, description="Timeout of one API call.")
+    search_max_retries: int = Field(3, ge=0, le=10, description="Retries of a retryable failure.")
+    retry_base_delay_s: float = Field(1.0, ge=0, le=60, description="First retry delay.")
+    retry_max_delay_s: float = Field(10.0, ge=0, le=300, description="Longest retry delay.")
     engine: Literal["extractive"] = Field(
         "extractive", description="Which engine plans, writes and reviews."
     )
@@ -58,6 +79,49 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
+
+    @field_validator("search_provider", mode="after")
+    @classmethod
+    def _known_providers(cls, value: str) -> str:
+        names = [n.strip().lower() for n in value.split(",") if n.strip()]
+        if names == ["auto"]:
+            return "auto"
+        unknown = [n for n in names if n not in PROVIDERS]
+        if not names or unknown:
+            raise ValueError(
+                f"unknown search provider {', '.join(unknown) or repr(value)}: "
+                f"use auto, or one or more of {', '.join(PROVIDERS)}"
+            )
+        return ",".join(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _chosen_providers_have_keys(self) -> "Settings":
+        for name in self.search_provider.split(","):
+            if name in KEY_VARIABLES and self._key(name) is None:
+                raise ValueError(
+                    f"search provider {name} needs an API key: set {KEY_VARIABLES[name]} in the "
+                    f"environment or {name}_api_key in {default_config_file()}"
+                )
+        return self
+
+    def _key(self, provider: str) -> SecretStr | None:
+        key = self.tavily_api_key if provider == "tavily" else self.brave_api_key
+        return key if key is not None and key.get_secret_value().strip() else None
+
+    @property
+    def search_providers(self) -> list[ProviderName]:
+        """The providers in effect: the explicit choice, else the first with a key, else local."""
+        if self.search_provider != "auto":
+            return [cast(ProviderName, n) for n in self.search_provider.split(",")]
+        keyed: tuple[ProviderName, ...] = ("tavily", "brave")
+        return [next((n for n in keyed if self._key(n) is not None), "local")]
+
+    def api_key(self, provider: Literal["tavily", "brave"]) -> str:
+        """The provider's key (checked at start-up for every chosen provider)."""
+        key = self._key(provider)
+        if key is None:
+            raise ValueError(f"{KEY_VARIABLES[provider]} is not set")
+        return key.get_secret_value().strip()
 
     @property
     def corpus_index_path(self) -> Path:

@@ -122,7 +122,7 @@ BAD_INPUT = [
     pytest.param(
         ["run", TOPIC],
         {"RESEARCH_SEARCH_PROVIDER": "bing"},
-        ["search_provider", "'local'", "RESEARCH_"],
+        ["search_provider", "unknown search provider bing", "tavily, brave, local", "RESEARCH_"],
         id="unknown-provider",
     ),
     pytest.param(
@@ -382,3 +382,13 @@ def test_the_report_is_printed_verbatim_even_with_markup_like_text(cli_env: dict
     result = cli(cli_env, "run", "printing press [/x] :smile: [bold]", "--max-iterations", "2")
     assert result.returncode == 0, result.stderr
     assert "# Printing press [/x] :smile: [bold]" in result.stdout
+
+
+def test_a_chosen_provider_without_its_key_stops_before_anything_is_written(
+    cli_env: dict[str, str], data_dir: Path
+) -> None:
+    env = cli_env | {"RESEARCH_SEARCH_PROVIDER": "tavily"}
+    env.pop("TAVILY_API_KEY", None)
+    result = cli(env, "run", TOPIC)
+    assert_one_line_error(result, "TAVILY_API_KEY")
+    assert not (data_dir / "checkpoints.sqlite").exists()

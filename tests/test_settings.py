@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,9 @@ from .support import run_graph, start
 
 @pytest.fixture
 def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in (
-        "RESEARCH_SEARCH_CONCURRENCY",
-        "RESEARCH_DATA_DIR",
-        "RESEARCH_CORPUS_INDEX",
-        "RESEARCH_SEARCH_DELAY_MS",
-        "RESEARCH_SIMULATE_LATENCY_MS",
-    ):
+    for name in [n for n in os.environ if n.startswith("RESEARCH_")]:
+        monkeypatch.delenv(name)
+    for name in ("TAVILY_API_KEY", "BRAVE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     path = tmp_path / "config.toml"
     monkeypatch.setenv("RESEARCH_CONFIG", str(path))
@@ -55,23 +52,23 @@ def test_an_unknown_key_in_the_file_is_refused(config_file: Path) -> None:
 
 
 async def test_simulated_latency_swaps_in_sleeping_engine_and_provider(config_file: Path) -> None:
-    with open_deps(Settings(simulate_latency_ms=1)) as deps:
+    async with open_deps(Settings(simulate_latency_ms=1)) as deps:
         assert isinstance(deps.engine, SleepingEngine)
         assert isinstance(deps.search, SleepingSearchProvider)
         values = await run_graph(build_graph(memory_saver()), deps, "sim", start())
     assert values["report_status"] == "final"
 
 
-def test_search_delay_wraps_the_local_corpus(config_file: Path, corpus_index: Path) -> None:
-    with open_deps(Settings(corpus_index=corpus_index, search_delay_ms=5)) as deps:
+async def test_search_delay_wraps_the_local_corpus(config_file: Path, corpus_index: Path) -> None:
+    async with open_deps(Settings(corpus_index=corpus_index, search_delay_ms=5)) as deps:
         assert isinstance(deps.engine, ExtractiveEngine)
         assert isinstance(deps.search, DelayedSearchProvider)
         assert deps.search.name == "local"
 
 
-def test_a_missing_corpus_is_reported_when_the_deps_open(config_file: Path, tmp_path: Path) -> None:
-    with (
-        pytest.raises(CorpusMissingError),
-        open_deps(Settings(corpus_index=tmp_path / "none.sqlite")),
-    ):
-        pass
+async def test_a_missing_corpus_is_reported_when_the_deps_open(
+    config_file: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(CorpusMissingError):
+        async with open_deps(Settings(corpus_index=tmp_path / "none.sqlite")):
+            pass

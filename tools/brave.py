@@ -1,0 +1,84 @@
+"""Brave web search (seed 004): `query` and `count`, results as title, url and description."""
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from tools.api_client import RetryPolicy, api_client, call_with_retries
+from tools.errors import ProviderError
+from tools.search import Depth, SearchHit
+from tools.validation import validated
+
+DEFAULT_BASE_URL = "https://api.search.brave.com/res/v1"
+MAX_COUNT = 10
+
+
+class BraveParams(BaseModel):
+    """Seed 004 requirement 4: a query, and a count of at least one."""
+
+    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=400)]
+    count: int = Field(10, ge=1)
+
+
+class BraveResult(BaseModel):
+    """One result in the shape both web search tools share."""
+
+    title: str
+    url: str
+    description: str = ""
+    page_age: str | None = None
+
+
+class BraveProvider:
+    """A `SearchProvider` over the Brave web search API."""
+
+    name = "brave"
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str = DEFAULT_BASE_URL,
+        timeout_s: float = 30.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._timeout_s = timeout_s
+        self._retry = retry or RetryPolicy()
+        headers = {"X-Subscription-Token": api_key, "Accept": "application/json"}
+        self._http = api_client(base_url, headers, timeout_s)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def web_search(self, query: str, count: int = 10) -> list[BraveResult]:
+        """Search; a count above 10 is clamped to 10, below 1 is a validation error."""
+        params = validated(BraveParams, query=query, count=count)
+        size = min(params.count, MAX_COUNT)
+
+        async def call() -> list[BraveResult]:
+            response = await self._http.get(
+                "/web/search", params={"q": params.query, "count": size}
+            )
+            body = response.json()
+            if not isinstance(body, dict):
+                raise ProviderError("the service sent a malformed response", "SERVER_ERROR")
+            rows = (body.get("web") or {}).get("results") or []
+            return [BraveResult.model_validate(row) for row in rows][:size]
+
+        return await call_with_retries(call, self._retry, self._timeout_s)
+
+    async def search(
+        self, query: str, max_results: int = 5, depth: Depth = "basic"
+    ) -> list[SearchHit]:
+        """The common `SearchProvider` face; Brave gives ranks, so scores fall with rank."""
+        results = await self.web_search(query, count=max_results)
+        return [
+            SearchHit(
+                title=r.title,
+                url=r.url,
+                content=r.description,
+                score=round(1.0 - i / max(len(results), 1), 4),
+                published_date=r.page_age,
+            )
+            for i, r in enumerate(results)
+        ]
