@@ -1,4 +1,4 @@
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -7,10 +7,15 @@ from engines.extractive import ExtractiveEngine
 from graph.builder import ResearchGraph, build_graph
 from graph.checkpointer import memory_saver
 from nodes.context import Deps
+from tools.api_client import RetryPolicy
+from tools.brave import BraveProvider
 from tools.corpus_files import iter_documents
 from tools.local_corpus import LocalCorpus, build_index
+from tools.tavily import TavilyProvider
 
-from .support import FIXTURE_CORPUS
+from .fake_apis import FakeAPIs
+from .servers import serve
+from .support import BRAVE_KEY, FIXTURE_CORPUS, TAVILY_KEY, Sleeps
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +40,43 @@ def deps(corpus: LocalCorpus) -> Deps:
 @pytest.fixture
 def graph() -> ResearchGraph:
     return build_graph(memory_saver())
+
+
+@pytest.fixture(scope="session")
+def fake_server() -> Iterator[tuple[FakeAPIs, str]]:
+    apis = FakeAPIs()
+    with serve(apis.app) as url:
+        yield apis, url
+
+
+@pytest.fixture
+def apis(fake_server: tuple[FakeAPIs, str]) -> FakeAPIs:
+    apis, _ = fake_server
+    apis.requests.clear()
+    apis.faults.clear()
+    return apis
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+@pytest.fixture
+async def tavily(
+    fake_server: tuple[FakeAPIs, str], sleeps: Sleeps
+) -> AsyncIterator[TavilyProvider]:
+    _, url = fake_server
+    retry = RetryPolicy(base_delay_s=0.01, sleep=sleeps)
+    provider = TavilyProvider(TAVILY_KEY, url, timeout_s=0.5, retry=retry)
+    yield provider
+    await provider.aclose()
+
+
+@pytest.fixture
+async def brave(fake_server: tuple[FakeAPIs, str], sleeps: Sleeps) -> AsyncIterator[BraveProvider]:
+    _, url = fake_server
+    retry = RetryPolicy(base_delay_s=0.01, sleep=sleeps)
+    provider = BraveProvider(BRAVE_KEY, f"{url}/res/v1", timeout_s=0.5, retry=retry)
+    yield provider
+    await provider.aclose()

@@ -13,6 +13,8 @@ from tools.search import Depth, SearchHit
 
 FIXTURE_CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 TOPIC = "history of the printing press"
+TAVILY_KEY = "tvly-secret-key-123"
+BRAVE_KEY = "brave-secret-key-456"
 
 
 class FlakyProvider:
@@ -43,3 +45,13 @@ async def run_graph(
 
 def start(topic: str = TOPIC, **options: Any) -> dict[str, Any]:
     return dict(initial_state(topic, RunOptions(**options)))
+
+
+class Sleeps:
+    """Records retry delays instead of waiting them."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)

@@ -1,7 +1,5 @@
 """Tavily and Brave through their real clients, against a loopback fake of their APIs."""
 
-from collections.abc import AsyncIterator, Iterator
-
 import pytest
 
 from engines.extractive import ExtractiveEngine
@@ -14,67 +12,9 @@ from tools.errors import ProviderError
 from tools.tavily import TavilyProvider
 
 from .fake_apis import FakeAPIs, Fault
-from .servers import free_port, serve
-from .support import run_graph, start
-
-KEY = "tvly-secret-key-123"
-BRAVE_KEY = "brave-secret-key-456"
-
-
-class Sleeps:
-    """Records the retry delays instead of waiting them."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
-
-
-@pytest.fixture(scope="module")
-def fake_server() -> Iterator[tuple[FakeAPIs, str]]:
-    apis = FakeAPIs()
-    with serve(apis.app) as url:
-        yield apis, url
-
-
-@pytest.fixture
-def apis(fake_server: tuple[FakeAPIs, str]) -> FakeAPIs:
-    apis, _ = fake_server
-    apis.requests.clear()
-    apis.faults.clear()
-    return apis
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
-
-
-@pytest.fixture
-async def tavily(
-    fake_server: tuple[FakeAPIs, str], sleeps: Sleeps
-) -> AsyncIterator[TavilyProvider]:
-    _, url = fake_server
-    provider = TavilyProvider(
-        KEY, url, timeout_s=0.5, retry=RetryPolicy(base_delay_s=0.01, sleep=sleeps)
-    )
-    yield provider
-    await provider.aclose()
-
-
-@pytest.fixture
-async def brave(fake_server: tuple[FakeAPIs, str], sleeps: Sleeps) -> AsyncIterator[BraveProvider]:
-    _, url = fake_server
-    provider = BraveProvider(
-        BRAVE_KEY,
-        f"{url}/res/v1",
-        timeout_s=0.5,
-        retry=RetryPolicy(base_delay_s=0.01, sleep=sleeps),
-    )
-    yield provider
-    await provider.aclose()
-
+from .servers import free_port
+from .support import BRAVE_KEY, Sleeps, run_graph, start
+from .support import TAVILY_KEY as KEY
 
 # -- Tavily ------------------------------------------------------------------------------
 

@@ -1,0 +1,155 @@
+"""The tools as LangChain tools, for a model that chooses what to call.
+
+Thin wrappers over the providers (one implementation, two faces). Each returns compact
+text a model can read and never raises for a failure it expects: the error becomes a
+one-line message, so a tool-calling model can recover and try something else. Bind
+them to a graph with `langgraph.prebuilt.ToolNode`.
+"""
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from tools.brave import BraveProvider
+from tools.errors import ToolError
+from tools.search import Depth, SearchHit, SearchProvider
+from tools.tavily import TavilyProvider
+
+SNIPPET_CHARS = 400
+
+Query = Annotated[str, Field(description="What to search for: a few keywords, not a sentence.")]
+
+
+class TavilySearchArgs(BaseModel):
+    """Arguments of `tavily_search` (seed 000)."""
+
+    query: Query
+    search_depth: Depth = Field("basic", description="'advanced' digs deeper and costs more.")
+    max_results: int = Field(5, ge=1, le=20, description="How many results, 1 to 20.")
+
+
+class TavilyExtractArgs(BaseModel):
+    """Arguments of `tavily_extract` (seed 000)."""
+
+    urls: list[str] = Field(description="http or https URLs whose content to read, 1 to 20.")
+
+
+class TavilyContextArgs(BaseModel):
+    """Arguments of `tavily_context` (seed 000)."""
+
+    query: Query
+    max_tokens: int | None = Field(None, ge=1, description="Upper bound on the context size.")
+
+
+class WebSearchArgs(BaseModel):
+    """Arguments of `web_search` (seed 004: `query` and `count`)."""
+
+    query: Query
+    count: int = Field(10, description="How many results, 1 to 10 (more is clamped to 10).")
+
+
+class LocalSearchArgs(BaseModel):
+    """Arguments of `local_search`."""
+
+    query: Query
+    max_results: int = Field(5, ge=1, le=20, description="How many results, 1 to 20.")
+
+
+def format_hits(hits: Sequence[SearchHit]) -> str:
+    """Numbered results: title, URL and a description, the one shape every search tool returns."""
+    if not hits:
+        return "No results."
+    rows = []
+    for i, hit in enumerate(hits, start=1):
+        text = " ".join(hit.content.split())
+        snippet = (
+            text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
+        )
+        rows.append(f"{i}. {hit.title}\n   {hit.url}\n   {snippet}")
+    return "\n".join(rows)
+
+
+def _safely(call: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
+    """Turn an expected failure into a short message the model can act on."""
+
+    async def guarded(**kwargs: object) -> str:
+        try:
+            return await call(**kwargs)
+        except ToolError as exc:
+            return f"Error: {exc}"
+
+    guarded.__doc__ = call.__doc__
+    return guarded
+
+
+def tavily_tools(tavily: TavilyProvider) -> list[BaseTool]:
+    """`tavily_search`, `tavily_extract` and `tavily_context`."""
+
+    async def search(query: str, search_depth: Depth = "basic", max_results: int = 5) -> str:
+        return format_hits(await tavily.search(query, max_results, search_depth))
+
+    async def extract(urls: list[str]) -> str:
+        answer = await tavily.extract(urls)
+        parts = [f"## {r.url}\n{r.raw_content.strip()}" for r in answer.results]
+        parts += [f"## {f.url}\nError: {f.error}" for f in answer.failed_results]
+        return "\n\n".join(parts) or "Nothing could be extracted."
+
+    async def context(query: str, max_tokens: int | None = None) -> str:
+        return await tavily.get_search_context(query, max_tokens=max_tokens)
+
+    return [
+        StructuredTool.from_function(
+            coroutine=_safely(search),
+            name="tavily_search",
+            description="Search the web with Tavily. Returns numbered results with title, URL and content.",
+            args_schema=TavilySearchArgs,
+        ),
+        StructuredTool.from_function(
+            coroutine=_safely(extract),
+            name="tavily_extract",
+            description="Read the full content of up to 20 web pages by URL with Tavily.",
+            args_schema=TavilyExtractArgs,
+        ),
+        StructuredTool.from_function(
+            coroutine=_safely(context),
+            name="tavily_context",
+            description="Search the web and get the results' content as one JSON context for answering a question.",
+            args_schema=TavilyContextArgs,
+        ),
+    ]
+
+
+def brave_tools(brave: BraveProvider) -> list[BaseTool]:
+    """`web_search`, Brave with seed 004's parameters."""
+
+    async def web_search(query: str, count: int = 10) -> str:
+        results = await brave.web_search(query, count)
+        hits = [SearchHit(title=r.title, url=r.url, content=r.description) for r in results]
+        return format_hits(hits)
+
+    return [
+        StructuredTool.from_function(
+            coroutine=_safely(web_search),
+            name="web_search",
+            description="Search the web with Brave. Returns numbered results with title, URL and description.",
+            args_schema=WebSearchArgs,
+        )
+    ]
+
+
+def local_tools(corpus: SearchProvider) -> list[BaseTool]:
+    """`local_search` over the embedded corpus."""
+
+    async def local_search(query: str, max_results: int = 5) -> str:
+        return format_hits(await corpus.search(query, max_results))
+
+    return [
+        StructuredTool.from_function(
+            coroutine=_safely(local_search),
+            name="local_search",
+            description="Search the local document corpus (offline). Returns numbered results with title, URL and text.",
+            args_schema=LocalSearchArgs,
+        )
+    ]
