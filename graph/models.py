@@ -99,6 +99,12 @@ class ResearchNote(BaseModel):
     sources: list[str] = Field(default_factory=list)
     status: Literal["ok", "empty", "failed"] = "ok"
     error: str | None = None
+    pages_read: int = Field(
+        0, ge=0, description="Result pages whose full text replaced the snippet."
+    )
+    page_errors: list[str] = Field(
+        default_factory=list, description="Pages that could not be read."
+    )
     created_at: datetime = Field(default_factory=utcnow)
 
 

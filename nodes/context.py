@@ -1,9 +1,19 @@
 """What every node receives through LangGraph's runtime context."""
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from engines.base import Engine
+from tools.extraction import Page
 from tools.search import SearchProvider
+
+
+class PageReader(Protocol):
+    """Fetches a page and extracts its main text (the scraper; a fake in tests)."""
+
+    async def fetch(self, url: str) -> Page:
+        """Return the page, or raise `ScrapeError`."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,3 +23,5 @@ class Deps:
     engine: Engine
     search: SearchProvider
     search_concurrency: int = 5
+    reader: PageReader | None = None
+    pages_per_query: int = 2

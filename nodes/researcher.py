@@ -3,7 +3,7 @@
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -14,7 +14,9 @@ from graph.routing import RESEARCHER
 from graph.state import ResearchState
 from nodes.accounting import spent
 from nodes.context import Deps
+from nodes.reading import Reading, read_top_pages
 from nodes.sources import to_sources
+from tools.extraction import Page
 from tools.urls import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,8 @@ class _Outcome:
     results: list[SearchResult]
     summary: str
     error: str | None = None
+    pages_read: int = 0
+    page_errors: list[str] = field(default_factory=list)
 
 
 def _describe(exc: BaseException) -> str:
@@ -54,6 +58,10 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
     options = state["options"]
     queries = await _pending_queries(state, deps)
     gate = asyncio.Semaphore(deps.search_concurrency)
+    known = {normalize_url(s.url) for s in state.get("research_data", [])}
+    spent_s = state["usage"].seconds if "usage" in state else 0.0
+    deadline = time.monotonic() + max(0.0, options.time_budget_s - spent_s)
+    pages: dict[str, asyncio.Task[Page]] = {}
 
     async def investigate(query: str) -> _Outcome:
         async with gate:
@@ -65,24 +73,42 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
         results = to_sources(hits, deps.search.name, query)
         if not results:
             return _Outcome(query, [], f"No results for '{query}'.")
+        reading = Reading(results)
+        if deps.reader is not None and deps.pages_per_query > 0:
+            reading = await read_top_pages(
+                results, deps.reader, deps.pages_per_query, known, deadline, pages
+            )
+        error: str | None = None
         try:
-            summary = await deps.engine.summarize(query, results)
+            summary = await deps.engine.summarize(query, reading.results)
         except Exception as exc:  # the results still count; only their summary is missing
             logger.warning("summary failed for %r: %s", query, type(exc).__name__)
-            return _Outcome(query, results, "", f"summary failed: {_describe(exc)}")
-        return _Outcome(query, results, summary)
+            summary, error = "", f"summary failed: {_describe(exc)}"
+        return _Outcome(query, reading.results, summary, error, reading.pages_read, reading.errors)
 
-    outcomes = await asyncio.gather(*(investigate(q) for q in queries))
-    seen = {normalize_url(s.url) for s in state.get("research_data", [])}
+    try:
+        outcomes = await asyncio.gather(*(investigate(q) for q in queries))
+    finally:
+        for task in pages.values():
+            task.cancel()  # a read no query is waiting for any more
+    # Several queries may find one page; keep the copy with the most text (the page read).
+    fullest: dict[str, SearchResult] = {}
+    for outcome in outcomes:
+        for result in outcome.results:
+            key = normalize_url(result.url)
+            if key not in fullest or len(result.content) > len(fullest[key].content):
+                fullest[key] = result
+    seen = set(known)
     first_step = len(state.get("notes", [])) + 1
     new_sources: list[SearchResult] = []
     notes: list[ResearchNote] = []
     for step, outcome in enumerate(outcomes, start=first_step):
         fresh = []
-        for result in outcome.results:
-            key = normalize_url(result.url)
+        for found in outcome.results:
+            key = normalize_url(found.url)
             if key not in seen:
                 seen.add(key)
+                result = fullest[key]
                 fresh.append(result)
                 runtime.stream_writer(
                     {
@@ -101,6 +127,8 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
             sources=[r.url for r in outcome.results],
             status=status,
             error=outcome.error,
+            pages_read=outcome.pages_read,
+            page_errors=outcome.page_errors,
         )
         notes.append(note)
         runtime.stream_writer(
@@ -111,6 +139,8 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
                 "status": status,
                 "results": len(outcome.results),
                 "new": len(fresh),
+                "pages_read": outcome.pages_read,
+                "page_errors": len(outcome.page_errors),
             }
         )
     failed = sum(n.status == "failed" for n in notes)
