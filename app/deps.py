@@ -11,6 +11,7 @@ from tools.api_client import RetryPolicy
 from tools.brave import BraveProvider
 from tools.combined import CombinedProvider
 from tools.local_corpus import LocalCorpus
+from tools.scraper import FetchPolicy, Scraper
 from tools.search import SearchProvider
 from tools.simulated import DelayedSearchProvider, SleepingSearchProvider
 from tools.tavily import TavilyProvider
@@ -60,8 +61,26 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
         search = providers[0] if len(providers) == 1 else CombinedProvider(providers)
         if settings.search_delay_ms:
             search = DelayedSearchProvider(search, settings.search_delay_ms / 1000)
+        # Local documents are whole already; only web results are worth reading in full.
+        reads_web = settings.pages_per_query > 0 and settings.search_providers != ["local"]
+        reader = (
+            await stack.enter_async_context(Scraper(page_policy(settings))) if reads_web else None
+        )
         yield Deps(
             engine=ExtractiveEngine(),
             search=search,
             search_concurrency=settings.search_concurrency,
+            reader=reader,
+            pages_per_query=settings.pages_per_query,
         )
+
+
+def page_policy(settings: Settings) -> FetchPolicy:
+    """The scraper's safety policy from the settings."""
+    return FetchPolicy(
+        allow_private=settings.page_allow_private,
+        allowed_ports=frozenset(settings.page_allowed_ports),
+        max_bytes=settings.page_max_bytes,
+        timeout_s=settings.page_timeout_s,
+        respect_robots=settings.page_respect_robots,
+    )

@@ -59,6 +59,21 @@ class Settings(BaseSettings):
     search_max_retries: int = Field(3, ge=0, le=10, description="Retries of a retryable failure.")
     retry_base_delay_s: float = Field(1.0, ge=0, le=60, description="First retry delay.")
     retry_max_delay_s: float = Field(10.0, ge=0, le=300, description="Longest retry delay.")
+    pages_per_query: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Top results per query whose page the researcher reads (web providers).",
+    )
+    page_timeout_s: float = Field(20.0, gt=0, le=300, description="Time cap of one page fetch.")
+    page_max_bytes: int = Field(5 * 1024 * 1024, gt=0, description="Size cap of one page.")
+    page_respect_robots: bool = Field(True, description="Honour robots.txt.")
+    page_allow_private: bool = Field(
+        False, description="Let the scraper reach private addresses (intranet deployments, tests)."
+    )
+    page_allowed_ports: list[int] = Field(
+        [80, 443], min_length=1, description="Ports the scraper may connect to."
+    )
     engine: Literal["extractive"] = Field(
         "extractive", description="Which engine plans, writes and reviews."
     )

@@ -1,4 +1,4 @@
-"""Run an ASGI app under uvicorn on a free loopback port, in a background thread."""
+"""Run an ASGI app under uvicorn on a loopback port, in a background thread."""
 
 import socket
 import threading
@@ -13,33 +13,46 @@ STARTUP_TIMEOUT_S = 10.0
 
 
 def free_port() -> int:
+    """A port nothing listens on (for testing unreachable services)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 until the block ends; yield its base URL."""
-    port = free_port()
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        log_level="error",
-        lifespan="off",
-        timeout_graceful_shutdown=1,
+def serve_port(app: Any, **config: Any) -> Iterator[int]:
+    """Serve `app` on a socket bound before the thread starts (no port race); yield its port."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            lifespan="off",
+            ws="none",
+            http="h11",
+            loop="asyncio",
+            log_level="warning",
+            timeout_graceful_shutdown=2,
+            **config,
+        )
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the test server did not start")
-        time.sleep(0.01)  # polling the started flag, not a timed wait
+        time.sleep(0.001)  # polling the started flag, not a timed wait
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield int(sock.getsockname()[1])
     finally:
         server.should_exit = True
-        thread.join(timeout=STARTUP_TIMEOUT_S)
+        thread.join()
+        sock.close()
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Serve `app` over plain HTTP on loopback; yield its base URL."""
+    with serve_port(app) as port:
+        yield f"http://127.0.0.1:{port}"

@@ -1,13 +1,18 @@
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from starlette.applications import Starlette
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
 
-from tools.agent_tools import brave_tools, local_tools, tavily_tools
+from tools.agent_tools import brave_tools, local_tools, scraper_tools, tavily_tools
 from tools.brave import BraveProvider
 from tools.local_corpus import LocalCorpus
+from tools.scraper import FetchPolicy, Scraper
 from tools.tavily import TavilyProvider
 
 from .fake_apis import FakeAPIs, Fault
+from .servers import serve_port
 
 
 def by_name(tools: list) -> dict:  # type: ignore[type-arg]
@@ -72,3 +77,31 @@ async def test_tool_node_runs_a_model_s_tool_call(corpus: LocalCorpus) -> None:
     message = result["messages"][-1]
     assert isinstance(message, ToolMessage) and message.tool_call_id == "c1"
     assert "Johannes Gutenberg" in message.content
+
+
+ARTICLE = """<html><head><title>Gutenberg's press</title></head><body>
+<nav>Home | About</nav>
+<article><h1>Gutenberg's press</h1>
+<p>Johannes Gutenberg introduced movable-type printing to Europe around 1440, and his press
+spread to more than two hundred cities within a few decades of its invention.</p>
+<p>By 1500 the presses of Western Europe had produced more than twenty million volumes,
+which changed how knowledge was shared across the continent.</p></article>
+<footer>Copyright</footer></body></html>"""
+
+
+async def test_web_scraper_reads_a_page_and_refuses_unsafe_urls() -> None:
+    app = Starlette(routes=[Route("/press", lambda request: HTMLResponse(ARTICLE))])
+    with serve_port(app) as port:
+        policy = FetchPolicy(
+            allow_private=True, allowed_ports=frozenset({port}), respect_robots=False
+        )
+        async with Scraper(policy) as scraper:
+            tool = by_name(scraper_tools(scraper))["web_scraper"]
+            text = await tool.ainvoke({"url": f"http://127.0.0.1:{port}/press"})
+            assert text.startswith("# Gutenberg's press\n")
+            assert "twenty million volumes" in text and "Home | About" not in text
+        async with Scraper(FetchPolicy()) as strict:
+            refused = await by_name(scraper_tools(strict))["web_scraper"].ainvoke(
+                {"url": "http://127.0.0.1/press"}
+            )
+    assert refused == "Error: refused: loopback address"

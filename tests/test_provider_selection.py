@@ -10,6 +10,7 @@ from app.settings import Settings
 from tools.brave import BraveProvider
 from tools.combined import CombinedProvider
 from tools.errors import ProviderError
+from tools.scraper import Scraper
 from tools.search import Depth, SearchHit
 from tools.tavily import TavilyProvider
 
@@ -116,3 +117,20 @@ async def test_one_failing_provider_only_loses_its_own_results() -> None:
     assert [h.url for h in await combined.search("q")] == ["https://y.org/1"]
     with pytest.raises(ProviderError):
         await CombinedProvider([Fixed("a", [], down), Fixed("b", [], down)]).search("q")
+
+
+@pytest.mark.parametrize(
+    ("env", "reads"),
+    [
+        ({"TAVILY_API_KEY": "t"}, True),
+        ({"TAVILY_API_KEY": "t", "RESEARCH_PAGES_PER_QUERY": "0"}, False),
+        ({"RESEARCH_SEARCH_PROVIDER": "local", "RESEARCH_CORPUS_INDEX": "{index}"}, False),
+    ],
+)
+async def test_pages_are_read_only_for_web_results(
+    monkeypatch: pytest.MonkeyPatch, corpus_index: Path, env: dict[str, str], reads: bool
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(index=corpus_index))
+    async with open_deps(Settings()) as deps:
+        assert isinstance(deps.reader, Scraper) is reads

@@ -14,10 +14,12 @@ from pydantic import BaseModel, Field
 
 from tools.brave import BraveProvider
 from tools.errors import ToolError
+from tools.scraper import Scraper
 from tools.search import Depth, SearchHit, SearchProvider
 from tools.tavily import TavilyProvider
 
 SNIPPET_CHARS = 400
+PAGE_CHARS = 8000
 
 Query = Annotated[str, Field(description="What to search for: a few keywords, not a sentence.")]
 
@@ -48,6 +50,12 @@ class WebSearchArgs(BaseModel):
 
     query: Query
     count: int = Field(10, description="How many results, 1 to 10 (more is clamped to 10).")
+
+
+class WebScraperArgs(BaseModel):
+    """Arguments of `web_scraper` (seed 001 F008)."""
+
+    url: str = Field(description="The http or https URL of the page to read.")
 
 
 class LocalSearchArgs(BaseModel):
@@ -151,5 +159,23 @@ def local_tools(corpus: SearchProvider) -> list[BaseTool]:
             name="local_search",
             description="Search the local document corpus (offline). Returns numbered results with title, URL and text.",
             args_schema=LocalSearchArgs,
+        )
+    ]
+
+
+def scraper_tools(scraper: Scraper) -> list[BaseTool]:
+    """`web_scraper`: read one page's main text, safely (seed 001 F008)."""
+
+    async def web_scraper(url: str) -> str:
+        page = await scraper.fetch(url)
+        text = page.text if len(page.text) <= PAGE_CHARS else page.text[:PAGE_CHARS] + "…"
+        return f"# {page.title}\n{page.final_url}\n\n{text}"
+
+    return [
+        StructuredTool.from_function(
+            coroutine=_safely(web_scraper),
+            name="web_scraper",
+            description="Read the main text of one web page by URL (navigation and ads removed).",
+            args_schema=WebScraperArgs,
         )
     ]

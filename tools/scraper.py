@@ -1,0 +1,413 @@
+"""Fetch a web page safely and hand its bytes to the extractor.
+
+`Scraper` (an async context manager, one per app) fetches through the SSRF guard
+of `tools.http_safety`: every hop of a redirect chain is checked again and the
+request goes to the checked address, with the name in the Host header and TLS SNI.
+It caps size, time and redirects, accepts only HTML, XHTML and plain text, honours
+robots.txt and limits concurrent requests per host. `fetch_page` is the one-shot
+form. Every failure is a `ScrapeError`; refusals are its subclass `UnsafeURLError`.
+
+Deliberate deviations from the obvious:
+
+- The body is read with `aiter_raw()` and inflated here, bounded by the size cap;
+  only gzip and deflate are accepted. `aiter_bytes()` would inflate each network
+  read in one call, so a few KB of zstd (which httpx decodes when `zstandard` is
+  installed) could expand to gigabytes before any cap is checked.
+- HTTPS requests carry `Connection: close`: the pool is keyed by IP address, so
+  a kept-alive connection verified for one name could otherwise serve another.
+- The default client ignores proxy variables and .netrc (a proxy would connect to
+  addresses we never checked) and keeps no cookies (the jar would key them by IP).
+- The time cap counts network time (DNS, robots.txt, every hop), not time spent
+  waiting for a per-host slot, so a queue of fetches to one site does not time out
+  while it waits. robots.txt gets a quarter of the cap; if it is missing, fails
+  or is slow, the page is allowed, and the verdict is cached per origin.
+- `Page.final_url` is the last URL fetched, not the page's canonical link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import ipaddress
+import time
+import zlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from typing import NamedTuple, Self
+from urllib.robotparser import RobotFileParser
+
+import httpx
+
+from tools.errors import ScrapeError
+from tools.extraction import Page, extract_main_text
+from tools.http_safety import (
+    DEFAULT_PORTS,
+    IPAddress,
+    IPNetwork,
+    Resolver,
+    SafeTarget,
+    check_url,
+    resolve_host,
+)
+
+__all__ = [
+    "USER_AGENT",
+    "FetchPolicy",
+    "Page",
+    "Scraper",
+    "extract_main_text",
+    "fetch_page",
+]
+
+USER_AGENT = "research-agent/0.1 (research bot; honours robots.txt)"
+_DOCUMENT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
+_ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
+_ROBOTS_SHARE = 0.25  # of the time cap
+_ROBOTS_MAX_BYTES = 512 * 1024  # Google reads the first 500 KiB
+_ROBOTS_CACHE_SIZE = 1024
+_TITLE_MAX = 200
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    """What the scraper may fetch and how much it may spend on one page."""
+
+    allow_private: bool = False
+    """Admit private, loopback and link-local addresses (tests, intranets); never metadata."""
+    allowed_networks: tuple[str, ...] = ()
+    """Networks admitted even when not public, e.g. ("127.0.0.0/8",)."""
+    allowed_ports: frozenset[int] = DEFAULT_PORTS
+    max_bytes: int = 5 * 1024 * 1024
+    """Largest body accepted, counted after decompression."""
+    timeout_s: float = 20.0
+    """Network time for the whole fetch: DNS, robots.txt and every redirect."""
+    max_redirects: int = 5
+    user_agent: str = USER_AGENT
+    respect_robots: bool = True
+    per_host_concurrency: int = 2
+
+    def __post_init__(self) -> None:
+        if self.max_bytes <= 0 or self.timeout_s <= 0:
+            raise ValueError("max_bytes and timeout_s must be positive")
+        if self.max_redirects < 0 or self.per_host_concurrency < 1:
+            raise ValueError("max_redirects must be >= 0 and per_host_concurrency >= 1")
+        _networks(self.allowed_networks)
+
+
+def _networks(allowed: tuple[str, ...]) -> tuple[IPNetwork, ...]:
+    return tuple(ipaddress.ip_network(network) for network in allowed)
+
+
+class _Download(NamedTuple):
+    final_url: str
+    status: int
+    media_type: str
+    charset: str | None
+    body: bytes
+
+
+class _Budget:
+    """Seconds of network time left for one fetch."""
+
+    def __init__(self, seconds: float) -> None:
+        self._total = seconds
+        self.remaining = seconds
+
+    @property
+    def spent(self) -> float:
+        return self._total - self.remaining
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run the block under the time left; raise TimeoutError when it runs out."""
+        start = time.monotonic()
+        try:
+            async with asyncio.timeout(max(self.remaining, 0.0)):
+                yield
+        finally:
+            self.remaining -= time.monotonic() - start
+
+
+class _HostSlots:
+    """One semaphore per host, dropped when no fetch holds or awaits it."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._slots: dict[str, tuple[asyncio.Semaphore, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, host: str) -> AsyncIterator[None]:
+        semaphore, users = self._slots.get(host, (asyncio.Semaphore(self._limit), 0))
+        self._slots[host] = (semaphore, users + 1)
+        try:
+            async with semaphore:
+                yield
+        finally:
+            users = self._slots[host][1] - 1
+            if users:
+                self._slots[host] = (semaphore, users)
+            else:
+                del self._slots[host]
+
+
+class _Inflater:
+    """Undo gzip or deflate without ever producing more than the room left."""
+
+    def __init__(self, content_encoding: str) -> None:
+        codings = [c.strip().lower() for c in content_encoding.split(",")]
+        codings = [c for c in codings if c and c != "identity"]
+        if codings and (len(codings) > 1 or codings[0] not in ("gzip", "x-gzip", "deflate")):
+            raise ScrapeError(f"unsupported content encoding {content_encoding!r}")
+        # MAX_WBITS | 32 accepts both the gzip and the zlib header
+        self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32) if codings else None
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        if self._zlib is None:
+            return data
+        try:
+            return self._zlib.decompress(data, room + 1)
+        except zlib.error:
+            raise ScrapeError("the response could not be decompressed") from None
+
+    def flush(self) -> bytes:
+        return self._zlib.flush() if self._zlib is not None else b""
+
+
+async def _read_body(response: httpx.Response, limit: int) -> bytes:
+    too_large = ScrapeError(f"the response is larger than {limit} bytes")
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    inflater = _Inflater(response.headers.get("content-encoding", ""))
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        body += inflater.feed(chunk, limit - len(body))
+        if len(body) > limit:
+            raise too_large
+    body += inflater.flush()
+    if len(body) > limit:
+        raise too_large
+    return bytes(body)
+
+
+def _media_type(response: httpx.Response) -> str:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.split(";")[0].strip().lower()
+
+
+def _charset(response: httpx.Response) -> str | None:
+    """The declared charset if Python knows it; else None and the extractor sniffs."""
+    try:
+        return codecs.lookup(response.charset_encoding or "").name
+    except LookupError:
+        return None
+
+
+def _require_document(response: httpx.Response) -> None:
+    media_type = _media_type(response)
+    if media_type not in _DOCUMENT_TYPES:
+        raise ScrapeError(f"refused content type {media_type or '(none)'!r}: not HTML or text")
+
+
+async def _to_page(url: str, got: _Download) -> Page:
+    if got.media_type == "text/plain":
+        text = got.body.decode(got.charset or "utf-8", "replace")
+        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+        title = first[:_TITLE_MAX] or got.final_url
+        return Page(url=url, final_url=got.final_url, title=title, text=text)
+    html = got.body.decode(got.charset, "replace") if got.charset else got.body
+    try:
+        page = await asyncio.to_thread(extract_main_text, html, got.final_url)
+    except Exception as exc:  # a third-party parser's failure is still a page we cannot read
+        raise ScrapeError(f"could not read {got.final_url}") from exc
+    return page.model_copy(
+        update={"url": url, "final_url": got.final_url, "title": page.title or got.final_url}
+    )
+
+
+def _default_client(policy: FetchPolicy) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        trust_env=False,
+        cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
+        follow_redirects=False,
+        timeout=policy.timeout_s,
+    )
+
+
+class Scraper:
+    """Fetch pages safely; share one instance so connections and robots.txt are reused."""
+
+    def __init__(
+        self,
+        policy: FetchPolicy | None = None,
+        *,
+        client: httpx.AsyncClient | None = None,
+        resolver: Resolver = resolve_host,
+    ) -> None:
+        self.policy = policy or FetchPolicy()
+        self._client = client or _default_client(self.policy)
+        self._owns_client = client is None
+        self._resolver = resolver
+        self._networks = _networks(self.policy.allowed_networks)
+        self._slots = _HostSlots(self.policy.per_host_concurrency)
+        self._robots: dict[str, RobotFileParser | None] = {}
+        self._robots_locks: dict[str, asyncio.Lock] = {}
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this scraper created it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def fetch(self, url: str) -> Page:
+        """Fetch one page and extract its main text.
+
+        Raises:
+            UnsafeURLError: The URL or a redirect leads somewhere we refuse to go.
+            ScrapeError: Anything else went wrong; the message is safe to show.
+        """
+        budget = _Budget(self.policy.timeout_s)
+        try:
+            got = await self._download(url, budget, self.policy.max_bytes, for_page=True)
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            raise ScrapeError(f"gave up on {url} after {self.policy.timeout_s:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise ScrapeError(f"could not fetch {url} ({type(exc).__name__})") from exc
+        return await _to_page(url, got)
+
+    async def _download(
+        self, url: str, budget: _Budget, limit: int, *, for_page: bool
+    ) -> _Download:
+        """GET a URL, following redirects by hand and checking every hop."""
+        current = url
+        for _ in range(self.policy.max_redirects + 1):
+            async with budget.running():
+                target = await check_url(
+                    current,
+                    resolver=self._resolver,
+                    allow_private=self.policy.allow_private,
+                    allowed_networks=self._networks,
+                    allowed_ports=self.policy.allowed_ports,
+                )
+            if for_page and self.policy.respect_robots:
+                await self._obey_robots(target, budget)
+            async with self._slots.hold(target.host), budget.running():
+                response = await self._send(target)
+                try:
+                    if response.has_redirect_location:
+                        current = _redirect(target, response.headers["location"])
+                        continue
+                    body = b""
+                    if response.is_success:
+                        if for_page:
+                            _require_document(response)
+                        body = await _read_body(response, limit)
+                    elif for_page:
+                        raise ScrapeError(f"{target.url} answered HTTP {response.status_code}")
+                    return _Download(
+                        str(target.url),
+                        response.status_code,
+                        _media_type(response),
+                        _charset(response),
+                        body,
+                    )
+                finally:
+                    await response.aclose()
+        raise ScrapeError(f"{url} redirected more than {self.policy.max_redirects} times")
+
+    async def _send(self, target: SafeTarget) -> httpx.Response:
+        """Send to the first checked address that accepts a connection."""
+        *others, last = target.addresses
+        for address in others:
+            try:
+                return await self._client.send(
+                    self._request(target, address), stream=True, follow_redirects=False
+                )
+            except httpx.ConnectError:
+                continue
+        return await self._client.send(
+            self._request(target, last), stream=True, follow_redirects=False
+        )
+
+    def _request(self, target: SafeTarget, address: IPAddress) -> httpx.Request:
+        headers = {
+            "Host": target.host_header,
+            "User-Agent": self.policy.user_agent,
+            "Accept": _ACCEPT,
+            "Accept-Encoding": "gzip, deflate",
+        }
+        if target.url.scheme == "https":
+            headers["Connection"] = "close"
+        sni = target.sni_hostname
+        return self._client.build_request(
+            "GET",
+            target.request_url(address),
+            headers=headers,
+            extensions={"sni_hostname": sni} if sni else None,
+            timeout=self.policy.timeout_s,
+        )
+
+    async def _obey_robots(self, target: SafeTarget, budget: _Budget) -> None:
+        rules = await self._robots_for(target, budget)
+        if rules is not None and not rules.can_fetch(self.policy.user_agent, str(target.url)):
+            raise ScrapeError(f"robots.txt of {target.host} forbids fetching {target.url}")
+
+    async def _robots_for(self, target: SafeTarget, budget: _Budget) -> RobotFileParser | None:
+        """The robots.txt rules of the target's origin, fetched once; None allows all."""
+        key = target.origin
+        if key in self._robots:
+            return self._robots[key]
+        async with self._robots_locks.setdefault(key, asyncio.Lock()):
+            if key not in self._robots:
+                self._robots[key] = await self._load_robots(target, budget)
+                if len(self._robots) > _ROBOTS_CACHE_SIZE:
+                    del self._robots[next(iter(self._robots))]
+        self._robots_locks.pop(key, None)
+        return self._robots.get(key)
+
+    async def _load_robots(self, target: SafeTarget, budget: _Budget) -> RobotFileParser | None:
+        allowance = _Budget(min(budget.remaining, self.policy.timeout_s * _ROBOTS_SHARE))
+        try:
+            got = await self._download(
+                str(target.url.join("/robots.txt")), allowance, _ROBOTS_MAX_BYTES, for_page=False
+            )
+        except (ScrapeError, httpx.HTTPError, TimeoutError):
+            return None
+        finally:
+            budget.remaining -= allowance.spent
+        if not 200 <= got.status < 300:
+            return None
+        rules = RobotFileParser()
+        rules.parse(got.body.decode("utf-8", "replace").splitlines())
+        return rules
+
+
+def _redirect(target: SafeTarget, location: str) -> str:
+    try:
+        return str(target.url.join(location))
+    except httpx.InvalidURL:
+        raise ScrapeError(f"{target.url} redirected to a malformed URL") from None
+
+
+async def fetch_page(
+    url: str,
+    *,
+    policy: FetchPolicy | None = None,
+    client: httpx.AsyncClient | None = None,
+    resolver: Resolver = resolve_host,
+) -> Page:
+    """Fetch one page with a short-lived `Scraper`.
+
+    Raises:
+        UnsafeURLError: The URL or a redirect leads somewhere we refuse to go.
+        ScrapeError: Anything else went wrong; the message is safe to show.
+    """
+    async with Scraper(policy, client=client, resolver=resolver) as scraper:
+        return await scraper.fetch(url)
