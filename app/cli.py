@@ -105,6 +105,10 @@ class ProgressPrinter:
                 if event["status"] == "ok"
                 else event["status"]
             )
+            if event.get("pages_read"):
+                outcome += f", {event['pages_read']} pages read"
+            if event.get("page_errors"):
+                outcome += f", {event['page_errors']} pages unreadable"
             err.print(f"  [dim]search[/] {escape(repr(event['query']))}: {outcome}")
         elif kind == "plan":
             plan = event["plan"]
