@@ -1,0 +1,116 @@
+"""Page metadata from the document head: title, canonical URL, language, publication date.
+
+BeautifulSoup is fed only the head tags that can carry them (`<html>`, `<title>`, the
+relevant `<meta>` and `<link>` tags): a whole head, with its scripts, styles and dozens
+of icon and tracking tags, costs BeautifulSoup more than all the rest of our work on a page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urljoin
+
+from bs4 import BeautifulSoup, Tag
+
+_HEAD_END = re.compile(r"</head\s*>|<body[\s>]", re.I)
+_HEAD_TAGS = re.compile(
+    r"<html\b[^>]*>|<title\b[^>]*>.*?</title\s*>|<(?:meta|link)\b[^>]*>", re.I | re.S
+)
+# a head holds dozens of <meta> and <link> tags (icons, preloads, twitter:*, verification
+# codes); BeautifulSoup is only given those that can carry what we read
+_WANTED_TAG = re.compile(
+    r"<html|<title|og:(?:title|url|locale)|date|publish|content-language|canonical", re.I
+)
+DATE_META = (
+    "article:published_time",
+    "og:published_time",
+    "datePublished",
+    "pubdate",
+    "publishdate",
+    "publish-date",
+    "date",
+    "dc.date",
+    "DC.date.issued",
+    "dcterms.created",
+    "parsely-pub-date",
+    "sailthru.date",
+)
+_LANG = re.compile(r"[A-Za-z]{2,3}(?=$|[-_])")
+
+
+def head_soup(doc: str) -> BeautifulSoup:
+    """Parse just the metadata-bearing tags of the document head."""
+    end = _HEAD_END.search(doc)
+    head = doc[: end.start()] if end else doc
+    tags = (tag for tag in _HEAD_TAGS.findall(head) if _WANTED_TAG.search(tag))
+    return BeautifulSoup("".join(tags), "lxml")
+
+
+def _attr(tag: Tag | None, name: str) -> str | None:
+    value = tag.get(name) if tag is not None else None
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
+def meta_content(soup: BeautifulSoup, *names: str) -> str | None:
+    """The content of the first of `names` present as a meta name or property."""
+    wanted = {name.lower() for name in names}
+    found: dict[str, str] = {}
+    for tag in soup.find_all("meta"):
+        key = _attr(tag, "property") or _attr(tag, "name") or _attr(tag, "itemprop")
+        content = _attr(tag, "content")
+        if key and content and key.lower() in wanted:
+            found.setdefault(key.lower(), content)
+    return next((found[name.lower()] for name in names if name.lower() in found), None)
+
+
+def language(soup: BeautifulSoup) -> str | None:
+    """The page language as a short code ("de-DE" -> "de"), when declared."""
+    html_tag = soup.find("html")
+    raw = _attr(html_tag if isinstance(html_tag, Tag) else None, "lang")
+    if raw is None:
+        equiv = soup.find("meta", attrs={"http-equiv": re.compile("^content-language$", re.I)})
+        raw = _attr(equiv if isinstance(equiv, Tag) else None, "content")
+    raw = raw or meta_content(soup, "og:locale")
+    match = _LANG.match(raw) if raw else None
+    return match.group(0).lower() if match else None
+
+
+def canonical_url(soup: BeautifulSoup, url: str | None) -> str | None:
+    """The canonical link (made absolute against `url`), else og:url."""
+    link = soup.find("link", rel="canonical")
+    href = _attr(link if isinstance(link, Tag) else None, "href") or meta_content(soup, "og:url")
+    if not href:
+        return None
+    absolute = urljoin(url or "", href)
+    return absolute if absolute.startswith(("http://", "https://")) else None
+
+
+def json_ld_date(tree: Any) -> str | None:
+    """Find datePublished in the page's JSON-LD, wherever the script sits."""
+    for script in tree.iterfind(".//script[@type='application/ld+json']"):
+        if not script.text or "datePublished" not in script.text:
+            continue
+        try:
+            data = json.loads(script.text)
+        except ValueError:
+            continue
+        date = _find_key(data, "datePublished")
+        if date:
+            return date
+    return None
+
+
+def _find_key(data: object, key: str) -> str | None:
+    if isinstance(data, dict):
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        data = list(data.values())
+    if isinstance(data, list):
+        for item in data:
+            found = _find_key(item, key)
+            if found:
+                return found
+    return None
