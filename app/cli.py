@@ -425,6 +425,32 @@ def demo(
     _until_interrupted(_run(settings, request, thread_id, out_file, interactive=False), thread_id)
 
 
+@app.command()
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="Address to listen on (default: the setting).")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: the setting, 8000).")] = None,
+) -> None:
+    """Run the HTTP service (REST + Server-Sent Events) on the embedded defaults."""
+    import uvicorn
+
+    from app.api import create_app
+
+    settings = load_settings()
+    if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
+        _ensure_demo_corpus(settings)
+    bind = host or settings.host
+    if not settings.api_keys and bind not in ("127.0.0.1", "localhost", "::1"):
+        err.print(
+            f"no API keys are configured (RESEARCH_API_KEYS): listening on 127.0.0.1, not {escape(bind)}"
+        )
+        bind = "127.0.0.1"
+    elif not settings.api_keys:
+        err.print("no API keys are configured: listening on 127.0.0.1 only")
+    uvicorn.run(create_app(settings), host=bind, port=port or settings.port, log_level="info")
+
+
 @corpus_app.command("index")
 def corpus_index(
     path: Annotated[

@@ -95,6 +95,15 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
+    api_keys: list[SecretStr] = Field(
+        default_factory=list,
+        description="API keys of the HTTP service (JSON list); none: it listens on 127.0.0.1 only.",
+    )
+    host: str = Field("127.0.0.1", description="Address the HTTP service listens on.")
+    port: int = Field(8000, ge=1, le=65535, description="Port of the HTTP service.")
+    max_concurrent_runs: int = Field(8, ge=1, le=1000, description="Runs executing at once.")
+    max_queued_runs: int = Field(100, ge=0, le=100_000, description="Runs waiting beyond those.")
+
     @field_validator("search_provider", mode="after")
     @classmethod
     def _known_providers(cls, value: str) -> str:
@@ -142,6 +151,11 @@ class Settings(BaseSettings):
     def corpus_index_path(self) -> Path:
         """The corpus index in effect."""
         return self.corpus_index or self.data_dir / "corpus" / "index.sqlite"
+
+    @property
+    def service_db_path(self) -> Path:
+        """The service's event log and thread registry (the checkpoint file: one data file)."""
+        return self.checkpoint_path
 
     @property
     def checkpoint_path(self) -> Path:

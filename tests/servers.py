@@ -24,24 +24,21 @@ def serve_port(app: Any, **config: Any) -> Iterator[int]:
     """Serve `app` on a socket bound before the thread starts (no port race); yield its port."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            lifespan="off",
-            ws="none",
-            http="h11",
-            loop="asyncio",
-            log_level="warning",
-            timeout_graceful_shutdown=2,
-            **config,
-        )
-    )
+    options: dict[str, Any] = {
+        "lifespan": "off",
+        "ws": "none",
+        "http": "h11",
+        "loop": "asyncio",
+        "log_level": "warning",
+        "timeout_graceful_shutdown": 2,
+    }
+    server = uvicorn.Server(uvicorn.Config(app, **(options | config)))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the test server did not start")
+            raise RuntimeError("the test server did not start (see its log above)")
         time.sleep(0.001)  # polling the started flag, not a timed wait
     try:
         yield int(sock.getsockname()[1])

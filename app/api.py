@@ -1,0 +1,268 @@
+"""The HTTP face of the run manager: `/v1/research`, its SSE stream, health and readiness."""
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse
+
+from app.auth import KeyAuth
+from app.deps import open_deps
+from app.errors import BackendUnavailable, InvalidState, install_error_handlers
+from app.events import EventLog, open_sqlite_event_log
+from app.registry import RunStatus, ThreadRecord, open_sqlite_registry
+from app.runner import pending_interrupt, thread_config
+from app.runs import RunManager
+from app.settings import Settings
+from engines.checks import footnote_urls, split_front_matter
+from graph.builder import build_graph
+from graph.checkpointer import sqlite_saver
+from graph.models import ApprovalDecision, ResearchNote, ResearchPlan, ResearchRequest
+
+HEARTBEAT_S = 15
+
+
+class Links(BaseModel):
+    """Where to find a thread's parts."""
+
+    self: str
+    events: str
+    report: str
+
+
+class StartAnswer(BaseModel):
+    """The answer to a new research request."""
+
+    thread_id: str
+    status: RunStatus
+    links: Links
+
+
+class ThreadSummary(BaseModel):
+    """A thread in a listing."""
+
+    thread_id: str
+    topic: str
+    status: RunStatus
+    created_at: datetime
+    updated_at: datetime
+
+
+class ThreadPage(BaseModel):
+    """One page of the caller's threads, newest first."""
+
+    items: list[ThreadSummary]
+    next_cursor: str | None = None
+
+
+class ThreadDetail(ThreadSummary):
+    """Everything known about a thread."""
+
+    options: dict[str, Any]
+    plan: ResearchPlan | None = None
+    approval: dict[str, Any] | None = Field(
+        None, description="What waits for approval, if anything."
+    )
+    iteration: int = 0
+    usage: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    report_status: str | None = None
+    report: str | None = None
+
+
+def _links(thread_id: str) -> Links:
+    base = f"/v1/research/{thread_id}"
+    return Links(self=base, events=f"{base}/events", report=f"{base}/report")
+
+
+def _summary(record: ThreadRecord) -> ThreadSummary:
+    return ThreadSummary(**record.model_dump(include=set(ThreadSummary.model_fields)))
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The service: one graph, one run manager, stores on the embedded SQLite file."""
+    auth = KeyAuth([k.get_secret_value() for k in settings.api_keys])
+    state: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            saver = await stack.enter_async_context(sqlite_saver(settings.checkpoint_path))
+            events = await stack.enter_async_context(
+                open_sqlite_event_log(settings.service_db_path)
+            )
+            registry = await stack.enter_async_context(
+                open_sqlite_registry(settings.service_db_path)
+            )
+            deps = await stack.enter_async_context(open_deps(settings))
+            manager = RunManager(
+                build_graph(saver),
+                deps,
+                events,
+                registry,
+                max_concurrent=settings.max_concurrent_runs,
+                max_queued=settings.max_queued_runs,
+                delete_checkpoints=saver.adelete_thread,
+            )
+            state.update(manager=manager, events=events, registry=registry, saver=saver)
+            await manager.recover()
+            try:
+                yield
+            finally:
+                await manager.shutdown()
+
+    app = FastAPI(
+        title="research-agent",
+        version="0.1.0",
+        description="Deep research as a service: start a run, stream its progress, approve, read the report.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    Owner = Annotated[str, Depends(auth)]
+
+    def manager() -> RunManager:
+        return state["manager"]  # type: ignore[no-any-return]
+
+    router = APIRouter(prefix="/v1/research", tags=["research"])
+
+    @router.post("", status_code=202, response_model=StartAnswer)
+    async def start(request: ResearchRequest, owner: Owner, response: Response) -> StartAnswer:
+        """Start researching a topic; the run goes on in the background."""
+        record = await manager().start(owner, request)
+        links = _links(record.thread_id)
+        response.headers["Location"] = links.self
+        return StartAnswer(thread_id=record.thread_id, status=record.status, links=links)
+
+    @router.get("", response_model=ThreadPage)
+    async def list_threads(
+        owner: Owner,
+        limit: Annotated[int, Query(ge=1, le=100)] = 20,
+        cursor: str | None = None,
+    ) -> ThreadPage:
+        """The caller's threads, newest first; pass `next_cursor` back for the next page."""
+        try:
+            records, next_cursor = await manager().registry.list(owner, limit, cursor)
+        except ValueError:
+            raise InvalidState(
+                "that cursor is not one this server gave out: start without it"
+            ) from None
+        return ThreadPage(items=[_summary(r) for r in records], next_cursor=next_cursor)
+
+    @router.get("/{thread_id}", response_model=ThreadDetail)
+    async def get_thread(thread_id: str, owner: Owner) -> ThreadDetail:
+        """Status, plan, pending approval, progress, usage and the report once there is one."""
+        record = await manager().get(owner, thread_id)
+        snapshot = await manager().graph.aget_state(thread_config(thread_id))
+        values = snapshot.values or {}
+        usage = values.get("usage")
+        return ThreadDetail(
+            **_summary(record).model_dump(),
+            options=record.options,
+            plan=values.get("task_plan"),
+            approval=pending_interrupt(snapshot)
+            if record.status == "waiting_for_approval"
+            else None,
+            iteration=values.get("iteration_count", 0),
+            usage=usage.model_dump() if usage is not None else {},
+            error=record.error,
+            report_status=values.get("report_status"),
+            report=values.get("final_report"),
+        )
+
+    @router.get("/{thread_id}/events", response_class=EventSourceResponse)
+    async def stream_events(
+        thread_id: str,
+        owner: Owner,
+        after: Annotated[
+            int | None, Query(ge=0, description="Replay events after this id.")
+        ] = None,
+        last_event_id: Annotated[str | None, Header()] = None,
+    ) -> EventSourceResponse:
+        """Server-Sent Events: every event once, in order; reconnect with Last-Event-ID."""
+        await manager().get(owner, thread_id)
+        start_after = after if after is not None else _event_id(last_event_id)
+        log: EventLog = state["events"]
+
+        async def frames() -> AsyncIterator[dict[str, str]]:
+            async for event in log.follow(thread_id, start_after):
+                yield {"id": str(event.id), "event": event.name, "data": json.dumps(event.data)}
+
+        return EventSourceResponse(frames(), ping=HEARTBEAT_S)
+
+    @router.post("/{thread_id}/pause", response_model=ThreadSummary)
+    async def pause(thread_id: str, owner: Owner) -> ThreadSummary:
+        """Stop the run at its next node boundary."""
+        return _summary(await manager().pause(owner, thread_id))
+
+    @router.post("/{thread_id}/resume", response_model=ThreadSummary)
+    async def resume(
+        thread_id: str, owner: Owner, decision: Annotated[ApprovalDecision | None, Body()] = None
+    ) -> ThreadSummary:
+        """An empty body continues a paused run; a decision answers a pending approval."""
+        return _summary(await manager().resume(owner, thread_id, decision))
+
+    @router.post("/{thread_id}/cancel", response_model=ThreadSummary)
+    async def cancel(thread_id: str, owner: Owner) -> ThreadSummary:
+        """Stop the run now."""
+        return _summary(await manager().cancel(owner, thread_id))
+
+    @router.delete("/{thread_id}", status_code=204)
+    async def delete(thread_id: str, owner: Owner) -> Response:
+        """Remove the thread, its checkpoints and its events."""
+        await manager().delete(owner, thread_id)
+        return Response(status_code=204)
+
+    @router.get("/{thread_id}/report", responses={200: {"content": {"text/markdown": {}}}})
+    async def report(thread_id: str, owner: Owner, request: Request) -> Response:
+        """The report as Markdown, or as JSON with its sources when `Accept: application/json`."""
+        await manager().get(owner, thread_id)
+        values = (await manager().graph.aget_state(thread_config(thread_id))).values or {}
+        markdown = values.get("final_report")
+        if not markdown:
+            raise InvalidState("there is no report yet: follow the events until 'report'")
+        if "application/json" in request.headers.get("accept", ""):
+            _, body = split_front_matter(markdown)
+            sources = [{"n": n, "url": url} for n, url in sorted(footnote_urls(body).items())]
+            return JSONResponse(
+                {"status": values.get("report_status"), "report": markdown, "sources": sources}
+            )
+        return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
+
+    @router.get("/{thread_id}/notes", response_model=list[ResearchNote])
+    async def notes(thread_id: str, owner: Owner) -> list[ResearchNote]:
+        """The research notes: one per search query, with its sources and errors."""
+        await manager().get(owner, thread_id)
+        values = (await manager().graph.aget_state(thread_config(thread_id))).values or {}
+        return list(values.get("notes", []))
+
+    app.include_router(router)
+
+    @app.get("/healthz", tags=["ops"])
+    async def healthz() -> dict[str, str]:
+        """The process is up."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"])
+    async def readyz() -> dict[str, str]:
+        """The checkpointer, the event log and the registry answer."""
+        try:
+            await state["events"].ping()
+            await state["registry"].ping()
+            await state["saver"].aget_tuple(thread_config("readyz"))
+        except Exception as exc:
+            raise BackendUnavailable(f"a store does not answer ({type(exc).__name__})") from exc
+        return {"status": "ready"}
+
+    return app
+
+
+def _event_id(header: str | None) -> int:
+    try:
+        return max(0, int(header)) if header else 0
+    except ValueError:
+        return 0

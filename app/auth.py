@@ -1,0 +1,39 @@
+"""API keys: who is calling, so each key sees only its own threads."""
+
+import hashlib
+import hmac
+
+from fastapi import Request
+
+from app.errors import Unauthorized
+
+LOCAL_OWNER = "local"
+
+
+def owner_id(key: str) -> str:
+    """A stable, non-secret name for the owner of a key (never the key itself)."""
+    return "key-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+class KeyAuth:
+    """Reads `Authorization: Bearer <key>` or `X-API-Key`; with no keys configured, all is local."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self._keys = [k for k in keys if k]
+
+    @property
+    def enabled(self) -> bool:
+        """Whether callers must present a key."""
+        return bool(self._keys)
+
+    def __call__(self, request: Request) -> str:
+        """The caller's owner id, or Unauthorized."""
+        if not self._keys:
+            return LOCAL_OWNER
+        header = request.headers.get("authorization", "")
+        presented = header[7:].strip() if header.lower().startswith("bearer ") else ""
+        presented = presented or request.headers.get("x-api-key", "").strip()
+        for key in self._keys:
+            if presented and hmac.compare_digest(presented.encode(), key.encode()):
+                return owner_id(key)
+        raise Unauthorized("send a valid API key as 'Authorization: Bearer <key>' or 'X-API-Key'")

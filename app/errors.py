@@ -1,0 +1,83 @@
+"""The failures the service reports on purpose, and the one place that maps them to HTTP.
+
+ResearchError
+├── NotFound            unknown thread, or another key's thread        404 not_found
+├── InvalidState        resume a run that is not paused or waiting    409 invalid_state
+├── TooManyRuns         the run queue is full                         429 too_many_runs
+├── Unauthorized        a missing or unknown API key                  401 unauthorized
+└── BackendUnavailable  checkpointer or event log unreachable         503 backend_unavailable
+"""
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+
+class ResearchError(Exception):
+    """Base for failures we expect; the message is safe to show and says what to do."""
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+
+class NotFound(ResearchError):
+    """No such thread for this caller."""
+
+
+class InvalidState(ResearchError):
+    """The thread is not in a state that allows this call."""
+
+
+class TooManyRuns(ResearchError):
+    """The queue of runs is full."""
+
+
+class Unauthorized(ResearchError):
+    """No valid API key."""
+
+
+class BackendUnavailable(ResearchError):
+    """A store the service needs is unreachable."""
+
+
+_STATUS: dict[type[ResearchError], tuple[int, str]] = {
+    NotFound: (404, "not_found"),
+    InvalidState: (409, "invalid_state"),
+    TooManyRuns: (429, "too_many_runs"),
+    Unauthorized: (401, "unauthorized"),
+    BackendUnavailable: (503, "backend_unavailable"),
+}
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    """The JSON shape of every error answer."""
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+async def _research_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ResearchError)
+    status, code = next(
+        (value for kind, value in _STATUS.items() if isinstance(exc, kind)), (500, "internal")
+    )
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(error_body(code, exc.message, exc.details), status, headers=headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    fields = [
+        {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "message": e["msg"]}
+        for e in exc.errors()
+    ]
+    message = "; ".join(f"{f['field'] or 'body'}: {f['message']}" for f in fields)
+    return JSONResponse(error_body("validation_error", message, {"fields": fields}), 422)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every expected failure as `{"error": {code, message, details}}`."""
+    app.add_exception_handler(ResearchError, _research_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)

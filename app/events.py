@@ -1,0 +1,309 @@
+"""The per-thread event log that SSE streams replay from and follow live.
+
+Each thread's events carry ids 1, 2, 3, ... with no gaps; the id is the SSE `id`, so a
+client that reconnects with `Last-Event-ID` gets exactly what it missed, also after a
+restart of the process.
+
+Deliberate choices in the SQLite log:
+
+- Appends go through a group commit, as in `graph/checkpointer.py`: concurrent appends
+  queue up and one worker-thread call writes them all in one transaction. Ids are
+  assigned inside that transaction from a per-thread last-id cache that only the worker
+  touches, so appends to one thread never collide and appends to many threads never wait
+  on each other's round trips. The cache assumes this process is the only writer of the
+  log's table; after a failed transaction it forgets the threads involved and reads their
+  last id from the file again, so no id is skipped or reused.
+- A caller that is cancelled while waiting for its append still gets the event written:
+  the write belongs to the shared transaction, not to the caller.
+- `delete` forgets the thread entirely: a later append to the same thread id starts
+  again at 1. Stop the thread's followers first; one left behind keeps waiting for ids
+  past its position.
+- Followers wait on an in-process notification: they register before reading the
+  backlog, so an append that commits between the read and the wait still wakes them.
+"""
+
+import asyncio
+import json
+import sqlite3
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiosqlite
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "TERMINAL_EVENT",
+    "Event",
+    "EventLog",
+    "EventLogClosed",
+    "SqliteEventLog",
+    "open_sqlite_event_log",
+]
+
+TERMINAL_EVENT = "done"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS event_log ("
+    "thread_id TEXT NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, "
+    "created_at TEXT NOT NULL, PRIMARY KEY (thread_id, id)) WITHOUT ROWID"
+)
+_INSERT = "INSERT INTO event_log (thread_id, id, name, data, created_at) VALUES (?, ?, ?, ?, ?)"
+_LAST_ID = "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE thread_id = ?"
+_DELETE = "DELETE FROM event_log WHERE thread_id = ?"
+_READ = (
+    "SELECT id, name, data, created_at FROM event_log "
+    "WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?"
+)
+_BUSY_TIMEOUT_S = 30.0
+# A follower reads its backlog in pages of this many events so a long history never
+# lands in memory at once.
+_FOLLOW_PAGE = 256
+
+
+class Event(BaseModel):
+    """One entry of a thread's log; `id` is the SSE event id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    thread_id: str
+    name: str
+    data: dict[str, Any]
+    created_at: datetime
+
+
+class EventLogClosed(RuntimeError):
+    """The log was used after it was closed."""
+
+
+class EventLog(Protocol):
+    """Where a thread's events are appended, read back and followed."""
+
+    async def append(self, thread_id: str, name: str, data: dict[str, Any]) -> Event:
+        """Store an event under the thread's next id and return it."""
+        ...
+
+    async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        """Return the thread's events with an id above `after`, oldest first."""
+        ...
+
+    def follow(self, thread_id: str, after: int = 0) -> AsyncIterator[Event]:
+        """Yield the events after `after`, then new ones as they come, until `done`."""
+        ...
+
+    async def last_id(self, thread_id: str) -> int:
+        """Return the thread's highest event id, 0 when it has none."""
+        ...
+
+    async def delete(self, thread_id: str) -> None:
+        """Remove every event of the thread."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+        ...
+
+
+@dataclass
+class _Append:
+    thread_id: str
+    name: str
+    data: str
+    created_at: str
+    done: asyncio.Future[int] = field(repr=False)
+
+
+@dataclass
+class _Delete:
+    thread_id: str
+    done: asyncio.Future[None] = field(repr=False)
+
+
+_Op = _Append | _Delete
+
+
+class SqliteEventLog:
+    """An `EventLog` kept in one SQLite file (which may hold other tables too)."""
+
+    def __init__(self, reader: aiosqlite.Connection, writer: sqlite3.Connection) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._last_ids: dict[str, int] = {}  # touched only by the worker thread in _commit
+        self._pending: list[_Op] = []
+        self._flusher: asyncio.Task[None] | None = None
+        # An entry lives while some follower holds it, so idle threads cost nothing.
+        self._waiters: weakref.WeakValueDictionary[str, asyncio.Event] = (
+            weakref.WeakValueDictionary()
+        )
+        self._closed = False
+
+    async def append(self, thread_id: str, name: str, data: dict[str, Any]) -> Event:
+        """Store an event under the thread's next id and return it."""
+        self._check_open()
+        created_at = datetime.now(UTC)
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        encoded = json.dumps(data, ensure_ascii=False)
+        self._enqueue(_Append(thread_id, name, encoded, created_at.isoformat(), done))
+        event_id = await done
+        return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
+
+    async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        """Return the thread's events with an id above `after`, oldest first."""
+        self._check_open()
+        if limit is not None and limit < 0:
+            raise ValueError("limit must not be negative")
+        rows = await self._reader.execute_fetchall(
+            _READ, (thread_id, after, -1 if limit is None else limit)
+        )
+        return [
+            Event(
+                id=row[0],
+                thread_id=thread_id,
+                name=row[1],
+                data=json.loads(row[2]),
+                created_at=datetime.fromisoformat(row[3]),
+            )
+            for row in rows
+        ]
+
+    async def follow(self, thread_id: str, after: int = 0) -> AsyncGenerator[Event, None]:
+        """Yield the events after `after`, then new ones as they come, until `done`.
+
+        Each event is yielded once and in order; the iterator ends right after the
+        event named `TERMINAL_EVENT`. Raises `EventLogClosed` if the log closes first.
+        """
+        position = after
+        while True:
+            self._check_open()
+            waiter = self._waiter(thread_id)  # before the read: no append slips between
+            events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
+            for event in events:
+                position = event.id
+                yield event
+                if event.name == TERMINAL_EVENT:
+                    return
+            if len(events) < _FOLLOW_PAGE:
+                await waiter.wait()
+
+    async def last_id(self, thread_id: str) -> int:
+        """Return the thread's highest event id, 0 when it has none."""
+        self._check_open()
+        rows = list(await self._reader.execute_fetchall(_LAST_ID, (thread_id,)))
+        return int(rows[0][0])
+
+    async def delete(self, thread_id: str) -> None:
+        """Remove every event of the thread; its next append gets id 1 again."""
+        self._check_open()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Delete(thread_id, done))
+        await done
+
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+        self._check_open()
+        await self._reader.execute_fetchall("SELECT 1 FROM event_log LIMIT 1")
+
+    async def close(self) -> None:
+        """Write what is queued, refuse further use and wake followers so they raise."""
+        self._closed = True
+        while self._flusher is not None and not self._flusher.done():
+            await self._flusher
+        for waiter in list(self._waiters.values()):
+            waiter.set()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EventLogClosed("the event log is closed")
+
+    def _waiter(self, thread_id: str) -> asyncio.Event:
+        waiter = self._waiters.get(thread_id)
+        if waiter is None:
+            waiter = asyncio.Event()
+            self._waiters[thread_id] = waiter
+        return waiter
+
+    def _enqueue(self, op: _Op) -> None:
+        self._pending.append(op)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                results = await asyncio.to_thread(self._commit, batch)
+            except Exception as exc:  # every caller of the failed transaction learns of it
+                for op in batch:
+                    if not op.done.done():
+                        op.done.set_exception(exc)
+                continue
+            for op, result in zip(batch, results, strict=True):
+                if isinstance(op, _Append):
+                    if not op.done.done():
+                        op.done.set_result(result)
+                    waiter = self._waiters.pop(op.thread_id, None)
+                    if waiter is not None:
+                        waiter.set()
+                elif not op.done.done():
+                    op.done.set_result(None)
+
+    def _commit(self, batch: list[_Op]) -> list[int]:
+        """Write a batch in one transaction; return the id of each op (0 for deletes)."""
+        results: list[int] = []
+        self._writer.execute("BEGIN IMMEDIATE")
+        try:
+            for op in batch:
+                if isinstance(op, _Delete):
+                    self._writer.execute(_DELETE, (op.thread_id,))
+                    self._last_ids.pop(op.thread_id, None)
+                    results.append(0)
+                    continue
+                last = self._last_ids.get(op.thread_id)
+                if last is None:
+                    last = int(self._writer.execute(_LAST_ID, (op.thread_id,)).fetchone()[0])
+                event_id = last + 1
+                self._writer.execute(
+                    _INSERT, (op.thread_id, event_id, op.name, op.data, op.created_at)
+                )
+                self._last_ids[op.thread_id] = event_id
+                results.append(event_id)
+            self._writer.execute("COMMIT")
+        except BaseException:
+            if self._writer.in_transaction:
+                self._writer.execute("ROLLBACK")
+            for op in batch:
+                self._last_ids.pop(op.thread_id, None)
+            raise
+        return results
+
+
+@asynccontextmanager
+async def open_sqlite_event_log(path: Path) -> AsyncIterator[SqliteEventLog]:
+    """Open (creating if needed) the event log in the SQLite file at `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = sqlite3.connect(
+        str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+    )
+    try:
+        # WAL without a sync per commit: a killed process loses nothing (the WAL is in
+        # the OS cache); only a power cut may lose the last events.
+        await asyncio.to_thread(_prepare, writer)
+        async with aiosqlite.connect(str(path), timeout=_BUSY_TIMEOUT_S) as reader:
+            log = SqliteEventLog(reader, writer)
+            try:
+                yield log
+            finally:
+                await log.close()
+    finally:
+        writer.close()
+
+
+def _prepare(writer: sqlite3.Connection) -> None:
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA synchronous=NORMAL")
+    writer.execute(_SCHEMA)

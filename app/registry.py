@@ -1,0 +1,234 @@
+"""The thread registry: one row per research thread, who owns it and how its run stands.
+
+Times are stored in UTC as fixed-width ISO text so that text order is time order; a
+naive datetime handed in is taken to be UTC. Every operation is one SQL statement on an
+autocommit connection, so concurrent callers cannot interleave inside a transaction.
+"""
+
+import base64
+import binascii
+import builtins
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import aiosqlite
+from pydantic import BaseModel, field_validator
+
+__all__ = [
+    "ACTIVE",
+    "RunStatus",
+    "SqliteRegistry",
+    "ThreadExists",
+    "ThreadRecord",
+    "open_sqlite_registry",
+]
+
+RunStatus = Literal[
+    "queued", "running", "waiting_for_approval", "paused", "completed", "failed", "cancelled"
+]
+ACTIVE: frozenset[RunStatus] = frozenset({"queued", "running"})
+
+_COLUMNS = "thread_id, owner, topic, status, created_at, updated_at, error, options"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS thread_registry ("
+    "thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, topic TEXT NOT NULL, "
+    "status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
+    "error TEXT, options TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS thread_registry_by_owner "
+    "ON thread_registry (owner, created_at DESC, thread_id DESC)",
+    "CREATE INDEX IF NOT EXISTS thread_registry_active "
+    "ON thread_registry (created_at, thread_id) WHERE status IN ('queued', 'running')",
+)
+_INSERT = f"INSERT INTO thread_registry ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_GET = f"SELECT {_COLUMNS} FROM thread_registry WHERE thread_id = ?"
+_FIRST_PAGE = (
+    f"SELECT {_COLUMNS} FROM thread_registry WHERE owner = ? "
+    "ORDER BY created_at DESC, thread_id DESC LIMIT ?"
+)
+_NEXT_PAGE = (
+    f"SELECT {_COLUMNS} FROM thread_registry WHERE owner = ? AND (created_at, thread_id) < (?, ?) "
+    "ORDER BY created_at DESC, thread_id DESC LIMIT ?"
+)
+_SET_STATUS = (
+    "UPDATE thread_registry SET status = ?, error = ?, updated_at = ? WHERE thread_id = ? "
+    f"RETURNING {_COLUMNS}"
+)
+_DELETE = "DELETE FROM thread_registry WHERE thread_id = ?"
+# Must match the partial index above so SQLite can use it.
+_ACTIVE = (
+    f"SELECT {_COLUMNS} FROM thread_registry WHERE status IN ('queued', 'running') "
+    "ORDER BY created_at, thread_id"
+)
+_BUSY_TIMEOUT_S = 30.0
+
+
+class ThreadExists(Exception):
+    """A thread with this id is already registered."""
+
+
+class ThreadRecord(BaseModel):
+    """What the service knows about one research thread."""
+
+    thread_id: str
+    owner: str
+    topic: str
+    status: RunStatus
+    created_at: datetime
+    updated_at: datetime
+    error: str | None = None
+    options: dict[str, Any] = {}
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _in_utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class SqliteRegistry:
+    """The thread registry kept in one SQLite file (which may hold other tables too)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def create(self, record: ThreadRecord) -> None:
+        """Register a new thread; raise `ThreadExists` if its id is taken."""
+        row = (
+            record.thread_id,
+            record.owner,
+            record.topic,
+            record.status,
+            _stamp(record.created_at),
+            _stamp(record.updated_at),
+            record.error,
+            json.dumps(record.options, ensure_ascii=False),
+        )
+        try:
+            async with self._conn.execute(_INSERT, row):
+                pass
+        except sqlite3.IntegrityError as exc:
+            raise ThreadExists(record.thread_id) from exc
+
+    async def get(self, thread_id: str) -> ThreadRecord | None:
+        """Return the thread's record, or None when it is not registered."""
+        records = _records(await self._conn.execute_fetchall(_GET, (thread_id,)))
+        return records[0] if records else None
+
+    async def set_status(
+        self, thread_id: str, status: RunStatus, error: str | None = None
+    ) -> ThreadRecord:
+        """Set the run status and error (replacing any earlier error), stamp `updated_at`.
+
+        Raises:
+            KeyError: no thread has this id.
+        """
+        now = _stamp(datetime.now(UTC))
+        rows = await self._conn.execute_fetchall(_SET_STATUS, (status, error, now, thread_id))
+        records = _records(rows)
+        if not records:
+            raise KeyError(thread_id)
+        return records[0]
+
+    async def delete(self, thread_id: str) -> bool:
+        """Remove the thread's record; return whether there was one."""
+        async with self._conn.execute(_DELETE, (thread_id,)) as cursor:
+            return cursor.rowcount > 0
+
+    async def active(self) -> builtins.list[ThreadRecord]:
+        """Return the queued and running threads, oldest first (to resume after a restart)."""
+        return _records(await self._conn.execute_fetchall(_ACTIVE))
+
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+        await self._conn.execute_fetchall("SELECT 1 FROM thread_registry LIMIT 1")
+
+    async def list(
+        self, owner: str, limit: int = 20, cursor: str | None = None
+    ) -> tuple[builtins.list[ThreadRecord], str | None]:
+        """Return one page of the owner's threads, newest first, and the next page's cursor.
+
+        The cursor is opaque and None after the last page.
+
+        Raises:
+            ValueError: `limit` is below 1 or `cursor` is not one this method returned.
+        """
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        if cursor is None:
+            rows = await self._conn.execute_fetchall(_FIRST_PAGE, (owner, limit + 1))
+        else:
+            created_at, thread_id = _decode_cursor(cursor)
+            rows = await self._conn.execute_fetchall(
+                _NEXT_PAGE, (owner, created_at, thread_id, limit + 1)
+            )
+        records = _records(rows)
+        if len(records) <= limit:
+            return records, None
+        page = records[:limit]
+        last = page[-1]
+        return page, _encode_cursor(_stamp(last.created_at), last.thread_id)
+
+
+def _stamp(moment: datetime) -> str:
+    """Fixed-width UTC text, so that comparing the text compares the times."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _records(rows: Iterable[Any]) -> list[ThreadRecord]:
+    return [
+        ThreadRecord(
+            thread_id=row[0],
+            owner=row[1],
+            topic=row[2],
+            status=row[3],
+            created_at=datetime.fromisoformat(row[4]),
+            updated_at=datetime.fromisoformat(row[5]),
+            error=row[6],
+            options=json.loads(row[7]),
+        )
+        for row in rows
+    ]
+
+
+def _encode_cursor(created_at: str, thread_id: str) -> str:
+    raw = json.dumps([created_at, thread_id], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+    except (binascii.Error, UnicodeError, json.JSONDecodeError) as exc:
+        raise ValueError("invalid cursor") from exc
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(part, str) for part in value)
+    ):
+        raise ValueError("invalid cursor")
+    created_at, thread_id = value
+    try:
+        canonical = _stamp(datetime.fromisoformat(created_at)) == created_at
+    except ValueError:
+        canonical = False
+    if not canonical:
+        raise ValueError("invalid cursor")
+    return created_at, thread_id
+
+
+@asynccontextmanager
+async def open_sqlite_registry(path: Path) -> AsyncIterator[SqliteRegistry]:
+    """Open (creating if needed) the thread registry in the SQLite file at `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    async with aiosqlite.connect(str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None) as conn:
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        for statement in _SCHEMA:
+            await conn.execute(statement)
+        yield SqliteRegistry(conn)

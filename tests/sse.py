@@ -1,0 +1,52 @@
+"""A small Server-Sent Events reader over httpx, for the API tests."""
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One SSE event as the client sees it."""
+
+    id: int
+    event: str
+    data: dict[str, Any]
+
+
+async def frames(response: httpx.Response) -> AsyncIterator[Frame]:
+    """Parse the stream into frames (comments and heartbeats skipped)."""
+    fields: dict[str, str] = {}
+    async for line in response.aiter_lines():
+        if line == "":
+            if "data" in fields:
+                yield Frame(
+                    int(fields.get("id", "0")),
+                    fields.get("event", "message"),
+                    json.loads(fields["data"]),
+                )
+            fields = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(":")
+            fields[name] = value[1:] if value.startswith(" ") else value
+
+
+async def collect(
+    client: httpx.AsyncClient,
+    url: str,
+    until: str = "done",
+    headers: dict[str, str] | None = None,
+    limit: int | None = None,
+) -> list[Frame]:
+    """Stream `url` until an event named `until` (or `limit` frames), then disconnect."""
+    seen: list[Frame] = []
+    async with client.stream("GET", url, headers=headers) as response:
+        assert response.status_code == 200, await response.aread()
+        async for frame in frames(response):
+            seen.append(frame)
+            if frame.event == until or (limit is not None and len(seen) >= limit):
+                break
+    return seen

@@ -1,0 +1,239 @@
+"""The HTTP service on a real uvicorn server on loopback, driven with httpx."""
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.api import create_app
+from app.settings import Settings
+
+from .servers import serve_port
+from .sse import collect, frames
+from .support import TOPIC
+
+Service = Callable[..., Any]
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+@pytest.fixture
+def service(tmp_path: Path, corpus_index: Path) -> Service:
+    """Start the service with these settings; yields an httpx client on its base URL."""
+
+    @asynccontextmanager
+    async def running(
+        headers: dict[str, str] | None = None, **overrides: Any
+    ) -> AsyncIterator[httpx.AsyncClient]:
+        settings = Settings(
+            data_dir=tmp_path / "data",
+            corpus_index=corpus_index,
+            search_provider="local",
+            **overrides,
+        )
+        with serve_port(create_app(settings), lifespan="on") as port:
+            async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30
+            ) as client:
+                yield client
+
+    return running
+
+
+async def wait_for_status(
+    client: httpx.AsyncClient, thread_id: str, wanted: set[str]
+) -> dict[str, Any]:
+    """Follow the thread's events until its status is one of `wanted` (no polling sleeps)."""
+    detail: dict[str, Any] = (await client.get(f"/v1/research/{thread_id}")).json()
+    if detail["status"] in wanted:
+        return detail
+    async with client.stream("GET", f"/v1/research/{thread_id}/events") as response:
+        async for frame in frames(response):
+            if frame.event == "status" and frame.data["status"] in wanted:
+                break
+    return dict((await client.get(f"/v1/research/{thread_id}")).json())
+
+
+async def test_a_run_with_plan_approval_streams_to_a_cited_report(service: Service) -> None:
+    async with service() as client:
+        started = await client.post(
+            "/v1/research", json={"topic": TOPIC, "options": {"approval": "plan"}}
+        )
+        assert started.status_code == 202, started.text
+        body = started.json()
+        thread_id = body["thread_id"]
+        assert started.headers["location"] == f"/v1/research/{thread_id}"
+        assert body["links"]["events"] == f"/v1/research/{thread_id}/events"
+
+        before = await collect(
+            client, f"/v1/research/{thread_id}/events", until="approval_required"
+        )
+        names = [f.event for f in before]
+        assert names[0] == "status" and "plan" in names and names[-1] == "approval_required"
+        assert before[-1].data["type"] == "plan"
+        detail = (await client.get(f"/v1/research/{thread_id}")).json()
+        assert detail["status"] == "waiting_for_approval"
+        assert detail["approval"]["type"] == "plan" and detail["plan"]["search_queries"]
+
+        answer = await client.post(f"/v1/research/{thread_id}/resume", json={"decision": "approve"})
+        assert answer.status_code == 200, answer.text
+        assert (
+            await client.post(f"/v1/research/{thread_id}/resume", json={"decision": "approve"})
+        ).status_code == 409
+
+        after = await collect(
+            client,
+            f"/v1/research/{thread_id}/events",
+            headers={"Last-Event-ID": str(before[-1].id)},
+        )
+        assert after[0].id == before[-1].id + 1
+        names = [f.event for f in after]
+        for expected in (
+            "node_started",
+            "node_finished",
+            "source",
+            "note",
+            "draft",
+            "review",
+            "report",
+            "done",
+        ):
+            assert expected in names, expected
+        assert after[-1].data == {"status": "completed"}
+
+        markdown = await client.get(f"/v1/research/{thread_id}/report")
+        assert markdown.headers["content-type"].startswith("text/markdown")
+        assert "## References" in markdown.text
+        as_json = (
+            await client.get(
+                f"/v1/research/{thread_id}/report", headers={"Accept": "application/json"}
+            )
+        ).json()
+        assert as_json["sources"] and as_json["sources"][0]["n"] == 1
+        notes = (await client.get(f"/v1/research/{thread_id}/notes")).json()
+        assert notes and notes[0]["step_no"] == 1
+
+
+async def test_a_reconnecting_client_gets_every_missed_event_exactly_once(service: Service) -> None:
+    async with service() as client:
+        thread_id = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        first = await collect(client, f"/v1/research/{thread_id}/events", limit=3)
+        rest = await collect(
+            client, f"/v1/research/{thread_id}/events", headers={"Last-Event-ID": str(first[-1].id)}
+        )
+        again = await collect(client, f"/v1/research/{thread_id}/events?after=0")
+    ids = [f.id for f in first + rest]
+    assert ids == list(range(1, len(ids) + 1)), "no gap, no duplicate"
+    assert [f.id for f in again] == ids
+
+
+async def test_a_client_that_disconnects_does_not_stop_the_run(service: Service) -> None:
+    async with service(search_delay_ms=50) as client:
+        thread_id = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        await collect(client, f"/v1/research/{thread_id}/events", limit=1)
+        detail = await wait_for_status(client, thread_id, TERMINAL)
+    assert detail["status"] == "completed" and detail["report"]
+
+
+async def test_pause_stops_at_a_node_boundary_and_resume_finishes(service: Service) -> None:
+    async with service(search_delay_ms=300) as client:
+        thread_id = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        assert (await client.post(f"/v1/research/{thread_id}/pause")).status_code == 200
+        paused = await wait_for_status(client, thread_id, {"paused"} | TERMINAL)
+        assert paused["status"] == "paused"
+        assert (
+            await client.post(f"/v1/research/{thread_id}/resume", json={"decision": "approve"})
+        ).status_code == 409
+        assert (await client.post(f"/v1/research/{thread_id}/resume")).status_code == 200
+        done = await wait_for_status(client, thread_id, TERMINAL)
+    assert done["status"] == "completed"
+
+
+async def test_cancel_ends_the_run_and_closes_its_stream(service: Service) -> None:
+    async with service(search_delay_ms=2000) as client:
+        thread_id = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        await wait_for_status(client, thread_id, {"running"})
+        cancelled = await client.post(f"/v1/research/{thread_id}/cancel")
+        assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+        events = await collect(client, f"/v1/research/{thread_id}/events")
+        assert events[-1].event == "done" and events[-1].data == {"status": "cancelled"}
+        assert (await client.post(f"/v1/research/{thread_id}/cancel")).status_code == 409
+        assert (await client.post(f"/v1/research/{thread_id}/resume")).status_code == 409
+
+
+async def test_another_key_s_thread_is_not_found(service: Service) -> None:
+    async with service(api_keys=["key-a", "key-b"]) as client:
+        unauthorised = await client.post("/v1/research", json={"topic": TOPIC})
+        assert unauthorised.status_code == 401
+        assert unauthorised.json()["error"]["code"] == "unauthorized"
+        mine = await client.post(
+            "/v1/research", json={"topic": TOPIC}, headers={"Authorization": "Bearer key-a"}
+        )
+        thread_id = mine.json()["thread_id"]
+        theirs = await client.get(f"/v1/research/{thread_id}", headers={"X-API-Key": "key-b"})
+        assert theirs.status_code == 404 and theirs.json()["error"]["code"] == "not_found"
+        listing = (await client.get("/v1/research", headers={"X-API-Key": "key-b"})).json()
+        assert listing["items"] == []
+        assert (
+            await client.get(f"/v1/research/{thread_id}", headers={"X-API-Key": "key-a"})
+        ).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"topic": ""}, "topic"),
+        ({"topic": "x" * 10_000}, "topic"),
+        ({"topic": TOPIC, "options": {"max_iterations": 0}}, "options.max_iterations"),
+        ({"topic": TOPIC, "options": {"max_results": 99}}, "options.max_results"),
+        ({"topic": TOPIC, "options": {"approval": "always"}}, "options.approval"),
+        ({"topic": TOPIC, "options": {"min_sources": "many"}}, "options.min_sources"),
+        ({"topic": 42}, "topic"),
+        ({"subject": TOPIC}, "topic"),
+    ],
+)
+async def test_bad_bodies_get_422_with_field_details(
+    service: Service, body: dict[str, Any], field: str
+) -> None:
+    async with service() as client:
+        answer = await client.post("/v1/research", json=body)
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error["code"] == "validation_error"
+    assert field in [f["field"] for f in error["details"]["fields"]]
+
+
+async def test_a_full_queue_answers_429(service: Service) -> None:
+    async with service(search_delay_ms=2000, max_concurrent_runs=1, max_queued_runs=0) as client:
+        first = await client.post("/v1/research", json={"topic": TOPIC})
+        assert first.status_code == 202
+        second = await client.post("/v1/research", json={"topic": TOPIC})
+        assert second.status_code == 429 and second.json()["error"]["code"] == "too_many_runs"
+        await client.post(f"/v1/research/{first.json()['thread_id']}/cancel")
+
+
+async def test_unknown_threads_are_404_and_health_answers(service: Service) -> None:
+    async with service() as client:
+        assert (await client.get("/v1/research/nope")).status_code == 404
+        assert (await client.get("/healthz")).json() == {"status": "ok"}
+        assert (await client.get("/readyz")).json() == {"status": "ready"}
+        listing = await client.get("/v1/research?cursor=garbage")
+        assert listing.status_code == 409
+
+
+async def test_threads_are_listed_newest_first_with_a_cursor(service: Service) -> None:
+    async with service() as client:
+        ids = [
+            (await client.post("/v1/research", json={"topic": f"{TOPIC} {i}"})).json()["thread_id"]
+            for i in range(3)
+        ]
+        page = (await client.get("/v1/research?limit=2")).json()
+        assert [t["thread_id"] for t in page["items"]] == ids[::-1][:2]
+        rest = (await client.get(f"/v1/research?limit=2&cursor={page['next_cursor']}")).json()
+        assert [t["thread_id"] for t in rest["items"]] == ids[:1]
+        for thread_id in ids:
+            await wait_for_status(client, thread_id, TERMINAL)
+        assert (await client.delete(f"/v1/research/{ids[0]}")).status_code == 204
+        assert (await client.get(f"/v1/research/{ids[0]}")).status_code == 404

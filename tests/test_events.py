@@ -1,0 +1,350 @@
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import aclosing, closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.events import (
+    TERMINAL_EVENT,
+    Event,
+    EventLog,
+    EventLogClosed,
+    SqliteEventLog,
+    open_sqlite_event_log,
+)
+
+# A safety net against a hang, never a means of synchronisation.
+TIMEOUT_S = 10.0
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "service.sqlite"
+
+
+@pytest.fixture
+async def log(db: Path) -> AsyncIterator[SqliteEventLog]:
+    async with open_sqlite_event_log(db) as opened:
+        yield opened
+
+
+async def collect(log: EventLog, thread_id: str, after: int = 0) -> list[Event]:
+    async def drain() -> list[Event]:
+        return [event async for event in log.follow(thread_id, after)]
+
+    return await asyncio.wait_for(drain(), TIMEOUT_S)
+
+
+def ids(events: list[Event]) -> list[int]:
+    return [event.id for event in events]
+
+
+async def test_the_sqlite_log_satisfies_the_event_log_protocol(log: SqliteEventLog) -> None:
+    as_protocol: EventLog = log
+    await as_protocol.ping()
+
+
+async def test_ids_start_at_one_and_increase_per_thread_independently(
+    log: SqliteEventLog,
+) -> None:
+    a1 = await log.append("a", "step", {})
+    b1 = await log.append("b", "step", {})
+    a2 = await log.append("a", "step", {})
+    b2 = await log.append("b", "step", {})
+    a3 = await log.append("a", "step", {})
+
+    assert [a1.id, a2.id, a3.id] == [1, 2, 3]
+    assert [b1.id, b2.id] == [1, 2]
+    assert await log.last_id("a") == 3
+    assert await log.last_id("b") == 2
+
+
+async def test_append_returns_the_event_as_stored(log: SqliteEventLog) -> None:
+    appended = await log.append("t", "plan", {"steps": ["a", "b"]})
+
+    assert await log.read("t") == [appended]
+    assert appended.thread_id == "t"
+    assert appended.created_at.tzinfo is not None
+
+
+async def test_last_id_of_an_unknown_thread_is_zero(log: SqliteEventLog) -> None:
+    assert await log.last_id("nobody") == 0
+    assert await log.read("nobody") == []
+
+
+async def test_read_after_returns_exactly_the_later_events(log: SqliteEventLog) -> None:
+    for n in range(5):
+        await log.append("t", "step", {"n": n})
+
+    assert ids(await log.read("t")) == [1, 2, 3, 4, 5]
+    assert ids(await log.read("t", after=2)) == [3, 4, 5]
+    assert ids(await log.read("t", after=5)) == []
+    assert ids(await log.read("t", after=1, limit=2)) == [2, 3]
+    assert [e.data["n"] for e in await log.read("t", after=3)] == [3, 4]
+
+
+async def test_a_negative_read_limit_is_refused(log: SqliteEventLog) -> None:
+    with pytest.raises(ValueError):
+        await log.read("t", limit=-1)
+
+
+async def test_concurrent_appends_to_one_thread_get_ids_without_gaps_or_duplicates(
+    log: SqliteEventLog,
+) -> None:
+    appended = await asyncio.gather(*(log.append("t", "step", {"n": n}) for n in range(200)))
+
+    assert sorted(ids(list(appended))) == list(range(1, 201))
+    stored = await log.read("t")
+    assert ids(stored) == list(range(1, 201))
+    assert sorted(e.data["n"] for e in stored) == list(range(200))
+
+
+async def test_concurrent_appends_to_many_threads_number_each_thread_from_one(
+    log: SqliteEventLog,
+) -> None:
+    threads = [f"t{k}" for k in range(20)]
+    await asyncio.gather(*(log.append(t, "step", {}) for _ in range(10) for t in threads))
+
+    for thread_id in threads:
+        assert ids(await log.read(thread_id)) == list(range(1, 11))
+
+
+async def test_data_round_trips_nested_and_unicode(log: SqliteEventLog) -> None:
+    data: dict[str, Any] = {
+        "title": "Übersicht — 研究 🔬",
+        "nested": {"list": [1, 2.5, None, True, {"deep": ["x", "ÿ"]}], "empty": {}},
+        "quote": 'he said "hi"\n',
+    }
+    await log.append("t", "note", data)
+
+    [event] = await log.read("t")
+    assert event.data == data
+    assert event.name == "note"
+
+
+async def test_follow_replays_then_yields_events_appended_later(log: SqliteEventLog) -> None:
+    await log.append("t", "step", {"n": 1})
+    await log.append("t", "step", {"n": 2})
+    caught_up = asyncio.Event()
+    seen: list[Event] = []
+
+    async def follower() -> None:
+        async with aclosing(log.follow("t")) as events:
+            async for event in events:
+                seen.append(event)
+                if event.id == 2:
+                    caught_up.set()
+
+    async def producer() -> None:
+        await caught_up.wait()  # everything after this point is live, not backlog
+        await log.append("t", "step", {"n": 3})
+        await log.append("t", TERMINAL_EVENT, {})
+
+    await asyncio.wait_for(asyncio.gather(follower(), producer()), TIMEOUT_S)
+
+    assert ids(seen) == [1, 2, 3, 4]
+    assert seen[-1].name == TERMINAL_EVENT
+
+
+async def test_follow_sees_an_event_appended_between_its_replay_and_its_wait(
+    log: SqliteEventLog,
+) -> None:
+    await log.append("t", "step", {})
+
+    async with aclosing(log.follow("t")) as events:
+        first = await asyncio.wait_for(anext(events), TIMEOUT_S)
+        # The follower is suspended after its replay query and before it starts waiting.
+        await log.append("t", "step", {})
+        await log.append("t", TERMINAL_EVENT, {})
+        rest = await asyncio.wait_for(_rest(events), TIMEOUT_S)
+
+    assert first.id == 1
+    assert ids(rest) == [2, 3]
+
+
+async def _rest(events: AsyncIterator[Event]) -> list[Event]:
+    return [event async for event in events]
+
+
+async def test_follow_ends_at_done_in_the_backlog(log: SqliteEventLog) -> None:
+    await log.append("t", "step", {})
+    await log.append("t", TERMINAL_EVENT, {})
+    await log.append("t", "after_done", {})
+
+    followed = await collect(log, "t")
+
+    assert [e.name for e in followed] == ["step", TERMINAL_EVENT]
+
+
+async def test_follow_ends_when_done_arrives_live(log: SqliteEventLog) -> None:
+    started = asyncio.Event()
+
+    async def producer() -> None:
+        await started.wait()
+        await log.append("t", "step", {})
+        await log.append("t", TERMINAL_EVENT, {})
+
+    async def follower() -> list[Event]:
+        seen = []
+        async with aclosing(log.follow("t")) as events:
+            started.set()
+            async for event in events:
+                seen.append(event)
+        return seen
+
+    seen, _ = await asyncio.wait_for(asyncio.gather(follower(), producer()), TIMEOUT_S)
+
+    assert [e.name for e in seen] == ["step", TERMINAL_EVENT]
+
+
+async def test_a_follower_started_after_k_never_yields_ids_up_to_k(log: SqliteEventLog) -> None:
+    for _ in range(5):
+        await log.append("t", "step", {})
+    await log.append("t", TERMINAL_EVENT, {})
+
+    assert ids(await collect(log, "t", after=3)) == [4, 5, 6]
+
+
+async def test_a_follower_ahead_of_the_log_waits_for_ids_past_its_position(
+    log: SqliteEventLog,
+) -> None:
+    await log.append("t", "step", {})
+    await log.append("t", "step", {})
+    follower = asyncio.create_task(collect(log, "t", after=3))
+
+    for _ in range(2):
+        await log.append("t", "step", {})
+    await log.append("t", TERMINAL_EVENT, {})
+
+    assert ids(await follower) == [4, 5]
+
+
+async def test_every_follower_of_a_thread_gets_every_event_once(log: SqliteEventLog) -> None:
+    followers = [asyncio.create_task(collect(log, "t")) for _ in range(5)]
+
+    appended = [await log.append("t", "step", {"n": n}) for n in range(300)]
+    appended.append(await log.append("t", TERMINAL_EVENT, {}))
+
+    for follower in followers:
+        assert await follower == appended
+
+
+async def test_a_follower_of_one_thread_ignores_other_threads(log: SqliteEventLog) -> None:
+    follower = asyncio.create_task(collect(log, "mine"))
+
+    await log.append("other", "step", {})
+    await log.append("other", TERMINAL_EVENT, {})
+    await log.append("mine", TERMINAL_EVENT, {})
+
+    assert [(e.thread_id, e.id) for e in await follower] == [("mine", 1)]
+
+
+async def test_events_survive_reopening_and_ids_continue(db: Path) -> None:
+    async with open_sqlite_event_log(db) as log:
+        for n in range(3):
+            await log.append("t", "step", {"n": n})
+        before = await log.read("t")
+
+    async with open_sqlite_event_log(db) as log:
+        assert await log.read("t") == before
+        assert await log.last_id("t") == 3
+        appended = await log.append("t", "step", {"n": 3})
+
+    assert appended.id == 4
+
+
+async def test_delete_removes_the_thread_and_its_ids_restart_at_one(
+    log: SqliteEventLog,
+) -> None:
+    await log.append("gone", "step", {})
+    await log.append("gone", "step", {})
+    await log.append("kept", "step", {})
+
+    await log.delete("gone")
+
+    assert await log.read("gone") == []
+    assert await log.last_id("gone") == 0
+    assert ids(await log.read("kept")) == [1]
+    assert (await log.append("gone", "step", {})).id == 1
+
+
+async def test_delete_is_durable_across_reopening(db: Path) -> None:
+    async with open_sqlite_event_log(db) as log:
+        await log.append("t", "step", {})
+        await log.delete("t")
+
+    async with open_sqlite_event_log(db) as log:
+        assert await log.read("t") == []
+        assert (await log.append("t", "step", {})).id == 1
+
+
+async def test_an_unserialisable_payload_fails_only_its_own_append(log: SqliteEventLog) -> None:
+    with pytest.raises(TypeError):
+        await log.append("t", "bad", {"value": object()})
+
+    assert (await log.append("t", "good", {})).id == 1
+
+
+async def test_a_failed_append_skips_no_id_and_the_log_recovers(db: Path) -> None:
+    async with open_sqlite_event_log(db) as log:
+        await log.append("t", "step", {})
+        # Another writer breaks the single-writer assumption and takes the next id.
+        with closing(sqlite3.connect(db)) as other, other:
+            other.execute(
+                "INSERT INTO event_log (thread_id, id, name, data, created_at) "
+                "VALUES ('t', 2, 'foreign', '{}', '2025-01-01T00:00:00+00:00')"
+            )
+
+        with pytest.raises(sqlite3.IntegrityError):
+            await log.append("t", "step", {})
+        appended = await log.append("t", "step", {})
+
+        assert appended.id == 3
+        assert ids(await log.read("t")) == [1, 2, 3]
+
+
+async def test_the_log_shares_its_file_with_other_tables(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    with closing(sqlite3.connect(db)) as other, other:
+        other.execute("CREATE TABLE neighbours (name TEXT)")
+        other.execute("INSERT INTO neighbours VALUES ('before')")
+
+    async with open_sqlite_event_log(db) as log:
+        await log.append("t", "step", {})
+        with closing(sqlite3.connect(db)) as other, other:
+            other.execute("INSERT INTO neighbours VALUES ('during')")
+        await log.append("t", "step", {})
+        assert ids(await log.read("t")) == [1, 2]
+
+    with closing(sqlite3.connect(db)) as other:
+        rows = other.execute("SELECT name FROM neighbours ORDER BY name").fetchall()
+    assert rows == [("before",), ("during",)]
+
+
+async def test_ping_answers_while_open_and_raises_after_close(db: Path) -> None:
+    async with open_sqlite_event_log(db) as log:
+        await log.ping()
+
+    with pytest.raises(EventLogClosed):
+        await log.ping()
+    with pytest.raises(EventLogClosed):
+        await log.append("t", "step", {})
+
+
+async def test_closing_the_log_ends_waiting_followers_with_an_error(db: Path) -> None:
+    async with open_sqlite_event_log(db) as log:
+        await log.append("t", "step", {})
+        events = log.follow("t")
+        assert (await asyncio.wait_for(anext(events), TIMEOUT_S)).id == 1
+
+        async def next_event() -> Event:
+            return await anext(events)
+
+        waiting = asyncio.create_task(next_event())
+
+    with pytest.raises(EventLogClosed):
+        await asyncio.wait_for(waiting, TIMEOUT_S)
+    await events.aclose()

@@ -1,0 +1,83 @@
+"""A server killed with SIGKILL mid-run finishes the run after a restart."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from .servers import free_port
+from .sse import collect
+from .support import TOPIC
+
+CLI = Path(sys.executable).parent / "research-agent"
+STARTUP_TIMEOUT_S = 60.0
+
+
+@contextmanager
+def server(env: dict[str, str], port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [str(CLI), "serve", "--port", str(port)], env=env, stdout=output, stderr=output
+        )
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server never became ready"
+            time.sleep(0.05)  # polling readiness, bounded by the deadline
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+async def test_a_run_survives_a_killed_server_and_its_event_ids_continue(
+    tmp_path: Path, corpus_index: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESEARCH_")}
+    env |= {
+        "RESEARCH_DATA_DIR": str(tmp_path / "data"),
+        "RESEARCH_CONFIG": str(tmp_path / "none.toml"),
+        "RESEARCH_CORPUS_INDEX": str(corpus_index),
+        "RESEARCH_SEARCH_PROVIDER": "local",
+    }
+    port, log = free_port(), tmp_path / "server.log"
+    base = f"http://127.0.0.1:{port}"
+    with server(env | {"RESEARCH_SEARCH_DELAY_MS": "500"}, port, log) as first:
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            thread_id = (
+                await client.post(
+                    "/v1/research",
+                    json={"topic": TOPIC, "options": {"min_sources": 100, "max_iterations": 4}},
+                )
+            ).json()["thread_id"]
+            seen = await collect(client, f"/v1/research/{thread_id}/events", until="note")
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    with server(env, port, log):
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            rest = await collect(
+                client,
+                f"/v1/research/{thread_id}/events",
+                headers={"Last-Event-ID": str(seen[-1].id)},
+            )
+            detail = (await client.get(f"/v1/research/{thread_id}")).json()
+            everything = await collect(client, f"/v1/research/{thread_id}/events")
+    ids = [f.id for f in seen + rest]
+    assert ids == list(range(1, len(ids) + 1)), "event ids continue without gaps or repeats"
+    assert [f.id for f in everything] == ids
+    assert rest[-1].event == "done" and detail["status"] == "completed" and detail["report"]
+    assert [f.event for f in everything].count("plan") == 1, "the plan was not made again"
+    assert any(f.event == "status" and f.data.get("recovered") for f in rest)
