@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
@@ -15,6 +16,7 @@ from app.auth import KeyAuth
 from app.deps import open_deps
 from app.errors import BackendUnavailable, InvalidState, install_error_handlers
 from app.events import EventLog, open_sqlite_event_log
+from app.metrics import ServiceMetrics
 from app.registry import RunStatus, ThreadRecord, open_sqlite_registry
 from app.runner import pending_interrupt, thread_config
 from app.runs import RunManager
@@ -87,6 +89,7 @@ def _summary(record: ThreadRecord) -> ThreadSummary:
 def create_app(settings: Settings) -> FastAPI:
     """The service: one graph, one run manager, stores on the embedded SQLite file."""
     auth = KeyAuth([k.get_secret_value() for k in settings.api_keys])
+    metrics = ServiceMetrics()
     state: dict[str, Any] = {}
 
     @asynccontextmanager
@@ -108,6 +111,7 @@ def create_app(settings: Settings) -> FastAPI:
                 max_concurrent=settings.max_concurrent_runs,
                 max_queued=settings.max_queued_runs,
                 delete_checkpoints=saver.adelete_thread,
+                on_status=metrics.record_status,
             )
             state.update(manager=manager, events=events, registry=registry, saver=saver)
             await manager.recover()
@@ -189,8 +193,13 @@ def create_app(settings: Settings) -> FastAPI:
         log: EventLog = state["events"]
 
         async def frames() -> AsyncIterator[dict[str, str]]:
-            async for event in log.follow(thread_id, start_after):
-                yield {"id": str(event.id), "event": event.name, "data": json.dumps(event.data)}
+            metrics.sse_clients.inc()
+            try:
+                async for event in log.follow(thread_id, start_after):
+                    yield {"id": str(event.id), "event": event.name, "data": json.dumps(event.data)}
+                    metrics.events_sent.inc()
+            finally:
+                metrics.sse_clients.dec()
 
         return EventSourceResponse(frames(), ping=HEARTBEAT_S)
 
@@ -246,6 +255,11 @@ def create_app(settings: Settings) -> FastAPI:
     async def healthz() -> dict[str, str]:
         """The process is up."""
         return {"status": "ok"}
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
+    async def prometheus() -> Response:
+        """Prometheus metrics: runs by status, run duration, events sent, SSE clients."""
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/readyz", tags=["ops"])
     async def readyz() -> dict[str, str]:

@@ -43,6 +43,7 @@ class RunManager:
         max_concurrent: int = 8,
         max_queued: int = 100,
         delete_checkpoints: Callable[[str], Awaitable[None]] | None = None,
+        on_status: Callable[[ThreadRecord], None] | None = None,
     ) -> None:
         self.graph = graph
         self.deps = deps
@@ -54,6 +55,7 @@ class RunManager:
         self._pause_requested: set[str] = set()
         self._delete_checkpoints = delete_checkpoints
         self._stopping = False
+        self._on_status = on_status
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -240,6 +242,8 @@ class RunManager:
         self, thread_id: str, status: RunStatus, error: str | None = None
     ) -> ThreadRecord:
         record = await self.registry.set_status(thread_id, status, error)
+        if self._on_status is not None:
+            self._on_status(record)
         await self._publish(
             thread_id, "status", {"status": status, **({"error": error} if error else {})}
         )

@@ -237,3 +237,53 @@ async def test_threads_are_listed_newest_first_with_a_cursor(service: Service) -
             await wait_for_status(client, thread_id, TERMINAL)
         assert (await client.delete(f"/v1/research/{ids[0]}")).status_code == 204
         assert (await client.get(f"/v1/research/{ids[0]}")).status_code == 404
+
+
+async def _waiting_for_plan(client: httpx.AsyncClient) -> tuple[str, dict[str, Any]]:
+    thread_id = (
+        await client.post("/v1/research", json={"topic": TOPIC, "options": {"approval": "plan"}})
+    ).json()["thread_id"]
+    frames_seen = await collect(
+        client, f"/v1/research/{thread_id}/events", until="approval_required"
+    )
+    return thread_id, frames_seen[-1].data["plan"]
+
+
+async def test_an_edited_plan_is_the_one_researched(service: Service) -> None:
+    async with service() as client:
+        thread_id, plan = await _waiting_for_plan(client)
+        edited = plan | {"search_queries": ["Gutenberg Bible Mainz", "movable type Korea"]}
+        answer = await client.post(
+            f"/v1/research/{thread_id}/resume", json={"decision": "edit", "plan": edited}
+        )
+        assert answer.status_code == 200, answer.text
+        detail = await wait_for_status(client, thread_id, TERMINAL)
+        notes = (await client.get(f"/v1/research/{thread_id}/notes")).json()
+    assert detail["plan"]["search_queries"] == ["Gutenberg Bible Mainz", "movable type Korea"]
+    assert [n["query"] for n in notes][:2] == ["Gutenberg Bible Mainz", "movable type Korea"]
+
+
+async def test_a_rejected_plan_comes_back_replanned_for_approval(service: Service) -> None:
+    async with service() as client:
+        thread_id, _ = await _waiting_for_plan(client)
+        bad = await client.post(f"/v1/research/{thread_id}/resume", json={"decision": "reject"})
+        assert bad.status_code == 422 and "feedback" in bad.json()["error"]["message"]
+        answer = await client.post(
+            f"/v1/research/{thread_id}/resume",
+            json={"decision": "reject", "feedback": "focus on Korea"},
+        )
+        assert answer.status_code == 200
+        detail = await wait_for_status(client, thread_id, {"waiting_for_approval"} | TERMINAL)
+    assert detail["status"] == "waiting_for_approval"
+    assert any("korea" in p.lower() for p in detail["approval"]["plan"]["investigation_points"])
+
+
+async def test_metrics_count_runs_events_and_clients(service: Service) -> None:
+    async with service() as client:
+        thread_id = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        await collect(client, f"/v1/research/{thread_id}/events")
+        text = (await client.get("/metrics")).text
+    assert 'research_runs_total{status="completed"} 1.0' in text
+    assert 'research_run_duration_seconds_count{status="completed"} 1.0' in text
+    assert "research_sse_events_sent_total" in text
+    assert "research_sse_clients 0.0" in text
