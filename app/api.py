@@ -25,6 +25,7 @@ from engines.checks import footnote_urls, split_front_matter
 from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
 from graph.models import ApprovalDecision, ResearchNote, ResearchPlan, ResearchRequest
+from tools.urls import normalize_url
 
 HEARTBEAT_S = 15
 
@@ -236,7 +237,11 @@ def create_app(settings: Settings) -> FastAPI:
             raise InvalidState("there is no report yet: follow the events until 'report'")
         if "application/json" in request.headers.get("accept", ""):
             _, body = split_front_matter(markdown)
-            sources = [{"n": n, "url": url} for n, url in sorted(footnote_urls(body).items())]
+            titles = {normalize_url(r.url): r.title for r in values.get("research_data", [])}
+            sources = [
+                {"n": n, "title": titles.get(normalize_url(url), url), "url": url}
+                for n, url in sorted(footnote_urls(body).items())
+            ]
             return JSONResponse(
                 {"status": values.get("report_status"), "report": markdown, "sources": sources}
             )

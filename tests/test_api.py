@@ -112,6 +112,7 @@ async def test_a_run_with_plan_approval_streams_to_a_cited_report(service: Servi
             )
         ).json()
         assert as_json["sources"] and as_json["sources"][0]["n"] == 1
+        assert all(s["title"] and s["url"].startswith(("http", "file")) for s in as_json["sources"])
         notes = (await client.get(f"/v1/research/{thread_id}/notes")).json()
         assert notes and notes[0]["step_no"] == 1
 

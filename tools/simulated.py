@@ -5,6 +5,14 @@ import hashlib
 
 from tools.search import Depth, SearchHit, SearchProvider
 
+# A search snippet or a read page holds a few hundred words: state of a realistic size
+# is what makes checkpoints and events cost what they cost in a real run.
+_CONTENT_CHARS = 1200
+
+
+def _filler(sentence: str) -> str:
+    return " ".join([sentence] * (_CONTENT_CHARS // (len(sentence) + 1) + 1))[:_CONTENT_CHARS]
+
 
 class SleepingSearchProvider:
     """Sleeps a fixed latency, then returns distinct synthetic hits."""
@@ -24,7 +32,7 @@ class SleepingSearchProvider:
             SearchHit(
                 title=f"Result {i} for {query}",
                 url=f"https://simulated.invalid/{digest}/{i}",
-                content=f"Simulated finding {i} about {query}.",
+                content=_filler(f"Simulated finding {i} about {query}."),
                 score=1.0 / (i + 1),
             )
             for i in range(max_results)
