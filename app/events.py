@@ -26,6 +26,7 @@ import asyncio
 import json
 import sqlite3
 import weakref
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ _BUSY_TIMEOUT_S = 30.0
 # A follower reads its backlog in pages of this many events so a long history never
 # lands in memory at once.
 _FOLLOW_PAGE = 256
+_RECENT_EVENTS = 64
 
 
 class Event(BaseModel):
@@ -116,6 +118,7 @@ class _Append:
     data: str
     created_at: str
     done: asyncio.Future[int] = field(repr=False)
+    payload: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -140,6 +143,9 @@ class SqliteEventLog:
         self._waiters: weakref.WeakValueDictionary[str, asyncio.Event] = (
             weakref.WeakValueDictionary()
         )
+        # The latest events of each live thread, so followers woken by an append are served
+        # from memory instead of a database round trip per event; dropped at "done".
+        self._recent: dict[str, deque[Event]] = {}
         self._closed = False
 
     async def append(self, thread_id: str, name: str, data: dict[str, Any]) -> Event:
@@ -148,7 +154,7 @@ class SqliteEventLog:
         created_at = datetime.now(UTC)
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         encoded = json.dumps(data, ensure_ascii=False)
-        self._enqueue(_Append(thread_id, name, encoded, created_at.isoformat(), done))
+        self._enqueue(_Append(thread_id, name, encoded, created_at.isoformat(), done, data))
         event_id = await done
         return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
 
@@ -181,7 +187,9 @@ class SqliteEventLog:
         while True:
             self._check_open()
             waiter = self._waiter(thread_id)  # before the read: no append slips between
-            events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
+            events = self._recent_after(thread_id, position)
+            if events is None:
+                events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
             for event in events:
                 position = event.id
                 yield event
@@ -216,6 +224,31 @@ class SqliteEventLog:
         for waiter in list(self._waiters.values()):
             waiter.set()
 
+    def _recent_after(self, thread_id: str, position: int) -> list[Event] | None:
+        """The events after `position` from memory, or None when memory does not reach back."""
+        recent = self._recent.get(thread_id)
+        if not recent or recent[0].id > position + 1:
+            return None
+        return [event for event in recent if event.id > position]
+
+    def _remember(self, op: _Append, event_id: int) -> None:
+        if op.name == TERMINAL_EVENT:
+            self._recent.pop(op.thread_id, None)
+            return
+        recent = self._recent.setdefault(op.thread_id, deque(maxlen=_RECENT_EVENTS))
+        if recent and recent[-1].id != event_id - 1:
+            recent.clear()  # never leave a hole: memory must hold a contiguous run of ids
+        created = datetime.fromisoformat(op.created_at)
+        recent.append(
+            Event(
+                id=event_id,
+                thread_id=op.thread_id,
+                name=op.name,
+                data=op.payload,
+                created_at=created,
+            )
+        )
+
     def _check_open(self) -> None:
         if self._closed:
             raise EventLogClosed("the event log is closed")
@@ -244,13 +277,16 @@ class SqliteEventLog:
                 continue
             for op, result in zip(batch, results, strict=True):
                 if isinstance(op, _Append):
+                    self._remember(op, result)
                     if not op.done.done():
                         op.done.set_result(result)
                     waiter = self._waiters.pop(op.thread_id, None)
                     if waiter is not None:
                         waiter.set()
-                elif not op.done.done():
-                    op.done.set_result(None)
+                else:
+                    self._recent.pop(op.thread_id, None)
+                    if not op.done.done():
+                        op.done.set_result(None)
 
     def _commit(self, batch: list[_Op]) -> list[int]:
         """Write a batch in one transaction; return the id of each op (0 for deletes)."""
