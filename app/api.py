@@ -14,7 +14,12 @@ from sse_starlette import EventSourceResponse
 
 from app.auth import KeyAuth
 from app.deps import open_deps
-from app.errors import BackendUnavailable, InvalidState, install_error_handlers
+from app.errors import (
+    ERROR_RESPONSES,
+    BackendUnavailable,
+    InvalidState,
+    install_error_handlers,
+)
 from app.events import EventLog, open_sqlite_event_log
 from app.metrics import ServiceMetrics
 from app.registry import RunStatus, ThreadRecord, open_sqlite_registry
@@ -133,7 +138,7 @@ def create_app(settings: Settings) -> FastAPI:
     def manager() -> RunManager:
         return state["manager"]  # type: ignore[no-any-return]
 
-    router = APIRouter(prefix="/v1/research", tags=["research"])
+    router = APIRouter(prefix="/v1/research", tags=["research"], responses=ERROR_RESPONSES)
 
     @router.post("", status_code=202, response_model=StartAnswer)
     async def start(request: ResearchRequest, owner: Owner, response: Response) -> StartAnswer:
@@ -266,7 +271,7 @@ def create_app(settings: Settings) -> FastAPI:
         """Prometheus metrics: runs by status, run duration, events sent, SSE clients."""
         return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/readyz", tags=["ops"])
+    @app.get("/readyz", tags=["ops"], responses={503: ERROR_RESPONSES[503]})
     async def readyz() -> dict[str, str]:
         """The checkpointer, the event log and the registry answer."""
         try:

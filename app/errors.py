@@ -13,6 +13,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 
 class ResearchError(Exception):
@@ -53,6 +55,43 @@ _STATUS: dict[type[ResearchError], tuple[int, str]] = {
 }
 
 
+class ErrorDetail(BaseModel):
+    """What went wrong: a stable code, a message that says what to fix, details."""
+
+    code: str = Field(examples=["not_found"])
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorBody(BaseModel):
+    """The body of every error answer."""
+
+    error: ErrorDetail
+
+
+def _documented(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+# The error answers every route may give, for the OpenAPI document.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _documented("bad_request: the body is not JSON"),
+    401: _documented("unauthorized: no valid API key"),
+    404: _documented("not_found: no such thread for this key"),
+    409: _documented("invalid_state: the thread's state does not allow this"),
+    422: _documented("validation_error: the request is malformed (field details)"),
+    429: _documented("too_many_runs: the run queue is full"),
+    503: _documented("backend_unavailable: a store does not answer"),
+}
+
+_HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    415: "unsupported_media_type",
+}
+
+
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     """The JSON shape of every error answer."""
     return {"error": {"code": code, "message": message, "details": details or {}}}
@@ -77,7 +116,14 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("validation_error", message, {"fields": fields}), 422)
 
 
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every expected failure as `{"error": {code, message, details}}`."""
     app.add_exception_handler(ResearchError, _research_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)

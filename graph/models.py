@@ -7,7 +7,14 @@ engines and nodes included, speaks it without importing the graph itself.
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 # Seed 001 F005: review weights and the pass thresholds.
 REVIEW_WEIGHTS: dict[str, float] = {
@@ -22,12 +29,16 @@ PASS_FACT_CHECK = 0.9
 TOPIC_MAX_CHARS = 2000
 QUERY_MAX_CHARS = 400
 
-Topic = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TOPIC_MAX_CHARS)
-]
-Query = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=QUERY_MAX_CHARS)
-]
+
+def non_blank(max_length: int) -> StringConstraints:
+    """Stripped text of 1..max_length characters; the pattern tells the schema it is non-blank."""
+    return StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=max_length, pattern=r"\S"
+    )
+
+
+Topic = Annotated[str, non_blank(TOPIC_MAX_CHARS)]
+Query = Annotated[str, non_blank(QUERY_MAX_CHARS)]
 Approval = Literal["none", "plan", "plan_and_report"]
 Action = Literal["research", "write", "review", "end"]
 
@@ -56,6 +67,14 @@ class RunOptions(BaseModel):
         600.0, ge=1, le=86_400, description="Active time budget in seconds."
     )
 
+    @field_validator("max_iterations", "min_sources", "max_results", "time_budget_s", mode="before")
+    @classmethod
+    def _json_number(cls, value: object) -> object:
+        # As JSON Schema: 5 and 5.0 are numbers, true and "5" are not (pydantic would coerce).
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("must be a number")
+        return value
+
 
 class ResearchRequest(BaseModel):
     """What a caller asks for: validated at the edge, before anything is written."""
@@ -69,10 +88,8 @@ class ResearchRequest(BaseModel):
 class ResearchPlan(BaseModel):
     """What to investigate and how to search for it (seed 001 §3.2.5.1)."""
 
-    theme: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
-    investigation_points: list[
-        Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
-    ] = Field(min_length=1, max_length=12)
+    theme: Annotated[str, non_blank(300)]
+    investigation_points: list[Annotated[str, non_blank(300)]] = Field(min_length=1, max_length=12)
     search_queries: list[Query] = Field(default_factory=list, max_length=20)
     plan_text: str = ""
     created_at: datetime = Field(default_factory=utcnow)
@@ -184,7 +201,30 @@ class Draft(BaseModel):
 class ApprovalDecision(BaseModel):
     """A human's answer to an approval interrupt (plan or report)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The schema states the rules of the validator below, so clients can know them.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "allOf": [
+                {
+                    "if": {"properties": {"decision": {"const": "edit"}}},
+                    "then": {
+                        "anyOf": [
+                            {"required": ["plan"], "properties": {"plan": {"type": "object"}}},
+                            {"required": ["report"], "properties": {"report": {"type": "string"}}},
+                        ]
+                    },
+                },
+                {
+                    "if": {"properties": {"decision": {"const": "reject"}}},
+                    "then": {
+                        "required": ["feedback"],
+                        "properties": {"feedback": {"type": "string", "pattern": "\\S"}},
+                    },
+                },
+            ]
+        },
+    )
 
     decision: Literal["approve", "edit", "reject"]
     plan: ResearchPlan | None = None

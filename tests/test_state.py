@@ -94,6 +94,8 @@ def test_review_pass_rule_uses_seed_weights_and_thresholds(
         {"max_results": 21},
         {"approval": "always"},
         {"time_budget_s": 0},
+        {"max_results": True},
+        {"min_sources": "5"},
         {"colour": "red"},
     ],
 )

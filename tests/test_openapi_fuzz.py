@@ -1,0 +1,219 @@
+"""Property-based: schemathesis over the live service's /openapi.json.
+
+A real uvicorn server on loopback (as in test_api.py) serves the app; schemathesis loads
+the OpenAPI document the server publishes and, for every documented operation, sends a
+bounded, derandomized number of generated requests over HTTP. No answer may be a 5xx, and
+every answer must match what the document promises (status code, body schema, media
+type, headers); valid data must be accepted and invalid data (negative generation) refused.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hypothesis
+import jsonschema_rs
+import pytest
+import requests
+import schemathesis
+from hypothesis.configuration import set_hypothesis_home_dir
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    not_a_server_error,
+    positive_data_acceptance,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from app.api import create_app
+from app.settings import Settings
+
+from .servers import serve_port
+
+MAX_EXAMPLES = 50  # per operation and generation mode
+# A backstop against a stream that never ends: shorter than the SSE heartbeat (15 s), so a
+# GET .../events that streams instead of answering fails within seconds instead of hanging.
+TIMEOUT_S = 10
+FUZZ = hypothesis.settings(
+    max_examples=MAX_EXAMPLES,
+    derandomize=True,  # the same cases on every run
+    database=None,  # nothing written to .hypothesis/ in the work tree
+    deadline=None,  # an HTTP round trip has no stable duration
+)
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    response_schema_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+]
+ACTIVE = {"queued", "running"}
+
+
+def _plain_string(schema: dict[str, Any]) -> bool:
+    options = schema.get("anyOf", [schema])
+    return all(
+        option.get("type") in ("string", "null")
+        and not set(option) - {"type", "title", "description"}
+        for option in options
+    )
+
+
+def _has_invalid_inputs(operation: dict[str, Any]) -> bool:
+    """Whether negative generation can produce anything for this operation.
+
+    Any text is a valid path segment, header or unconstrained query value: an operation
+    whose only inputs are plain strings has no invalid request, and schemathesis would
+    filter out every negative case.
+    """
+    if "requestBody" in operation:
+        return True
+    return any(not _plain_string(p["schema"]) for p in operation.get("parameters", []))
+
+
+def _documented_operations() -> list[Any]:
+    """(method, path, mode) for every operation of the app's OpenAPI document.
+
+    Read from the app object (no server, no files) to name the tests at collection time;
+    each test then fuzzes the operation as published by the live server.
+    """
+    document = create_app(Settings(data_dir=Path("unused"), search_provider="local")).openapi()
+    params = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            modes = [GenerationMode.POSITIVE]
+            if _has_invalid_inputs(operation):
+                modes.append(GenerationMode.NEGATIVE)
+            for mode in modes:
+                label = f"{method.upper()} {path} {mode.value}"
+                params.append(pytest.param(method.upper(), path, mode, id=label))
+    return params
+
+
+@dataclass
+class Live:
+    """The running service: its base URL and the schema it publishes."""
+
+    base_url: str
+    schema: Any
+
+    def threads(self) -> list[dict[str, Any]]:
+        """Every thread the server knows, following the cursor through all pages."""
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": 100}
+        while True:
+            page = requests.get(f"{self.base_url}/v1/research", params=params, timeout=TIMEOUT_S)
+            assert page.status_code == 200, page.text
+            body = page.json()
+            items += body["items"]
+            if body["next_cursor"] is None:
+                return items
+            params["cursor"] = body["next_cursor"]
+
+    def stop_run(self, response: schemathesis.Response) -> None:
+        """Cancel the run a 202 started, so no run works while the next case is drawn.
+
+        The runs are in this process (the server is a thread): LangGraph's checkpointer
+        draws from the global `random` module, and a run doing so while Hypothesis draws a
+        case in the test's thread trips Hypothesis' "random module inside strategies"
+        guard (a HypothesisDeprecationWarning, an error under filterwarnings=error).
+        Cancelling also keeps every SSE stream finite: a cancelled thread's stream ends
+        with its "done" event.
+        """
+        if response.status_code != 202:
+            return
+        thread_id = response.json()["thread_id"]
+        answer = requests.post(f"{self.base_url}/v1/research/{thread_id}/cancel", timeout=TIMEOUT_S)
+        # 409: the run on the tiny corpus had already completed.
+        assert answer.status_code in (200, 409), answer.text
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hypothesis_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Hypothesis' caches (local constants, Unicode tables) in a temporary folder.
+
+    Even with no example database, Hypothesis writes them to .hypothesis/ under the
+    working directory; afterwards, None sends it back to its default.
+    """
+    set_hypothesis_home_dir(tmp_path_factory.mktemp("hypothesis"))
+    yield
+    set_hypothesis_home_dir(None)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory, corpus_index: Path) -> Iterator[Live]:
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("fuzz") / "data",
+        corpus_index=corpus_index,
+        search_provider="local",
+        api_keys=[],  # no key from the environment: the fuzzer sends none
+    )
+    # One connection per request, no shared requests.Session: on a kept-alive connection
+    # every request waited ~40 ms (delayed ACK), which made the module 4x slower.
+    with serve_port(create_app(settings), lifespan="on") as port:
+        base_url = f"http://127.0.0.1:{port}"
+        schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json", timeout=TIMEOUT_S)
+        service = Live(base_url, schema)
+        yield service
+        leaked = [t for t in service.threads() if t["status"] in ACTIVE]
+        assert not leaked, f"runs still active after the fuzzing: {leaked}"
+
+
+@pytest.mark.parametrize(("method", "path", "mode"), _documented_operations())
+def test_generated_requests_get_no_5xx_and_documented_answers(
+    live: Live, method: str, path: str, mode: GenerationMode
+) -> None:
+    operation = live.schema[path][method]
+    extra = negative_data_rejection if mode is GenerationMode.NEGATIVE else positive_data_acceptance
+    checks = [*CHECKS, extra]
+
+    @hypothesis.given(case=operation.as_strategy(mode))
+    @FUZZ
+    def fuzz(case: schemathesis.Case) -> None:
+        response = case.call_and_validate(checks=checks, timeout=TIMEOUT_S)
+        live.stop_run(response)
+
+    fuzz()
+
+
+# -- the rules the schema states are the rules the server applies ----------------------
+
+
+def test_error_answers_are_documented(live: Live) -> None:
+    case = live.schema["/v1/research/{thread_id}"]["GET"].Case(
+        path_parameters={"thread_id": "no-such-thread"}
+    )
+    case.call_and_validate(checks=[status_code_conformance], timeout=TIMEOUT_S)
+
+
+def _schema_allows(live: Live, path: str, body: Any) -> bool:
+    """Whether the published request-body schema of POST `path` accepts `body`."""
+    document = live.schema.raw_schema
+    content = document["paths"][path]["post"]["requestBody"]["content"]
+    schema = {"components": document["components"], **content["application/json"]["schema"]}
+    return bool(jsonschema_rs.Draft202012Validator(schema).is_valid(body))
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/research/{thread_id}/resume", {"decision": "edit"}),
+        ("/v1/research/{thread_id}/resume", {"decision": "reject"}),
+        ("/v1/research/{thread_id}/resume", {"decision": "reject", "feedback": "  "}),
+        ("/v1/research", {"topic": " "}),
+    ],
+    ids=["edit-without-payload", "reject-without-feedback", "blank-feedback", "blank-topic"],
+)
+def test_bodies_the_server_refuses_are_refused_by_the_schema_too(
+    live: Live, path: str, body: Any
+) -> None:
+    params = {"thread_id": "no-such-thread"} if "{thread_id}" in path else {}
+    case = live.schema[path]["POST"].Case(path_parameters=params, body=body)
+    response = case.call(timeout=TIMEOUT_S)
+    live.stop_run(response)
+    assert response.status_code == 422, response.text
+    assert not _schema_allows(live, path, body), "the published schema must say so too"
