@@ -1,3 +1,4 @@
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -80,3 +81,15 @@ async def brave(fake_server: tuple[FakeAPIs, str], sleeps: Sleeps) -> AsyncItera
     provider = BraveProvider(BRAVE_KEY, f"{url}/res/v1", timeout_s=0.5, retry=retry)
     yield provider
     await provider.aclose()
+
+
+@pytest.fixture
+def settings_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An environment with no RESEARCH_* settings nor provider keys; returns the config path."""
+    for name in [n for n in os.environ if n.startswith("RESEARCH_")]:
+        monkeypatch.delenv(name)
+    for name in ("TAVILY_API_KEY", "BRAVE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("RESEARCH_CONFIG", str(config))
+    return config

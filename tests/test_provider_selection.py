@@ -1,5 +1,3 @@
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,14 +14,8 @@ from tools.tavily import TavilyProvider
 
 
 @pytest.fixture(autouse=True)
-def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    for name in [n for n in os.environ if n.startswith("RESEARCH_")]:
-        monkeypatch.delenv(name)
-    for name in ("TAVILY_API_KEY", "BRAVE_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    config = tmp_path / "config.toml"
-    monkeypatch.setenv("RESEARCH_CONFIG", str(config))
-    yield config
+def clean_env(settings_env: Path) -> Path:
+    return settings_env
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,3 @@
-import os
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,8 @@ from .support import run_graph, start
 
 
 @pytest.fixture
-def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in [n for n in os.environ if n.startswith("RESEARCH_")]:
-        monkeypatch.delenv(name)
-    for name in ("TAVILY_API_KEY", "BRAVE_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    path = tmp_path / "config.toml"
-    monkeypatch.setenv("RESEARCH_CONFIG", str(path))
-    return path
+def config_file(settings_env: Path) -> Path:
+    return settings_env
 
 
 def test_the_environment_overrides_the_config_file(
