@@ -169,7 +169,12 @@ class RunManager:
     def _launch(self, thread_id: str, payload: Any) -> None:
         task = asyncio.create_task(self._run(thread_id, payload), name=f"research-{thread_id}")
         self._tasks[thread_id] = task
-        task.add_done_callback(lambda _: self._tasks.pop(thread_id, None))
+        task.add_done_callback(lambda done: self._forget(thread_id, done))
+
+    def _forget(self, thread_id: str, task: asyncio.Task[None]) -> None:
+        # A resumed run may already have a newer task under the same id: keep that one.
+        if self._tasks.get(thread_id) is task:
+            del self._tasks[thread_id]
 
     async def _run(self, thread_id: str, payload: Any) -> None:
         try:
