@@ -56,6 +56,9 @@ class RunManager:
         self._delete_checkpoints = delete_checkpoints
         self._stopping = False
         self._on_status = on_status
+        # This process writes every status of its live runs, so it can answer lookups of
+        # them from memory; the registry stays the record (finished runs, restarts).
+        self._records: dict[str, ThreadRecord] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -94,13 +97,14 @@ class RunManager:
             options=request.options.model_dump(mode="json"),
         )
         await self.registry.create(record)
+        self._records[record.thread_id] = record
         await self._publish(record.thread_id, "status", {"status": "queued"})
         self._launch(record.thread_id, initial_state(request.topic, request.options))
         return record
 
     async def get(self, owner: str, thread_id: str) -> ThreadRecord:
         """The caller's thread, or NotFound (also for another owner's thread)."""
-        record = await self.registry.get(thread_id)
+        record = self._records.get(thread_id) or await self.registry.get(thread_id)
         if record is None or record.owner != owner:
             raise NotFound(f"no research thread {thread_id!r}: list yours with GET /v1/research")
         return record
@@ -163,6 +167,7 @@ class RunManager:
             await self._delete_checkpoints(thread_id)
         await self.events.delete(thread_id)
         await self.registry.delete(thread_id)
+        self._records.pop(thread_id, None)
 
     # -- the run itself ------------------------------------------------------------------
 
@@ -247,6 +252,10 @@ class RunManager:
         self, thread_id: str, status: RunStatus, error: str | None = None
     ) -> ThreadRecord:
         record = await self.registry.set_status(thread_id, status, error)
+        if status in TERMINAL:
+            self._records.pop(thread_id, None)  # keep memory for the threads still alive
+        else:
+            self._records[thread_id] = record
         if self._on_status is not None:
             self._on_status(record)
         await self._publish(
