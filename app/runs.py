@@ -98,6 +98,8 @@ class RunManager:
         )
         await self.registry.create(record)
         self._records[record.thread_id] = record
+        if self._on_status is not None:
+            self._on_status(record)
         await self._publish(record.thread_id, "status", {"status": "queued"})
         self._launch(record.thread_id, initial_state(request.topic, request.options))
         return record

@@ -284,6 +284,7 @@ async def test_metrics_count_runs_events_and_clients(service: Service) -> None:
         thread_id = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
         await collect(client, f"/v1/research/{thread_id}/events")
         text = (await client.get("/metrics")).text
+    assert 'research_runs_total{status="queued"} 1.0' in text
     assert 'research_runs_total{status="completed"} 1.0' in text
     assert 'research_run_duration_seconds_count{status="completed"} 1.0' in text
     assert "research_sse_events_sent_total" in text
