@@ -398,3 +398,16 @@ async def test_tls_is_verified_against_the_name_while_connecting_to_the_checked_
         # same address, a name the certificate does not cover: no reuse of the verified connection
         with pytest.raises(ScrapeError, match="ConnectError"):
             await scraper.fetch(site.url("/host", "other.test"))
+
+
+async def test_a_redirect_to_another_host_obeys_that_host_s_robots_txt(site: Site) -> None:
+    target = site.url("/private/secret", "other-host.test")
+    async with Scraper(site.policy(), resolver=Names()) as scraper:
+        with pytest.raises(ScrapeError, match="robots.txt"):
+            await scraper.fetch(site.url(f"/elsewhere?to={target}", "first-host.test"))
+        allowed = await scraper.fetch(
+            site.url(f"/elsewhere?to={site.url('/article', 'other-host.test')}", "first-host.test")
+        )
+    assert allowed.title == ARTICLE_TITLE
+    assert site.log.robots["first-host.test"] == 1
+    assert site.log.robots["other-host.test"] == 1
