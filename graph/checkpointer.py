@@ -57,6 +57,20 @@ _PUT_WRITES = (
     "INSERT OR {conflict} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
     "task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_BLOBS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS checkpoint_blobs (thread_id TEXT NOT NULL, "
+    "checkpoint_ns TEXT NOT NULL DEFAULT '', channel TEXT NOT NULL, version TEXT NOT NULL, "
+    "type TEXT NOT NULL, blob BLOB, PRIMARY KEY (thread_id, checkpoint_ns, channel, version))"
+)
+_PUT_BLOB = (
+    "INSERT OR REPLACE INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, "
+    "type, blob) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_GET_BLOB = (
+    "SELECT type, blob FROM checkpoint_blobs "
+    "WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
+)
+_DELETE_BLOBS = "DELETE FROM checkpoint_blobs WHERE thread_id = ?"
 _BUSY_TIMEOUT_S = 30.0
 
 Rows = list[tuple[Any, ...]]
@@ -83,6 +97,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         super().__init__(conn, serde=serializer())
         self._writer = writer
         self._reader = SqliteSaver(reader, serde=self.serde)
+        self._blob_reader = reader
         self._pending: list[tuple[str, Rows, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -118,9 +133,51 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
             for sql, rows in batch:
                 self._writer.executemany(sql, rows)
 
+    def _dump_value(self, values: dict[str, Any], channel: str) -> tuple[str, bytes]:
+        if channel not in values:
+            return "empty", b""
+        return self.serde.dumps_typed(values[channel])
+
+    def _with_values(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
+        """Put the channel values a checkpoint names back into it (runs on a worker thread)."""
+        if found is None or found.checkpoint["channel_values"]:
+            return found  # nothing stored, or a checkpoint written with values inline
+        configurable = found.config["configurable"]
+        key = (str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""))
+        values: dict[str, Any] = {}
+        with self._reader.lock:  # the sync saver's lock: one user of the connection at a time
+            for channel, version in found.checkpoint["channel_versions"].items():
+                row = self._blob_reader.execute(_GET_BLOB, (*key, channel, str(version))).fetchone()
+                if row is not None and row[0] != "empty":
+                    values[channel] = self.serde.loads_typed((row[0], row[1]))
+        found.checkpoint["channel_values"] = values
+        return found
+
+    def _get_tuple_sync(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._with_values(self._reader.get_tuple(config))
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Read a checkpoint in one worker-thread call (every run starts with one)."""
-        return await asyncio.to_thread(self._reader.get_tuple, config)
+        return await asyncio.to_thread(self._get_tuple_sync, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """List checkpoints, newest first, each with its channel values."""
+        async for found in super().alist(config, filter=filter, before=before, limit=limit):
+            complete = await asyncio.to_thread(self._with_values, found)
+            if complete is not None:
+                yield complete
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints, writes and channel values."""
+        await super().adelete_thread(thread_id)
+        await self._write(_DELETE_BLOBS, [(str(thread_id),)])
 
     async def aput(
         self,
@@ -131,17 +188,25 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
     ) -> RunnableConfig:
         """Save a checkpoint (the stock row, written by the group commit)."""
         configurable = config["configurable"]
-        type_, blob = self.serde.dumps_typed(checkpoint)
+        thread_id, namespace = str(configurable["thread_id"]), configurable["checkpoint_ns"]
+        values = checkpoint["channel_values"]
+        blobs = [
+            (thread_id, namespace, channel, str(version), *self._dump_value(values, channel))
+            for channel, version in new_versions.items()
+        ]
+        type_, blob = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
         meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
         row = (
-            str(configurable["thread_id"]),
-            configurable["checkpoint_ns"],
+            thread_id,
+            namespace,
             checkpoint["id"],
             configurable.get("checkpoint_id"),
             type_,
             blob,
             meta.encode("utf-8", "ignore"),
         )
+        if blobs:
+            await self._write(_PUT_BLOB, blobs)
         await self._write(_PUT_CHECKPOINT, [row])
         return {
             "configurable": {
@@ -188,6 +253,7 @@ async def sqlite_saver(path: Path) -> AsyncIterator[GroupCommitSqliteSaver]:
         # the OS cache); only a power cut may lose the last steps.
         writer.execute("PRAGMA journal_mode=WAL")
         writer.execute("PRAGMA synchronous=NORMAL")
+        writer.execute(_BLOBS_SCHEMA)
         saver = GroupCommitSqliteSaver(conn, writer, reader)
         try:
             await saver.setup()

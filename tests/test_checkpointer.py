@@ -29,17 +29,31 @@ async def test_the_sqlite_saver_passes_the_langgraph_conformance_suite() -> None
     assert sum(r.tests_passed for r in report.results.values()) >= 50
 
 
-async def test_checkpoints_written_by_group_commit_read_back_with_the_stock_saver(
-    tmp_path: Path, deps: Deps
-) -> None:
+async def test_checkpoints_of_the_stock_saver_stay_readable(tmp_path: Path, deps: Deps) -> None:
+    """Files written before channel values moved to their own table still load."""
     path = tmp_path / "c.sqlite"
-    async with sqlite_saver(path) as saver:
-        values = await run_graph(build_graph(saver), deps, "t", start())
     async with AsyncSqliteSaver.from_conn_string(str(path)) as stock:
         stock.serde = serializer()
-        snapshot = await build_graph(stock).aget_state({"configurable": {"thread_id": "t"}})
+        values = await run_graph(build_graph(stock), deps, "t", start())
+    async with sqlite_saver(path) as saver:
+        snapshot = await build_graph(saver).aget_state({"configurable": {"thread_id": "t"}})
     assert snapshot.values["final_report"] == values["final_report"]
     assert snapshot.next == ()
+
+
+async def test_a_channel_value_is_stored_once_per_version(tmp_path: Path, deps: Deps) -> None:
+    """Checkpoints name versions; the sources are not written again at every step."""
+    path = tmp_path / "c.sqlite"
+    async with sqlite_saver(path) as saver:
+        graph = build_graph(saver)
+        values = await run_graph(graph, deps, "t", start())
+        history = [s async for s in graph.aget_state_history({"configurable": {"thread_id": "t"}})]
+    with sqlite3.connect(path) as db:
+        stored = db.execute(
+            "SELECT COUNT(*) FROM checkpoint_blobs WHERE channel = 'research_data'"
+        ).fetchone()[0]
+    assert 1 <= stored < len(history), "one row per new version, not one per checkpoint"
+    assert history[0].values["research_data"] == values["research_data"]
 
 
 async def test_concurrent_runs_all_reach_the_file(tmp_path: Path, deps: Deps) -> None:
