@@ -7,6 +7,11 @@ thread, not the disk, bounds throughput. Here concurrent writes queue up, one wo
 thread call writes them all in one transaction, and each caller returns only once its
 rows are committed, so durability is the same. The latest-checkpoint read that starts
 every run is one worker-thread call of the sync saver; other reads are the stock ones.
+
+Channel values are stored once per version in `checkpoint_blobs`, as the in-memory saver
+keeps them, not inside every checkpoint row as the stock saver does: a run's sources are
+written when they change, not again at every step. Checkpoints that hold their values
+inline (files of the stock saver) are read as they are.
 """
 
 import asyncio
