@@ -96,11 +96,14 @@ class RunManager:
             updated_at=now,
             options=request.options.model_dump(mode="json"),
         )
-        await self.registry.create(record)
+        # The registry row and the first event are independent writes: one wait for both.
+        await asyncio.gather(
+            self.registry.create(record),
+            self._publish(record.thread_id, "status", {"status": "queued"}),
+        )
         self._records[record.thread_id] = record
         if self._on_status is not None:
             self._on_status(record)
-        await self._publish(record.thread_id, "status", {"status": "queued"})
         self._launch(record.thread_id, initial_state(request.topic, request.options))
         return record
 
