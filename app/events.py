@@ -27,7 +27,7 @@ import json
 import sqlite3
 import weakref
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -90,6 +90,10 @@ class EventLog(Protocol):
         """Store an event under the thread's next id and return it."""
         ...
 
+    def emit(self, thread_id: str, name: str, data: dict[str, Any]) -> Awaitable[int]:
+        """Queue an event now (its place in the order is fixed); await the result for its id."""
+        ...
+
     async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         """Return the thread's events with an id above `after`, oldest first."""
         ...
@@ -150,13 +154,25 @@ class SqliteEventLog:
 
     async def append(self, thread_id: str, name: str, data: dict[str, Any]) -> Event:
         """Store an event under the thread's next id and return it."""
-        self._check_open()
         created_at = datetime.now(UTC)
+        event_id = await self._queue(thread_id, name, data, created_at)
+        return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
+
+    def emit(self, thread_id: str, name: str, data: dict[str, Any]) -> asyncio.Future[int]:
+        """Queue an event now, without waiting for its commit; the future gives its id.
+
+        Events of one caller keep the order in which they were emitted.
+        """
+        return self._queue(thread_id, name, data, datetime.now(UTC))
+
+    def _queue(
+        self, thread_id: str, name: str, data: dict[str, Any], created_at: datetime
+    ) -> asyncio.Future[int]:
+        self._check_open()
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         encoded = json.dumps(data, ensure_ascii=False)
         self._enqueue(_Append(thread_id, name, encoded, created_at.isoformat(), done, data))
-        event_id = await done
-        return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
+        return done
 
     async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         """Return the thread's events with an id above `after`, oldest first."""

@@ -59,6 +59,8 @@ class RunManager:
         # This process writes every status of its live runs, so it can answer lookups of
         # them from memory; the registry stays the record (finished runs, restarts).
         self._records: dict[str, ThreadRecord] = {}
+        # Progress events queued but not yet known to be stored, per thread.
+        self._unsettled: dict[str, list[Awaitable[int]]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -212,30 +214,32 @@ class RunManager:
         async for mode, chunk in self.graph.astream(
             payload, config, context=self.deps, stream_mode=STREAM_MODES
         ):
-            await self._translate(thread_id, str(mode), chunk)
+            self._translate(thread_id, str(mode), chunk)
             if mode == "updates" and thread_id in self._pause_requested:
                 self._pause_requested.discard(thread_id)
+                await self._settle_events(thread_id)
                 return True
+        await self._settle_events(thread_id)
         return False
 
-    async def _translate(self, thread_id: str, mode: str, chunk: Any) -> None:
+    def _translate(self, thread_id: str, mode: str, chunk: Any) -> None:
         if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
             payload = {k: v for k, v in chunk.items() if k != "event"}
-            await self._publish(thread_id, str(chunk["event"]), payload)
+            self._emit(thread_id, str(chunk["event"]), payload)
         elif mode == "tasks" and isinstance(chunk, dict):
             if "result" not in chunk:
-                await self._publish(thread_id, "node_started", {"node": chunk["name"]})
+                self._emit(thread_id, "node_started", {"node": chunk["name"]})
             elif not chunk.get("interrupts"):
                 result = chunk.get("result") or {}
                 data: dict[str, Any] = {"node": chunk["name"]}
                 if "iteration_count" in result:
                     data["iteration"] = result["iteration_count"]
-                await self._publish(thread_id, "node_finished", data)
+                self._emit(thread_id, "node_finished", data)
         elif mode == "updates" and isinstance(chunk, dict):
             for node, update in chunk.items():
                 usage = update.get("usage") if isinstance(update, dict) else None
                 if isinstance(usage, Usage):
-                    await self._publish(thread_id, "usage", {"node": node, **usage.model_dump()})
+                    self._emit(thread_id, "usage", {"node": node, **usage.model_dump()})
 
     async def _settle(self, thread_id: str, paused: bool) -> None:
         snapshot = await self.graph.aget_state(thread_config(thread_id))
@@ -252,6 +256,16 @@ class RunManager:
 
     async def _publish(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
         await self.events.append(thread_id, name, data)
+
+    def _emit(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
+        """Queue a progress event without waiting for its commit (`_settle_events` waits)."""
+        self._unsettled.setdefault(thread_id, []).append(self.events.emit(thread_id, name, data))
+
+    async def _settle_events(self, thread_id: str) -> None:
+        """Wait until every event emitted for the thread is stored (raise if one failed)."""
+        pending = self._unsettled.pop(thread_id, [])
+        if pending:
+            await asyncio.gather(*pending)
 
     async def _set_status(
         self, thread_id: str, status: RunStatus, error: str | None = None
@@ -271,6 +285,10 @@ class RunManager:
     async def _finish(
         self, thread_id: str, status: RunStatus, error: str | None = None
     ) -> ThreadRecord:
+        try:
+            await self._settle_events(thread_id)
+        except Exception:  # the run ends either way; its status must still be recorded
+            logger.exception("events of %s could not be stored", thread_id)
         record = await self._set_status(thread_id, status, error)
         await self._publish(thread_id, TERMINAL_EVENT, {"status": status})
         return record
