@@ -2,9 +2,7 @@
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from app.registry import ThreadRecord
-
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
+from app.registry import TERMINAL, ThreadRecord
 
 
 class ServiceMetrics:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, field_validator
 
 __all__ = [
     "ACTIVE",
+    "TERMINAL",
     "RunStatus",
     "SqliteRegistry",
     "ThreadExists",
@@ -32,6 +33,7 @@ RunStatus = Literal[
     "queued", "running", "waiting_for_approval", "paused", "completed", "failed", "cancelled"
 ]
 ACTIVE: frozenset[RunStatus] = frozenset({"queued", "running"})
+TERMINAL: frozenset[RunStatus] = frozenset({"completed", "failed", "cancelled"})
 
 _COLUMNS = "thread_id, owner, topic, status, created_at, updated_at, error, options"
 _SCHEMA = (

@@ -17,7 +17,7 @@ from langgraph.types import Command, StreamMode
 
 from app.errors import InvalidState, NotFound, TooManyRuns
 from app.events import TERMINAL_EVENT, EventLog
-from app.registry import RunStatus, SqliteRegistry, ThreadRecord
+from app.registry import TERMINAL, RunStatus, SqliteRegistry, ThreadRecord
 from app.runner import is_finished, pending_interrupt, thread_config
 from graph.builder import ResearchGraph
 from graph.models import ApprovalDecision, ResearchRequest, Usage
@@ -26,7 +26,6 @@ from nodes.context import Deps
 
 logger = logging.getLogger(__name__)
 
-TERMINAL: frozenset[RunStatus] = frozenset({"completed", "failed", "cancelled"})
 # LangGraph's stream modes the events are made from.
 STREAM_MODES: list[StreamMode] = ["tasks", "updates", "custom"]
 
