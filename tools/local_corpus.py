@@ -142,17 +142,19 @@ class LocalCorpus:
         phrase = " ".join(w.replace('"', "") for w in words(query))
         if len(terms) > 1:
             expressions = [f'"{phrase}"', *expressions, match_expression(terms, "OR")]
-        tiers = [self._ranked(e, max_results * 3) for e in expressions]
         hits: list[SearchHit] = []
         seen: set[str] = set()
-        for tier, rows in enumerate(tiers):
+        for tier, expression in enumerate(expressions):
+            if len(hits) == max_results:
+                break  # a lower tier could add nothing: no need to ask
+            rows = self._ranked(expression, max_results * 3)
             best = max((r[4] for r in rows), default=0.0)
             for title, body, url, published, relevance in rows:
                 if url in seen or len(hits) == max_results:
                     continue
                 seen.add(url)
                 share = relevance / best if best > 0 else 0.0
-                score = (len(tiers) - 1 - tier + share) / len(tiers)
+                score = (len(expressions) - 1 - tier + share) / len(expressions)
                 hits.append(
                     SearchHit(
                         title=title,
