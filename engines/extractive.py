@@ -143,11 +143,6 @@ def is_on_topic(source: SearchResult, subject: Sequence[str]) -> bool:
     return _mentions(f"{source.title}. {source.content}", subject) > 0
 
 
-def _focus(source: SearchResult, subject: Sequence[str]) -> bool:
-    """True when the subject is what the source is about: in its title, or named repeatedly."""
-    return _mentions(source.title, subject) > 0 or _mentions(source.content, subject) >= 2
-
-
 def _cosine(a: Counter[str], b: Counter[str], idf: dict[str, float]) -> float:
     dot = sum(a[t] * b[t] * idf.get(t, 1.0) ** 2 for t in a.keys() & b.keys())
     if not dot:
@@ -263,10 +258,12 @@ class ExtractiveEngine:
             # about the subject itself, only sentences that name the subject are quoted.
             if subject_phrase and not is_on_topic(source, subject_phrase):
                 continue
-            focused = _focus(source, subject_phrase)
             about_subject = _mentions(source.title, subject_phrase) > 0
-            # A source naming the subject three times or more is about it in all but title.
-            devoted = _mentions(source.content, subject_phrase) >= 3
+            named_times = _mentions(source.content, subject_phrase)
+            # The subject is what the source is about when its title names it or its text
+            # names it repeatedly; three times or more, it is about it in all but title.
+            focused = about_subject or named_times >= 2
+            devoted = named_times >= 3
             for position, raw in enumerate(split_sentences(source.content)):
                 if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                     continue
