@@ -86,11 +86,11 @@ def cited_sentences(body: str) -> list[tuple[str, list[int]]]:
     return result
 
 
-def _support(sentence: str, source_text: str) -> float:
+def _support(sentence: str, source_terms: set[str]) -> float:
     words = set(stems(sentence))
     if not words:
         return 1.0
-    return len(words & set(stems(source_text))) / len(words)
+    return len(words & source_terms) / len(words)
 
 
 def _point_covered(point: str, theme: str, body_sections: dict[str, str], body: str) -> bool:
@@ -117,6 +117,14 @@ def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult])
     issues: list[ReviewIssue] = []
     body_sections = sections(body)
     by_url = {normalize_url(s.url): s for s in sources}
+    source_terms: dict[str, set[str]] = {}
+
+    def terms_of(source: SearchResult) -> set[str]:
+        """A source's stems, computed once however many claims cite it."""
+        key = normalize_url(source.url)
+        if key not in source_terms:
+            source_terms[key] = set(stems(f"{source.title} {source.content}"))
+        return source_terms[key]
 
     # Format: title and required sections, references numbered 1..n without duplicates.
     has_title = bool(re.search(r"^#\s+\S", body, re.MULTILINE))
@@ -192,9 +200,7 @@ def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult])
                 )
             )
             continue
-        support = max(
-            _support(sentence, f"{s.title} {s.content}") for s in resolved if s is not None
-        )
+        support = max(_support(sentence, terms_of(s)) for s in resolved if s is not None)
         if support >= SUPPORT_THRESHOLD:
             verified += 1
         else:
