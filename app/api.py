@@ -138,6 +138,11 @@ def create_app(settings: Settings) -> FastAPI:
     def manager() -> RunManager:
         return state["manager"]  # type: ignore[no-any-return]
 
+    async def thread_values(thread_id: str) -> dict[str, Any]:
+        """The thread's state as its last checkpoint holds it."""
+        snapshot = await manager().graph.aget_state(thread_config(thread_id))
+        return dict(snapshot.values or {})
+
     router = APIRouter(prefix="/v1/research", tags=["research"], responses=ERROR_RESPONSES)
 
     @router.post("", status_code=202, response_model=StartAnswer)
@@ -236,7 +241,7 @@ def create_app(settings: Settings) -> FastAPI:
     async def report(thread_id: str, owner: Owner, request: Request) -> Response:
         """The report as Markdown, or as JSON with its sources when `Accept: application/json`."""
         await manager().get(owner, thread_id)
-        values = (await manager().graph.aget_state(thread_config(thread_id))).values or {}
+        values = await thread_values(thread_id)
         markdown = values.get("final_report")
         if not markdown:
             raise InvalidState("there is no report yet: follow the events until 'report'")
@@ -256,7 +261,7 @@ def create_app(settings: Settings) -> FastAPI:
     async def notes(thread_id: str, owner: Owner) -> list[ResearchNote]:
         """The research notes: one per search query, with its sources and errors."""
         await manager().get(owner, thread_id)
-        values = (await manager().graph.aget_state(thread_config(thread_id))).values or {}
+        values = await thread_values(thread_id)
         return list(values.get("notes", []))
 
     app.include_router(router)
