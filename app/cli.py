@@ -16,7 +16,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from app.deps import open_deps
+from app.deps import EngineSetupError, check_model_server, make_engine, open_deps
 from app.runner import drive, is_finished, pending_interrupt, remaining_steps, thread_config
 from app.settings import Settings
 from graph.builder import build_graph
@@ -120,6 +120,11 @@ class ProgressPrinter:
             err.print(
                 f"  [dim]review[/] draft {event['version']}: {event['overall_score']:.2f} ({verdict})"
             )
+        elif kind == "fallback":
+            err.print(f"  [yellow]fallback[/] {event['step']}: {escape(event['reason'])}")
+        elif kind == "usage" and event["total"]["tokens"]:
+            total = event["total"]
+            err.print(f"  [dim]usage[/] {total['tokens']} tokens, ${total['cost_usd']:.4f}")
 
 
 # -- approval in the terminal ---------------------------------------------------------
@@ -200,7 +205,7 @@ async def _deps(settings: Settings) -> AsyncIterator[Deps]:
     try:
         async with open_deps(settings) as deps:
             yield deps
-    except CorpusMissingError as exc:
+    except (CorpusMissingError, EngineSetupError) as exc:
         fail(str(exc))
 
 
@@ -440,6 +445,12 @@ def serve(
     settings = load_settings()
     if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
         _ensure_demo_corpus(settings)
+    if not settings.simulate_latency_ms:
+        try:
+            make_engine(settings)
+            asyncio.run(check_model_server(settings))
+        except EngineSetupError as exc:
+            fail(str(exc))
     bind = host or settings.host
     if not settings.api_keys and bind not in ("127.0.0.1", "localhost", "::1"):
         err.print(

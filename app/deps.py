@@ -2,9 +2,14 @@
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING
+
+import httpx
 
 from app.settings import ProviderName, Settings
+from engines.base import Engine
 from engines.extractive import ExtractiveEngine
+from engines.llm_config import ROLES, Role
 from engines.simulated import SleepingEngine
 from nodes.context import Deps
 from tools.api_client import RetryPolicy
@@ -15,6 +20,9 @@ from tools.scraper import FetchPolicy, Scraper
 from tools.search import SearchProvider
 from tools.simulated import DelayedSearchProvider, SleepingSearchProvider
 from tools.tavily import TavilyProvider
+
+if TYPE_CHECKING:
+    from engines.llm import LLMEngine
 
 
 async def _provider(
@@ -42,11 +50,87 @@ async def _provider(
     return corpus
 
 
+class EngineSetupError(ValueError):
+    """The model settings cannot give a working engine; the message names what to fix."""
+
+
+def _setting(settings: Settings, role: Role) -> str:
+    """Where a role's model is set: its own table if it names one, else the default."""
+    own = getattr(settings.models, role).model is not None
+    return f"models.{role}.model" if own else "models.default.model"
+
+
+def llm_engine(settings: Settings) -> "LLMEngine":
+    """The LLM engine for the configured models; raises `EngineSetupError` naming the setting."""
+    # Imported here: LangChain's model layer costs ~0.8 s of start-up the extractive path never needs.
+    from engines.llm import LLMEngine, chat_model
+
+    configs = {role: settings.models.for_role(role) for role in ROLES}
+    models = {}
+    for role, config in configs.items():
+        where = f"{_setting(settings, role)} = {config.model!r}"
+        try:
+            models[role] = chat_model(config, settings.llm_base_url, settings.llm_key())
+        except ImportError as exc:
+            raise EngineSetupError(
+                f"{where}: the {config.provider} integration is not installed ({exc}); for an "
+                "OpenAI-compatible server use an openai: model with RESEARCH_LLM_BASE_URL"
+            ) from exc
+        except ValueError as exc:
+            raise EngineSetupError(
+                f"{where}: unknown provider {config.provider!r}; write 'provider:model', e.g. "
+                f"openai:gpt-4o-mini ({str(exc).splitlines()[0][:200]})"
+            ) from exc
+        except Exception as exc:  # the client refused its settings, e.g. no key
+            raise EngineSetupError(
+                f"{where}: {type(exc).__name__}: {str(exc)[:200]}; set OPENAI_API_KEY (or "
+                "RESEARCH_LLM_API_KEY), or RESEARCH_LLM_BASE_URL"
+            ) from exc
+    retry = RetryPolicy(
+        base_delay_s=settings.retry_base_delay_s,
+        max_delay_s=settings.retry_max_delay_s,
+        jitter=0.5,
+    )
+    return LLMEngine(
+        configs,
+        models,
+        ExtractiveEngine(),
+        base_url=settings.llm_base_url,
+        prices=settings.prices,
+        retry=retry,
+    )
+
+
+async def check_model_server(settings: Settings, timeout_s: float = 5.0) -> None:
+    """Fail early when the configured OpenAI-compatible server cannot be reached at all.
+
+    Any HTTP answer (even 401 or 404) means the server is there; only a transport failure
+    (refused, unknown host, timeout) is an error.
+    """
+    url = settings.llm_base_url
+    if settings.engine_in_effect != "llm" or url is None:
+        return
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            await client.get(f"{url}/models")
+    except httpx.TransportError as exc:
+        raise EngineSetupError(
+            f"RESEARCH_LLM_BASE_URL {url} is unreachable ({type(exc).__name__}): start the model "
+            "server or fix the URL"
+        ) from exc
+
+
+def make_engine(settings: Settings) -> Engine:
+    """The engine the settings choose."""
+    return llm_engine(settings) if settings.engine_in_effect == "llm" else ExtractiveEngine()
+
+
 @asynccontextmanager
 async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     """Open the engine and the providers the settings choose.
 
-    Raises `CorpusMissingError` when the local provider is chosen and has no index yet.
+    Raises `CorpusMissingError` when the local provider is chosen and has no index yet,
+    `EngineSetupError` when the model settings cannot work.
     """
     if settings.simulate_latency_ms:
         latency = settings.simulate_latency_ms / 1000
@@ -56,6 +140,8 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
             search_concurrency=settings.search_concurrency,
         )
         return
+    engine = make_engine(settings)
+    await check_model_server(settings)
     async with AsyncExitStack() as stack:
         providers = [await _provider(n, settings, stack) for n in settings.search_providers]
         search = providers[0] if len(providers) == 1 else CombinedProvider(providers)
@@ -67,7 +153,7 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
             await stack.enter_async_context(Scraper(page_policy(settings))) if reads_web else None
         )
         yield Deps(
-            engine=ExtractiveEngine(),
+            engine=engine,
             search=search,
             search_concurrency=settings.search_concurrency,
             reader=reader,

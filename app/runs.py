@@ -19,8 +19,9 @@ from app.errors import InvalidState, NotFound, TooManyRuns
 from app.events import TERMINAL_EVENT, EventLog
 from app.registry import TERMINAL, RunStatus, SqliteRegistry, ThreadRecord
 from app.runner import is_finished, pending_interrupt, thread_config
+from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
-from graph.models import ApprovalDecision, ResearchRequest, Usage
+from graph.models import ApprovalDecision, ResearchRequest
 from graph.state import initial_state
 from nodes.context import Deps
 
@@ -203,7 +204,11 @@ class RunManager:
             await self._finish(thread_id, "cancelled")
         except Exception as exc:  # a failed run is a status and an event, never a crash
             logger.exception("research run %s failed", thread_id)
-            message = f"{type(exc).__name__}: the run stopped; its checkpoint is kept"
+            message = (
+                str(exc)  # says which setting to fix, and holds no secret
+                if isinstance(exc, ModelAccessError)
+                else f"{type(exc).__name__}: the run stopped; its checkpoint is kept"
+            )
             await self._publish(thread_id, "error", {"code": "run_failed", "message": message})
             await self._finish(thread_id, "failed", message)
 
@@ -234,11 +239,6 @@ class RunManager:
                 if "iteration_count" in result:
                     data["iteration"] = result["iteration_count"]
                 self._emit(thread_id, "node_finished", data)
-        elif mode == "updates" and isinstance(chunk, dict):
-            for node, update in chunk.items():
-                usage = update.get("usage") if isinstance(update, dict) else None
-                if isinstance(usage, Usage):
-                    self._emit(thread_id, "usage", {"node": node, **usage.model_dump()})
 
     async def _settle(self, thread_id: str, paused: bool) -> None:
         snapshot = await self.graph.aget_state(thread_config(thread_id))

@@ -13,6 +13,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from engines.llm_config import DEFAULT_PRICES, ModelPrice, ModelRoles
+
 APP_NAME = "research-agent"
 ProviderName = Literal["tavily", "brave", "local"]
 PROVIDERS: tuple[ProviderName, ...] = ("tavily", "brave", "local")
@@ -28,7 +30,9 @@ def default_config_file() -> Path:
 class Settings(BaseSettings):
     """Every knob of the service, typed and checked at start-up."""
 
-    model_config = SettingsConfigDict(env_prefix="RESEARCH_", extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="RESEARCH_", env_nested_delimiter="__", extra="forbid"
+    )
 
     data_dir: Path = Field(
         default_factory=lambda: user_data_path(APP_NAME),
@@ -74,8 +78,29 @@ class Settings(BaseSettings):
     page_allowed_ports: list[int] = Field(
         [80, 443], min_length=1, description="Ports the scraper may connect to."
     )
-    engine: Literal["extractive"] = Field(
-        "extractive", description="Which engine plans, writes and reviews."
+    engine: Literal["auto", "extractive", "llm"] = Field(
+        "auto",
+        description="Which engine plans, writes and reviews: llm (chat models), extractive "
+        "(no model), or auto (llm when a model key or base URL is set, else extractive).",
+    )
+    llm_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("RESEARCH_LLM_API_KEY", "OPENAI_API_KEY", "llm_api_key"),
+        description="Key of the model provider (OPENAI_API_KEY works too).",
+    )
+    llm_base_url: str | None = Field(
+        None,
+        description="Base URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, Groq), "
+        "e.g. http://localhost:11434/v1.",
+    )
+    models: ModelRoles = Field(
+        default_factory=ModelRoles,
+        description="[models.default] and per-role tables planner, researcher, writer, reviewer; "
+        "environment: RESEARCH_MODELS__WRITER__MODEL=openai:gpt-4o.",
+    )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=lambda: dict(DEFAULT_PRICES),
+        description="US dollars per million input/output tokens, by model name, for cost estimates.",
     )
     search_concurrency: int = Field(
         5, ge=1, le=32, description="Searches run at once by one researcher step."
@@ -117,6 +142,41 @@ class Settings(BaseSettings):
                 f"use auto, or one or more of {', '.join(PROVIDERS)}"
             )
         return ",".join(dict.fromkeys(names))
+
+    @field_validator("llm_base_url", mode="after")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL, e.g. http://localhost:11434/v1")
+        return value.rstrip("/") if value else None
+
+    @model_validator(mode="after")
+    def _llm_is_reachable_by_settings(self) -> "Settings":
+        if self.engine == "llm" and not self._llm_configured:
+            raise ValueError(
+                "engine llm needs a model key or server: set OPENAI_API_KEY (or RESEARCH_LLM_API_KEY), "
+                "or RESEARCH_LLM_BASE_URL for an OpenAI-compatible server"
+            )
+        return self
+
+    @property
+    def _llm_configured(self) -> bool:
+        key = self.llm_api_key
+        return self.llm_base_url is not None or (
+            key is not None and bool(key.get_secret_value().strip())
+        )
+
+    @property
+    def engine_in_effect(self) -> Literal["extractive", "llm"]:
+        """The engine chosen, or the one `auto` picks from what is configured."""
+        if self.engine == "auto":
+            return "llm" if self._llm_configured else "extractive"
+        return self.engine
+
+    def llm_key(self) -> str | None:
+        """The model provider's key, if one is set."""
+        key = self.llm_api_key
+        return key.get_secret_value().strip() or None if key is not None else None
 
     @model_validator(mode="after")
     def _chosen_providers_have_keys(self) -> "Settings":

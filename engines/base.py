@@ -1,11 +1,19 @@
 """The Engine protocol: the "brain" the nodes call, with or without a language model."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
+
+
+class ModelAccessError(Exception):
+    """The engine's model refused a request in a way retrying cannot fix (bad key, unknown model).
+
+    The message names the setting to fix and never contains a secret. Nodes halt the run
+    on it: a partial report when sources were collected, else the run fails with it.
+    """
 
 
 class Progress(BaseModel):
@@ -27,6 +35,11 @@ class Engine(Protocol):
 
     name: str
     description: str
+
+    @property
+    def models(self) -> dict[str, str]:
+        """The model each role uses ({} without a language model), for the report."""
+        ...
 
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
@@ -58,10 +71,12 @@ class Engine(Protocol):
         sources: Sequence[SearchResult],
         review: Review | None,
         feedback: str | None,
+        on_token: Callable[[str], None] | None = None,
     ) -> str:
         """Write the Markdown report; every claim cites a source with `[^n]`.
 
-        `review` is the last review of this run; `feedback` what a human asked for.
+        `review` is the last review of this run; `feedback` what a human asked for;
+        `on_token` receives the text as it is generated, when the engine generates any.
         """
         ...
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from engines.sentences import split_sentences
-from graph.models import ResearchPlan, ReviewIssue, ReviewScores, SearchResult
+from graph.models import CitationCheck, ResearchPlan, ReviewIssue, ReviewScores, SearchResult
 from tools.text import stems
 from tools.urls import normalize_url
 
@@ -34,6 +34,7 @@ class DraftChecks:
     scores: ReviewScores
     issues: list[ReviewIssue] = field(default_factory=list)
     uncovered_points: list[str] = field(default_factory=list)
+    citations: CitationCheck = field(default_factory=CitationCheck)
 
 
 def split_front_matter(markdown: str) -> tuple[str, str]:
@@ -63,6 +64,33 @@ def footnote_urls(body: str) -> dict[int, str]:
         if match:
             urls[int(number)] = next(g for g in match.groups() if g)
     return urls
+
+
+def strip_unknown_footnotes(draft: str, sources: Sequence[SearchResult]) -> tuple[str, list[int]]:
+    """Remove footnotes that name no collected source (or are never defined); return their numbers.
+
+    A model may invent a source or a number: such a footnote must not survive into the report.
+    """
+    known = {normalize_url(s.url) for s in sources}
+    definitions = footnote_urls(draft)
+    used = {int(n) for n in _FOOTNOTE_REF.findall(draft)}
+    defined = {int(n) for n, _ in _FOOTNOTE_DEF.findall(draft)}
+    unknown = sorted(
+        {n for n, url in definitions.items() if normalize_url(url) not in known}
+        | (used - defined)
+        | (defined - set(definitions))  # a definition that names no URL at all
+    )
+    if not unknown:
+        return draft, []
+    wanted = {str(n) for n in unknown}
+    cleaned = re.sub(
+        r"^\[\^(\d+)\]:.*(?:\n|$)",
+        lambda m: "" if m.group(1) in wanted else m.group(0),
+        draft,
+        flags=re.MULTILINE,
+    )
+    cleaned = _FOOTNOTE_REF.sub(lambda m: "" if m.group(1) in wanted else m.group(0), cleaned)
+    return cleaned, unknown
 
 
 def cited_sentences(body: str) -> list[tuple[str, list[int]]]:
@@ -178,7 +206,9 @@ def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult])
     # Fact check: each cited sentence resolves to a collected source whose text supports it.
     claims = cited_sentences(body)
     verified = 0
+    cited = 0
     for sentence, refs in claims:
+        cited += bool(refs)
         if not refs:
             issues.append(
                 ReviewIssue(
@@ -281,4 +311,7 @@ def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult])
         ),
         issues=issues,
         uncovered_points=uncovered,
+        citations=CitationCheck(
+            cited_claims=cited, supported=verified, uncited_claims=len(claims) - cited
+        ),
     )

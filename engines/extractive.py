@@ -163,6 +163,11 @@ class ExtractiveEngine:
     name = "extractive"
     description = "extractive (no language model: sentences quoted from the sources)"
 
+    @property
+    def models(self) -> dict[str, str]:
+        """No model."""
+        return {}
+
     # -- planning --------------------------------------------------------------------
 
     async def plan(
@@ -320,6 +325,7 @@ class ExtractiveEngine:
         sources: Sequence[SearchResult],
         review: Review | None,
         feedback: str | None,
+        on_token: Callable[[str], None] | None = None,
     ) -> str:
         """Compose the briefing: summary, one finding per point, analysis by point, references.
 
@@ -419,7 +425,9 @@ class ExtractiveEngine:
         checks = check_draft(draft, plan, sources)
         feedback = "; ".join(issue.description for issue in checks.issues[:8]) or None
         # Rewriting from the same sources gives the same report: only new sources help.
-        return Review.from_scores(checks.scores, checks.issues, feedback, "research")
+        return Review.from_scores(
+            checks.scores, checks.issues, feedback, "research", checks.citations
+        )
 
 
 def _frame_cues(theme: str, point: str) -> tuple[str, ...]:

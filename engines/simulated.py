@@ -1,7 +1,7 @@
 """An engine that only waits: measures the graph's overhead without any real work."""
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from engines.base import Progress
 from graph.models import ResearchPlan, Review, ReviewScores, RoutingDecision, SearchResult
@@ -16,6 +16,11 @@ class SleepingEngine:
 
     name = "simulated"
     description = "simulated (sleeps instead of thinking; for benchmarks)"
+
+    @property
+    def models(self) -> dict[str, str]:
+        """No model."""
+        return {}
 
     def __init__(self, latency_s: float) -> None:
         self._latency_s = latency_s
@@ -55,6 +60,7 @@ class SleepingEngine:
         sources: Sequence[SearchResult],
         review: Review | None,
         feedback: str | None,
+        on_token: Callable[[str], None] | None = None,
     ) -> str:
         """A well-formed report citing every source."""
         await asyncio.sleep(self._latency_s)

@@ -47,10 +47,14 @@ STATE_TYPES: tuple[type, ...] = (
     models.ResearchNote,
     models.ReviewIssue,
     models.ReviewScores,
+    models.CitationCheck,
     models.Review,
     models.Draft,
     models.NodeUsage,
     models.Usage,
+    models.TokenUsage,
+    models.NodeSubmission,
+    models.RoundRecord,
     models.ApprovalDecision,
 )
 

@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    computed_field,
     field_validator,
     model_validator,
 )
@@ -66,11 +67,27 @@ class RunOptions(BaseModel):
     time_budget_s: float = Field(
         600.0, ge=1, le=86_400, description="Active time budget in seconds."
     )
+    max_tokens: int | None = Field(
+        None, ge=1, description="Model token budget of the run (input + output); none: no cap."
+    )
+    max_cost_usd: float | None = Field(
+        None, gt=0, description="Estimated model cost budget of the run in US dollars."
+    )
 
-    @field_validator("max_iterations", "min_sources", "max_results", "time_budget_s", mode="before")
+    @field_validator(
+        "max_iterations",
+        "min_sources",
+        "max_results",
+        "time_budget_s",
+        "max_tokens",
+        "max_cost_usd",
+        mode="before",
+    )
     @classmethod
     def _json_number(cls, value: object) -> object:
         # As JSON Schema: 5 and 5.0 are numbers, true and "5" are not (pydantic would coerce).
+        if value is None:
+            return value
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError("must be a number")
         return value
@@ -151,6 +168,25 @@ class ReviewScores(BaseModel):
         return round(sum(float(values[name]) * w for name, w in REVIEW_WEIGHTS.items()), 4)
 
 
+class CitationCheck(BaseModel):
+    """How a draft's footnotes held up against the sources the run collected."""
+
+    cited_claims: int = Field(0, ge=0, description="Sentences that cite at least one source.")
+    supported: int = Field(0, ge=0, description="Cited sentences their source's text supports.")
+    uncited_claims: int = Field(
+        0, ge=0, description="Sentences that make a claim with no footnote."
+    )
+    unknown_removed: int = Field(
+        0, ge=0, description="Footnotes to sources the run never collected, removed from the draft."
+    )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def share(self) -> float:
+        """Supported share of the cited sentences (1.0 when nothing is cited)."""
+        return round(self.supported / self.cited_claims, 4) if self.cited_claims else 1.0
+
+
 class Review(BaseModel):
     """A reviewer's verdict on one draft (seed 001 §3.5.6)."""
 
@@ -160,6 +196,7 @@ class Review(BaseModel):
     feedback: str | None = None
     suggested_action: Literal["research", "write", "end"] = "end"
     issues: list[ReviewIssue] = Field(default_factory=list)
+    citations: CitationCheck | None = None
 
     @classmethod
     def from_scores(
@@ -168,6 +205,7 @@ class Review(BaseModel):
         issues: list[ReviewIssue],
         feedback: str | None,
         suggested_action: Literal["research", "write"],
+        citations: CitationCheck | None = None,
     ) -> "Review":
         """Apply the pass rule: overall >= 0.8 and fact_check >= 0.9."""
         overall = scores.overall()
@@ -179,6 +217,7 @@ class Review(BaseModel):
             feedback=None if approved else feedback,
             suggested_action="end" if approved else suggested_action,
             issues=issues,
+            citations=citations,
         )
 
     @model_validator(mode="after")
@@ -250,13 +289,15 @@ class RoutingDecision(BaseModel):
 
 
 class NodeUsage(BaseModel):
-    """What one node has spent so far."""
+    """What one node (or one model) has spent so far."""
 
     calls: int = 0
     seconds: float = 0.0
     requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cost_usd: float = 0.0
+    errors: int = Field(0, description="Requests that failed (a retried request counts each time).")
 
     def __add__(self, other: "NodeUsage") -> "NodeUsage":
         return NodeUsage(
@@ -265,19 +306,35 @@ class NodeUsage(BaseModel):
             requests=self.requests + other.requests,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            errors=self.errors + other.errors,
         )
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+
+def _merge(left: dict[str, NodeUsage], right: dict[str, NodeUsage]) -> dict[str, NodeUsage]:
+    merged = dict(left)
+    for name, spent in right.items():
+        merged[name] = merged.get(name, NodeUsage()) + spent
+    return merged
 
 
 class Usage(BaseModel):
-    """Spending per node; the sum of node seconds is the run's active time."""
+    """Spending per node and per model; the sum of node seconds is the run's active time."""
 
     nodes: dict[str, NodeUsage] = Field(default_factory=dict)
+    models: dict[str, NodeUsage] = Field(
+        default_factory=dict, description="Per model: requests, tokens, latency, estimated cost."
+    )
 
     def __add__(self, other: "Usage") -> "Usage":
-        merged = dict(self.nodes)
-        for name, spent in other.nodes.items():
-            merged[name] = merged.get(name, NodeUsage()) + spent
-        return Usage(nodes=merged)
+        return Usage(
+            nodes=_merge(self.nodes, other.nodes), models=_merge(self.models, other.models)
+        )
 
     @property
     def seconds(self) -> float:
@@ -287,4 +344,63 @@ class Usage(BaseModel):
     @property
     def total_tokens(self) -> int:
         """Prompt and completion tokens over all nodes."""
-        return sum(n.prompt_tokens + n.completion_tokens for n in self.nodes.values())
+        return sum(n.tokens for n in self.nodes.values())
+
+    @property
+    def cost_usd(self) -> float:
+        """Estimated model cost over all nodes."""
+        return sum(n.cost_usd for n in self.nodes.values())
+
+
+class TokenUsage(BaseModel):
+    """Model usage of one node call (seed 003's RunUsage: requests and tokens), plus cost."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class NodeSubmission(BaseModel):
+    """One node call, shaped after seed 003's MemberSubmission."""
+
+    name: str = Field(min_length=1, description="The node: supervisor, researcher, ...")
+    type: Literal["llm", "extractive", "simulated", "tools"] = Field(
+        description="What did the work: a language model, deterministic code, or only tools."
+    )
+    status: Literal["SUCCESS", "ERROR"]
+    error_message: str | None = Field(None, description="Why it failed or fell back.")
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    timestamp: datetime = Field(default_factory=utcnow)
+    execution_time_ms: float = Field(ge=0)
+
+
+class RoundRecord(BaseModel):
+    """The node calls of one iteration (seed 003's MemberSubmissionsRecord); one per round."""
+
+    thread_id: str
+    round_number: int = Field(ge=1)
+    submissions: list[NodeSubmission] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def success_count(self) -> int:
+        """Calls that succeeded."""
+        return sum(s.status == "SUCCESS" for s in self.submissions)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def failure_count(self) -> int:
+        """Calls that failed or fell back."""
+        return sum(s.status == "ERROR" for s in self.submissions)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total_usage(self) -> TokenUsage:
+        """Model usage summed over the round."""
+        return TokenUsage(
+            requests=sum(s.usage.requests for s in self.submissions),
+            input_tokens=sum(s.usage.input_tokens for s in self.submissions),
+            output_tokens=sum(s.usage.output_tokens for s in self.submissions),
+            cost_usd=sum(s.usage.cost_usd for s in self.submissions),
+        )

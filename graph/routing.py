@@ -20,31 +20,67 @@ _TARGET: dict[Action, Literal["researcher", "writer", "reviewer", "finalize"]] =
 }
 
 
-def budget_spent(state: ResearchState) -> bool:
-    """True when the iteration or active-time budget is used up."""
+def _largest_step(state: ResearchState) -> tuple[int, float]:
+    """Tokens and cost of the costliest node call so far: the estimate of the next one."""
+    calls = [s.usage for r in state.get("rounds", []) for s in r.submissions]
+    return (
+        max((c.input_tokens + c.output_tokens for c in calls), default=0),
+        max((c.cost_usd for c in calls), default=0.0),
+    )
+
+
+def budget_reason(state: ResearchState) -> str | None:
+    """Why the run must stop researching: a budget used up (or about to be), or a halt."""
+    if state.get("halted"):
+        return state["halted"]
     options = state["options"]
     if state.get("iteration_count", 0) >= options.max_iterations:
-        return True
+        return f"the iteration budget ({options.max_iterations}) is spent"
     usage = state.get("usage")
-    return usage is not None and usage.seconds >= options.time_budget_s
+    if usage is None:
+        return None
+    if usage.seconds >= options.time_budget_s:
+        return f"the time budget ({options.time_budget_s:g} s) is spent"
+    next_tokens, next_cost = _largest_step(state)
+    if options.max_tokens is not None and usage.total_tokens + next_tokens > options.max_tokens:
+        return (
+            f"the token budget would be passed ({usage.total_tokens} of {options.max_tokens} "
+            f"tokens used, the next step may take {next_tokens})"
+        )
+    if options.max_cost_usd is not None and usage.cost_usd + next_cost > options.max_cost_usd:
+        return (
+            f"the cost budget would be passed (${usage.cost_usd:.4f} of "
+            f"${options.max_cost_usd:g} used, the next step may cost ${next_cost:.4f})"
+        )
+    return None
+
+
+def budget_spent(state: ResearchState) -> bool:
+    """True when a budget is used up (see `budget_reason`)."""
+    return budget_reason(state) is not None
 
 
 def fixed_supervisor_rule(state: ResearchState) -> tuple[Action, str] | None:
     """The supervisor's rules in order; None means the engine must decide.
 
-    1. budget spent: write once if there is no draft yet, else end;
+    0. a plan without queries and nothing collected: end (no research needed);
+    1. budget spent (or the run halted): write once if there is no draft yet, else end;
     2. fewer sources than `min_sources`: research;
     3. no draft yet: write.
     """
     has_draft = bool(state.get("current_draft"))
-    if budget_spent(state):
-        if not has_draft:
+    count = len(state.get("research_data", []))
+    plan = state.get("task_plan")
+    if plan is not None and not plan.search_queries and not count and not has_draft:
+        return "end", "The plan needs no research: no further research needed."
+    reason = budget_reason(state)
+    if reason is not None:
+        if not has_draft and (count or not state.get("halted")):
             return (
                 "write",
-                "The budget is spent and there is no draft: write one from what was found.",
+                f"Stopping because {reason}, with no draft: write one from what was found.",
             )
-        return "end", "The budget is spent: finish with the best draft."
-    count = len(state.get("research_data", []))
+        return "end", f"Stopping because {reason}: finish with the best draft."
     minimum = state["options"].min_sources
     if count < minimum:
         return "research", f"Only {count} of {minimum} sources collected: research more."
@@ -65,7 +101,7 @@ def route_supervisor(
 def route_reviewer(state: ResearchState) -> Literal["researcher", "writer", "finalize"]:
     """End on approval or a spent budget; otherwise follow the review's suggestion."""
     review = state.get("review")
-    if review is None or review.approved or budget_spent(state):
+    if review is None or review.approved or budget_spent(state):  # halted runs too
         return FINALIZE
     return (
         RESEARCHER

@@ -12,6 +12,7 @@ from graph.models import (
     ResearchNote,
     ResearchPlan,
     Review,
+    RoundRecord,
     RunOptions,
     SearchResult,
     Usage,
@@ -44,6 +45,21 @@ def merge_drafts(left: list[Draft] | None, right: list[Draft] | None) -> list[Dr
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     """Sum usage per node."""
     return (left or Usage()) + (right or Usage())
+
+
+def merge_rounds(
+    left: list[RoundRecord] | None, right: list[RoundRecord] | None
+) -> list[RoundRecord]:
+    """One record per round: a node call joins its round's record, in order of rounds."""
+    by_round = {r.round_number: r for r in left or []}
+    for record in right or []:
+        known = by_round.get(record.round_number)
+        by_round[record.round_number] = (
+            record
+            if known is None
+            else known.model_copy(update={"submissions": known.submissions + record.submissions})
+        )
+    return [by_round[n] for n in sorted(by_round)]
 
 
 def union_queries(left: list[str] | None, right: list[str] | None) -> list[str]:
@@ -80,6 +96,8 @@ class ResearchState(TypedDict, total=False):
     human_input_required: bool
     human_input: dict[str, Any] | None
     usage: Annotated[Usage, add_usage]
+    rounds: Annotated[list[RoundRecord], merge_rounds]
+    halted: str | None
     final_report: str | None
     report_status: ReportStatus | None
 
@@ -98,6 +116,7 @@ def initial_state(topic: str, options: RunOptions) -> ResearchState:
         next_action="research",
         human_input_required=False,
         human_input=None,
+        halted=None,
         final_report=None,
         report_status=None,
     )

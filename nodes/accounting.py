@@ -1,12 +1,123 @@
-"""Usage records for one node step."""
+"""Usage and round records of one node step, from what the engine recorded while it ran."""
 
 import time
+from typing import Any
 
-from graph.models import NodeUsage, Usage
+from langchain_core.messages import AIMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from engines.recording import Recorder
+from graph.models import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
+from graph.state import ResearchState
+from nodes.context import Deps
 
 
-def spent(node: str, started: float, requests: int = 0) -> Usage:
-    """Usage of one call of `node` that began at `started` (a `time.perf_counter()` value)."""
-    return Usage(
-        nodes={node: NodeUsage(calls=1, seconds=time.perf_counter() - started, requests=requests)}
+def spent(node: str, started: float, requests: int = 0, recorder: Recorder | None = None) -> Usage:
+    """Usage of one call of `node` that began at `started` (a `time.perf_counter()` value).
+
+    The model calls in `recorder` add their tokens and cost to the node, and to their model.
+    """
+    models: dict[str, NodeUsage] = {}
+    for call in recorder.calls if recorder else []:
+        models[call.model] = models.get(call.model, NodeUsage()) + NodeUsage(
+            requests=1,
+            seconds=call.seconds,
+            prompt_tokens=call.input_tokens,
+            completion_tokens=call.output_tokens,
+            cost_usd=call.cost_usd,
+            errors=call.error is not None,
+        )
+    total = sum(models.values(), NodeUsage())
+    own = NodeUsage(
+        calls=1,
+        seconds=time.perf_counter() - started,
+        requests=requests,
+        prompt_tokens=total.prompt_tokens,
+        completion_tokens=total.completion_tokens,
+        cost_usd=total.cost_usd,
+        errors=total.errors,
     )
+    return Usage(nodes={node: own}, models=models)
+
+
+def _thread_id() -> str:
+    try:
+        return str(get_config().get("configurable", {}).get("thread_id", ""))
+    except RuntimeError:  # called outside a graph run (unit tests of a node)
+        return ""
+
+
+def account(
+    node: str,
+    state: ResearchState,
+    runtime: Runtime[Deps],
+    started: float,
+    recorder: Recorder,
+    *,
+    requests: int = 0,
+    engine_used: bool = True,
+) -> dict[str, Any]:
+    """The `usage` and `rounds` updates of a node step; streams the run's new totals.
+
+    The step joins the record of round `iteration_count + 1` (the iteration it works on).
+    """
+    usage = spent(node, started, requests, recorder)
+    mine = usage.nodes[node]
+    kind = "llm" if recorder.calls else runtime.context.engine.name if engine_used else "tools"
+    problems = [f"{f.step}: {f.reason}" for f in recorder.fallbacks]
+    submission = NodeSubmission(
+        name=node,
+        type=kind if kind in ("llm", "extractive", "simulated") else "tools",
+        status="ERROR" if problems else "SUCCESS",
+        error_message="; ".join(problems) or None,
+        usage=TokenUsage(
+            requests=len(recorder.calls),
+            input_tokens=mine.prompt_tokens,
+            output_tokens=mine.completion_tokens,
+            cost_usd=mine.cost_usd,
+        ),
+        execution_time_ms=round(mine.seconds * 1000, 3),
+    )
+    notes = []
+    for fallback in recorder.fallbacks:
+        runtime.stream_writer(
+            {"event": "fallback", "step": fallback.step, "reason": fallback.reason}
+        )
+        notes.append(
+            AIMessage(
+                content=f"Fell back to the extractive engine for {fallback.step}: {fallback.reason}",
+                name=node,
+            )
+        )
+    total = state.get("usage", Usage()) + usage
+    runtime.stream_writer(
+        {
+            "event": "usage",
+            "node": node,
+            "step": usage.model_dump(),
+            "total": {
+                "tokens": total.total_tokens,
+                "cost_usd": round(total.cost_usd, 6),
+                "seconds": round(total.seconds, 3),
+                "models": total.model_dump()["models"],
+            },
+        }
+    )
+    record = RoundRecord(
+        thread_id=_thread_id(),
+        round_number=state.get("iteration_count", 0) + 1,
+        submissions=[submission],
+    )
+    accounting: dict[str, Any] = {"usage": usage, "rounds": [record]}
+    if notes:
+        accounting["messages"] = notes
+    return accounting
+
+
+def merge_updates(update: dict[str, Any], accounting: dict[str, Any]) -> dict[str, Any]:
+    """A node's own update with its accounting; messages from both are kept."""
+    merged = {**update, **accounting}
+    if "messages" in update and "messages" in accounting:
+        merged["messages"] = [*update["messages"], *accounting["messages"]]
+    return merged

@@ -1,9 +1,10 @@
 """What every node receives through LangGraph's runtime context."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from engines.base import Engine
+from engines.extractive import ExtractiveEngine
 from tools.extraction import Page
 from tools.search import SearchProvider
 
@@ -25,3 +26,5 @@ class Deps:
     search_concurrency: int = 5
     reader: PageReader | None = None
     pages_per_query: int = 2
+    # Writes and reviews the partial report when the engine's model refuses to serve the run.
+    fallback: Engine = field(default_factory=ExtractiveEngine)

@@ -10,7 +10,7 @@ from langgraph.types import Command, interrupt
 
 from engines.checks import split_front_matter
 from graph.models import ApprovalDecision, Draft
-from graph.routing import WRITER
+from graph.routing import WRITER, budget_reason
 from graph.state import ResearchState
 from nodes.context import Deps
 
@@ -29,13 +29,30 @@ def best_draft(drafts: list[Draft]) -> Draft | None:
     )
 
 
-def front_matter(state: ResearchState, draft: Draft, engine: str, status: str) -> str:
+def front_matter(
+    state: ResearchState,
+    draft: Draft,
+    engine: str,
+    status: str,
+    models: dict[str, str] | None = None,
+    stopped: str | None = None,
+) -> str:
     """YAML front matter that says how the report was made (strings as JSON, valid YAML)."""
     review = draft.review
+    usage = state.get("usage")
     lines = [
         "---",
         f"topic: {json.dumps(state['topic'], ensure_ascii=False)}",
         f"engine: {json.dumps(engine, ensure_ascii=False)}",
+    ]
+    if models:
+        lines.append(f"models: {json.dumps(models, ensure_ascii=False)}")
+    if usage is not None and usage.total_tokens:
+        lines.append(f"tokens: {usage.total_tokens}")
+        lines.append(f"cost_usd: {round(usage.cost_usd, 6)}")
+    if review is not None and review.citations is not None:
+        lines.append(f"supported_citations: {review.citations.share}")
+    lines += [
         f"status: {status}",
         f"draft: {draft.version}",
         f"review_score: {review.overall_score if review else 'not reviewed'}",
@@ -44,29 +61,43 @@ def front_matter(state: ResearchState, draft: Draft, engine: str, status: str) -
         f"generated_at: {datetime.now(UTC).isoformat(timespec='seconds')}",
         "---",
     ]
+    if stopped:
+        lines.insert(-1, f"stopped: {json.dumps(stopped, ensure_ascii=False)}")
     if status == "partial":
+        why = stopped or "the budget was spent, or there was nothing more to find"
         lines += [
             "",
-            "> **Partial report:** the research ended (budget spent, or nothing more to find)"
-            " before a draft passed review; the gaps are marked below.",
+            f"> **Partial report:** the research ended before a draft passed review: {why}."
+            " The gaps are marked below.",
         ]
     return "\n".join(lines) + "\n\n"
+
+
+def _no_draft(state: ResearchState) -> Draft:
+    """The report of a run that wrote nothing: no research needed, or nothing could be written."""
+    plan = state.get("task_plan")
+    if plan is not None and not plan.search_queries:
+        text = plan.plan_text.strip() or "The topic needs no web research."
+        body = f"# {plan.theme}\n\nNo further research needed. {text}\n"
+    else:
+        body = f"# {state['topic']}\n\nNo report could be written.\n"
+    return Draft(version=1, markdown=body, source_count=0)
 
 
 async def finalize(
     state: ResearchState, runtime: Runtime[Deps]
 ) -> Command[Literal["writer", "__end__"]]:
     """Publish the report; with `plan_and_report` approval, a human signs it off first."""
-    draft = best_draft(state.get("drafts", []))
-    if draft is None:
-        draft = Draft(
-            version=1,
-            markdown=f"# {state['topic']}\n\nNo report could be written.\n",
-            source_count=0,
-        )
-    status = "final" if draft.review is not None and draft.review.approved else "partial"
+    draft = best_draft(state.get("drafts", [])) or _no_draft(state)
+    plan = state.get("task_plan")
+    no_research = plan is not None and not plan.search_queries and not state.get("drafts")
+    # A halted run (the model refused to serve it) is partial whatever the fallback wrote.
+    approved = draft.review is not None and draft.review.approved and not state.get("halted")
+    status = "final" if approved or no_research else "partial"
+    stopped = None if approved or no_research else budget_reason(state)
     _, body = split_front_matter(draft.markdown)
-    report = front_matter(state, draft, runtime.context.engine.description, status) + body
+    engine = runtime.context.engine
+    report = front_matter(state, draft, engine.description, status, engine.models, stopped) + body
     update: dict[str, Any] = {
         "final_report": report,
         "report_status": status,

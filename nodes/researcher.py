@@ -9,10 +9,12 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
+from engines.base import ModelAccessError
+from engines.recording import recording
 from graph.models import ResearchNote, SearchResult
 from graph.routing import RESEARCHER
 from graph.state import ResearchState
-from nodes.accounting import spent
+from nodes.accounting import account, merge_updates
 from nodes.context import Deps
 from nodes.reading import Reading, read_top_pages
 from nodes.sources import to_sources
@@ -45,6 +47,7 @@ class _Outcome:
     error: str | None = None
     pages_read: int = 0
     page_errors: list[str] = field(default_factory=list)
+    refused: str | None = None  # the model refused to serve (ModelAccessError): the run halts
 
 
 def _describe(exc: BaseException) -> str:
@@ -54,9 +57,28 @@ def _describe(exc: BaseException) -> str:
 async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Search and summarise every pending query concurrently; failures are noted, not fatal."""
     started = time.perf_counter()
+    with recording() as recorder:
+        update = await _research(state, runtime)
+    return merge_updates(
+        update,
+        account(
+            RESEARCHER, state, runtime, started, recorder, requests=len(update["queries_done"])
+        ),
+    )
+
+
+async def _research(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     deps = runtime.context
     options = state["options"]
-    queries = await _pending_queries(state, deps)
+    try:
+        queries = await _pending_queries(state, deps)
+    except ModelAccessError as exc:
+        return {
+            "queries_done": [],
+            "halted": str(exc),
+            "iteration_count": state.get("iteration_count", 0) + 1,
+            "messages": [AIMessage(content=f"Research stopped: {exc}", name=RESEARCHER)],
+        }
     gate = asyncio.Semaphore(deps.search_concurrency)
     known = {normalize_url(s.url) for s in state.get("research_data", [])}
     spent_s = state["usage"].seconds if "usage" in state else 0.0
@@ -79,12 +101,17 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
                 results, deps.reader, deps.pages_per_query, known, deadline, pages
             )
         error: str | None = None
+        refused: str | None = None
         try:
             summary = await deps.engine.summarize(query, reading.results)
+        except ModelAccessError as exc:  # the results still count; the run halts after this step
+            summary, error, refused = "", f"summary failed: {exc}", str(exc)
         except Exception as exc:  # the results still count; only their summary is missing
             logger.warning("summary failed for %r: %s", query, type(exc).__name__)
             summary, error = "", f"summary failed: {_describe(exc)}"
-        return _Outcome(query, reading.results, summary, error, reading.pages_read, reading.errors)
+        return _Outcome(
+            query, reading.results, summary, error, reading.pages_read, reading.errors, refused
+        )
 
     try:
         outcomes = await asyncio.gather(*(investigate(q) for q in queries))
@@ -145,11 +172,14 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
         )
     failed = sum(n.status == "failed" for n in notes)
     message = f"Searched {len(queries)} queries: {len(new_sources)} new sources, {failed} failed."
-    return {
+    update: dict[str, Any] = {
         "research_data": new_sources,
         "queries_done": queries,
         "notes": notes,
         "iteration_count": state.get("iteration_count", 0) + 1,
         "messages": [AIMessage(content=message, name=RESEARCHER)],
-        "usage": spent(RESEARCHER, started, requests=len(queries)),
     }
+    refused = next((o.refused for o in outcomes if o.refused), None)
+    if refused:
+        update["halted"] = refused
+    return update

@@ -1,4 +1,4 @@
-"""Reviewer: score the current draft and attach the review to it."""
+"""Reviewer: verify the draft's citations, score it, and attach the review to it."""
 
 import time
 from typing import Any
@@ -6,34 +6,69 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
+from engines.base import ModelAccessError
+from engines.checks import strip_unknown_footnotes
+from engines.recording import record_fallback, recording
+from graph.models import CitationCheck, Review, ReviewIssue
 from graph.routing import REVIEWER
 from graph.state import ResearchState
-from nodes.accounting import spent
+from nodes.accounting import account, merge_updates
 from nodes.context import Deps
 
 
+def _with_removed(review: Review, removed: list[int]) -> Review:
+    """Count the footnotes removed before the review as fact-check issues of this review."""
+    if not removed:
+        return review
+    issues = [
+        ReviewIssue(
+            type="fact_check",
+            severity="high",
+            description=f"Footnote [^{n}] named a source the run never collected; it was removed.",
+            location="References",
+        )
+        for n in removed
+    ]
+    citations = (review.citations or CitationCheck()).model_copy(
+        update={"unknown_removed": len(removed)}
+    )
+    return review.model_copy(update={"issues": [*issues, *review.issues], "citations": citations})
+
+
 async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Review the latest draft; its verdict decides the next step."""
+    """Review the latest draft (every engine: unknown footnotes are removed first)."""
     started = time.perf_counter()
     plan = state.get("task_plan")
     drafts = state.get("drafts", [])
     if plan is None or not drafts:
         raise ValueError("the reviewer needs a plan and a draft")
-    review = await runtime.context.engine.review(
-        drafts[-1].markdown, plan, state.get("research_data", [])
-    )
+    deps = runtime.context
+    sources = state.get("research_data", [])
+    markdown, removed = strip_unknown_footnotes(drafts[-1].markdown, sources)
+    halted: str | None = None
+    with recording() as recorder:
+        try:
+            review = await deps.engine.review(markdown, plan, sources)
+        except ModelAccessError as exc:
+            halted = str(exc)
+            record_fallback("review", halted)
+            review = await deps.fallback.review(markdown, plan, sources)
+    review = _with_removed(review, removed)
     runtime.stream_writer(
         {
             "event": "review",
             "version": drafts[-1].version,
-            **review.model_dump(mode="json", include={"approved", "overall_score", "scores"}),
+            **review.model_dump(
+                mode="json", include={"approved", "overall_score", "scores", "citations"}
+            ),
         }
     )
     verdict = "approved" if review.approved else f"needs work ({review.suggested_action})"
-    return {
+    update: dict[str, Any] = {
         "review": review,
         "feedback": review.feedback,
-        "drafts": [drafts[-1].model_copy(update={"review": review})],
+        "current_draft": markdown,
+        "drafts": [drafts[-1].model_copy(update={"review": review, "markdown": markdown})],
         "next_action": review.suggested_action,
         "iteration_count": state.get("iteration_count", 0) + 1,
         "messages": [
@@ -42,5 +77,7 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
                 name=REVIEWER,
             )
         ],
-        "usage": spent(REVIEWER, started, requests=1),
     }
+    if halted:
+        update["halted"] = halted
+    return merge_updates(update, account(REVIEWER, state, runtime, started, recorder, requests=1))

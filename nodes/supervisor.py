@@ -7,11 +7,12 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from engines.base import Progress
+from engines.base import ModelAccessError, Progress
+from engines.recording import recording
 from graph.models import Action, SearchResult
 from graph.routing import SUPERVISOR, fixed_supervisor_rule
 from graph.state import ResearchState
-from nodes.accounting import spent
+from nodes.accounting import account, merge_updates
 from nodes.context import Deps
 from nodes.sources import to_sources
 
@@ -29,29 +30,37 @@ async def _probe(state: ResearchState, deps: Deps) -> list[SearchResult]:
 
 
 async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Make the plan if there is none; otherwise choose the next action."""
+    """Make the plan if there is none; otherwise choose the next action.
+
+    A model that refuses to plan fails the run (nothing is collected yet); one that
+    refuses to route halts it, so the report is written from what was found.
+    """
     started = time.perf_counter()
     deps = runtime.context
     plan = state.get("task_plan")
-    if plan is None:
-        probe = await _probe(state, deps)
-        plan = await deps.engine.plan(state["topic"], probe, state.get("feedback"))
-        approved = state["options"].approval == "none"
-        runtime.stream_writer({"event": "plan", "plan": plan.model_dump(mode="json")})
-        return {
-            "task_plan": plan,
-            "plan_approved": approved,
-            "feedback": None,
-            "next_action": "research",
-            "human_input_required": not approved,
-            "messages": [AIMessage(content=f"Plan: {plan.plan_text}", name=SUPERVISOR)],
-            "usage": spent(SUPERVISOR, started, requests=1),
-        }
-    rule = fixed_supervisor_rule(state)
-    if rule is None:
-        drafts = state.get("drafts", [])
-        decision = await deps.engine.decide(
-            Progress(
+    with recording() as recorder:
+        if plan is None:
+            probe = await _probe(state, deps)
+            plan = await deps.engine.plan(state["topic"], probe, state.get("feedback"))
+            approved = state["options"].approval == "none"
+            runtime.stream_writer({"event": "plan", "plan": plan.model_dump(mode="json")})
+            update: dict[str, Any] = {
+                "task_plan": plan,
+                "plan_approved": approved,
+                "feedback": None,
+                # A plan without queries says the topic needs no research: finish at once.
+                "next_action": "research" if plan.search_queries else "end",
+                "human_input_required": not approved,
+                "messages": [AIMessage(content=f"Plan: {plan.plan_text}", name=SUPERVISOR)],
+            }
+            return merge_updates(
+                update, account(SUPERVISOR, state, runtime, started, recorder, requests=1)
+            )
+        halted: str | None = None
+        rule = fixed_supervisor_rule(state)
+        if rule is None:
+            drafts = state.get("drafts", [])
+            progress = Progress(
                 topic=state["topic"],
                 plan=plan,
                 source_count=len(state.get("research_data", [])),
@@ -61,15 +70,21 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
                 iteration_count=state.get("iteration_count", 0),
                 max_iterations=state["options"].max_iterations,
             )
-        )
-        action: Action = decision.action
-        reasoning = decision.reasoning
-    else:
-        action, reasoning = rule
-    return {
+            try:
+                decision = await deps.engine.decide(progress)
+                action: Action = decision.action
+                reasoning = decision.reasoning
+            except ModelAccessError as exc:
+                halted = str(exc)
+                action, reasoning = "end", f"Stopping because {halted}."
+        else:
+            action, reasoning = rule
+    update = {
         "next_action": action,
         "messages": [
             AIMessage(content=f"Next action: {action}. Reason: {reasoning}", name=SUPERVISOR)
         ],
-        "usage": spent(SUPERVISOR, started),
     }
+    if halted:
+        update["halted"] = halted
+    return merge_updates(update, account(SUPERVISOR, state, runtime, started, recorder))

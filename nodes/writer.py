@@ -1,36 +1,88 @@
-"""Writer: a new draft from every source collected so far."""
+"""Writer: a new draft from every source collected so far, streamed as it is written."""
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
+from langgraph.types import StreamWriter
 
+from engines.base import ModelAccessError
+from engines.recording import record_fallback, recording
 from graph.models import Draft
 from graph.routing import WRITER
 from graph.state import ResearchState
-from nodes.accounting import spent
+from nodes.accounting import account, merge_updates
 from nodes.context import Deps
+
+# Tokens are forwarded in pieces of about this many characters: one event per token would
+# cost more to store and send than the text it carries.
+TOKEN_BATCH_CHARS = 48
+
+
+def token_batcher(
+    write: StreamWriter, version: int
+) -> tuple[Callable[[str], None], Callable[[], None]]:
+    """Return (on_token, flush): `token` events of about `TOKEN_BATCH_CHARS` characters."""
+    pending: list[str] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        if pending:
+            write({"event": "token", "version": version, "text": "".join(pending)})
+            pending.clear()
+            size = 0
+
+    def on_token(text: str) -> None:
+        nonlocal size
+        pending.append(text)
+        size += len(text)
+        if size >= TOKEN_BATCH_CHARS:
+            flush()
+
+    return on_token, flush
 
 
 async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Write the report; the last review and any human feedback steer a rewrite."""
+    """Write the report; the last review and any human feedback steer a rewrite.
+
+    When the model refuses to serve the run and sources were collected, the fallback
+    engine writes a partial report from them; with nothing collected the run fails.
+    """
     started = time.perf_counter()
     plan = state.get("task_plan")
     if plan is None:
         raise ValueError("the writer needs a plan")
+    deps = runtime.context
     sources = state.get("research_data", [])
-    markdown = await runtime.context.engine.write(
-        plan, sources, state.get("review"), state.get("feedback")
-    )
     version = len(state.get("drafts", [])) + 1
+    on_token, flush = token_batcher(runtime.stream_writer, version)
+    halted: str | None = None
+    with recording() as recorder:
+        try:
+            markdown = await deps.engine.write(
+                plan, sources, state.get("review"), state.get("feedback"), on_token
+            )
+        except ModelAccessError as exc:
+            if not sources:
+                raise
+            halted = str(exc)
+            record_fallback("write", halted)
+            markdown = await deps.fallback.write(
+                plan, sources, state.get("review"), state.get("feedback")
+            )
+        flush()
     runtime.stream_writer({"event": "draft", "version": version, "chars": len(markdown)})
-    return {
+    update: dict[str, Any] = {
         "current_draft": markdown,
         "drafts": [Draft(version=version, markdown=markdown, source_count=len(sources))],
         "iteration_count": state.get("iteration_count", 0) + 1,
         "messages": [
             AIMessage(content=f"Draft {version} written ({len(markdown)} characters).", name=WRITER)
         ],
-        "usage": spent(WRITER, started, requests=1),
     }
+    if halted:
+        update["halted"] = halted
+    return merge_updates(update, account(WRITER, state, runtime, started, recorder, requests=1))

@@ -15,6 +15,7 @@ from tools.local_corpus import LocalCorpus, build_index
 from tools.tavily import TavilyProvider
 
 from .fake_apis import FakeAPIs
+from .fake_llm import llm_fixture, llm_server_fixture  # noqa: F401
 from .servers import serve
 from .support import BRAVE_KEY, FIXTURE_CORPUS, TAVILY_KEY, Sleeps
 
@@ -88,7 +89,7 @@ def settings_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An environment with no RESEARCH_* settings nor provider keys; returns the config path."""
     for name in [n for n in os.environ if n.startswith("RESEARCH_")]:
         monkeypatch.delenv(name)
-    for name in ("TAVILY_API_KEY", "BRAVE_API_KEY"):
+    for name in ("TAVILY_API_KEY", "BRAVE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     config = tmp_path / "config.toml"
     monkeypatch.setenv("RESEARCH_CONFIG", str(config))

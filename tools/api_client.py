@@ -7,6 +7,7 @@ the SDK would have raised. Transport failures are mapped in `call_with_retries`.
 
 import asyncio
 import json
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,11 +31,18 @@ class RetryPolicy:
     base_delay_s: float = 1.0
     max_delay_s: float = 10.0
     max_retry_after_s: float = 60.0
+    jitter: float = 0.0
     sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep)
 
     def delay(self, retry_number: int, error: BaseException | None) -> float:
-        """Seconds to wait before retry `retry_number` (0-based), at least the server's Retry-After."""
+        """Seconds to wait before retry `retry_number` (0-based), at least the server's Retry-After.
+
+        With `jitter` (0..1) the backoff is drawn from [backoff * (1 - jitter), backoff], so
+        clients that failed together do not all come back at the same instant.
+        """
         backoff = min(self.base_delay_s * 2.0**retry_number, self.max_delay_s)
+        if self.jitter:
+            backoff *= 1 - random.uniform(0, self.jitter)  # spreading, not secrecy
         if isinstance(error, ProviderError) and error.retry_after is not None:
             return max(backoff, min(error.retry_after, self.max_retry_after_s))
         return backoff
@@ -102,15 +110,21 @@ def as_provider_error(exc: BaseException, timeout_s: float) -> ProviderError:
 
 
 async def call_with_retries(
-    operation: Callable[[], Awaitable[T]], policy: RetryPolicy, timeout_s: float
+    operation: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    timeout_s: float,
+    classify: Callable[[BaseException, float], ProviderError] = as_provider_error,
 ) -> T:
-    """Run `operation`, retrying retryable failures by `policy`; raise the last `ProviderError`."""
+    """Run `operation`, retrying retryable failures by `policy`; raise the last `ProviderError`.
+
+    `classify` maps a failure to the taxonomy (or re-raises what is not a call failure).
+    """
 
     async def attempt() -> T:
         try:
             return await operation()
         except Exception as exc:  # mapped, or re-raised unchanged when not ours to map
-            raise as_provider_error(exc, timeout_s) from exc
+            raise classify(exc, timeout_s) from exc
 
     def wait(state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome else None

@@ -1,0 +1,387 @@
+"""The LLM engine: any LangChain chat model plans, summarises, writes and reviews.
+
+Every step is guarded: a model that answers garbage gets one repair round, then the
+step is done by the extractive engine (recorded as a fallback); a model that stays
+unreachable after the retries falls back the same way; a model that refuses the
+request (bad key, unknown model) raises `ModelAccessError`, which names the setting.
+"""
+
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from langchain.chat_models import init_chat_model
+from langchain_core.exceptions import OutputParserException
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from pydantic import BaseModel, ValidationError
+
+from engines.base import Engine, Progress
+from engines.checks import check_draft
+from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
+from engines.model_errors import access_error, classify_model_error
+from engines.recording import ModelCall, record_call, record_fallback
+from graph.models import (
+    ResearchPlan,
+    Review,
+    ReviewIssue,
+    ReviewScores,
+    RoutingDecision,
+    SearchResult,
+)
+from prompts import planner, researcher, reviewer, writer
+from prompts.repair import repair_message
+from tools.api_client import RetryPolicy, call_with_retries
+from tools.errors import ProviderError
+
+T = TypeVar("T")
+S = TypeVar("S", bound=BaseModel)
+# Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) ignore the key but the client wants one.
+PLACEHOLDER_KEY = "not-needed"
+
+
+def chat_model(config: ModelConfig, base_url: str | None, api_key: str | None) -> BaseChatModel:
+    """Build one role's chat model; the client's own retries are off (ours honour Retry-After).
+
+    Raises ValueError (unknown provider) or ImportError (its integration is not installed).
+    """
+    kwargs: dict[str, Any] = {"timeout": config.timeout_seconds, "max_retries": 0}
+    optional = {
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "stop": config.stop_sequences,
+        "top_p": config.top_p,
+        "seed": config.seed,
+        "base_url": base_url,
+        "api_key": api_key or (PLACEHOLDER_KEY if base_url else None),
+    }
+    kwargs.update({k: v for k, v in optional.items() if v is not None})
+    if config.provider == "openai":
+        kwargs["stream_usage"] = True  # the last streamed chunk carries the token counts
+    model = init_chat_model(config.model_name, model_provider=config.provider, **kwargs)
+    if not isinstance(model, BaseChatModel):  # only when configurable fields are asked for
+        raise TypeError(f"{config.model} did not give a chat model")
+    return model
+
+
+def _text(message: BaseMessage) -> str:
+    return message.text if isinstance(message.text, str) else str(message.content)
+
+
+class LLMEngine:
+    """Implements `Engine` with chat models, one per role, and the extractive engine as fallback."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        configs: Mapping[Role, ModelConfig],
+        models: Mapping[Role, BaseChatModel],
+        fallback: Engine,
+        *,
+        base_url: str | None = None,
+        prices: Mapping[str, ModelPrice] | None = None,
+        retry: RetryPolicy | None = None,
+        summary_tokens: int = researcher.SUMMARY_TOKENS,
+    ) -> None:
+        self._configs = dict(configs)
+        self._models = dict(models)
+        self._fallback = fallback
+        self._base_url = base_url
+        self._prices = dict(prices or {})
+        self._retry = retry or RetryPolicy(base_delay_s=1.0, max_delay_s=20.0, jitter=0.5)
+        self._summarizer = self._models["researcher"].bind(max_tokens=summary_tokens)
+        distinct = dict.fromkeys(c.model for c in self._configs.values())
+        self.description = f"llm ({', '.join(distinct)})"
+
+    @property
+    def models(self) -> dict[str, str]:
+        """Which model each role uses (for the report's front matter)."""
+        return {role: self._configs[role].model for role in ROLES}
+
+    # -- calls -----------------------------------------------------------------------
+
+    def _system(self, role: Role, default: str) -> SystemMessage:
+        return SystemMessage(content=self._configs[role].system_prompt or default)
+
+    def _price(self, config: ModelConfig) -> ModelPrice | None:
+        return self._prices.get(config.model) or self._prices.get(config.model_name)
+
+    def _record(
+        self, role: Role, message: AIMessage | None, seconds: float, error: str | None
+    ) -> None:
+        config = self._configs[role]
+        usage = message.usage_metadata if message is not None else None
+        tokens_in = usage["input_tokens"] if usage else 0
+        tokens_out = usage["output_tokens"] if usage else 0
+        price = self._price(config)
+        record_call(
+            ModelCall(
+                role=role,
+                model=config.model,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+                seconds=seconds,
+                cost_usd=price.cost(tokens_in, tokens_out) if price else 0.0,
+                error=error,
+            )
+        )
+
+    async def _ask(self, role: Role, op: Callable[[], Awaitable[tuple[T, AIMessage]]]) -> T:
+        """One model request with retries and accounting; see the module docstring for failures."""
+        config = self._configs[role]
+
+        async def attempt() -> T:
+            started = time.perf_counter()
+            try:
+                result, message = await op()
+            except Exception as exc:
+                self._record(role, None, time.perf_counter() - started, type(exc).__name__)
+                raise
+            self._record(role, message, time.perf_counter() - started, None)
+            return result
+
+        policy = replace(self._retry, max_retries=config.max_retries)
+        try:
+            return await call_with_retries(
+                attempt, policy, config.timeout_seconds, classify_model_error
+            )
+        except ProviderError as exc:
+            if exc.is_retryable:
+                raise
+            raise access_error(exc, role, config.model, self._base_url) from exc
+
+    async def _complete(self, role: Role, messages: list[BaseMessage], model: Any = None) -> str:
+        chat = model if model is not None else self._models[role]
+
+        async def op() -> tuple[str, AIMessage]:
+            message = await chat.ainvoke(messages)
+            return _text(message), message
+
+        return await self._ask(role, op)
+
+    async def _stream(
+        self, role: Role, messages: list[BaseMessage], on_token: Callable[[str], None] | None
+    ) -> str:
+        async def op() -> tuple[str, AIMessage]:
+            whole: AIMessageChunk | None = None
+            async for chunk in self._models[role].astream(messages):
+                if on_token is not None and chunk.text:
+                    on_token(chunk.text)
+                whole = chunk if whole is None else whole + chunk
+            message = AIMessage(
+                content=whole.content if whole else "",
+                usage_metadata=whole.usage_metadata if whole else None,
+            )
+            return _text(message), message
+
+        return await self._ask(role, op)
+
+    async def _structured(
+        self, role: Role, schema: type[S], messages: list[BaseMessage], step: str
+    ) -> S | None:
+        """The schema filled by the model, after one repair round; None means fall back."""
+        method = self._configs[role].structured_output
+        options: dict[str, Any] = {"include_raw": True}
+        if method != "auto":
+            options["method"] = method
+        runnable = self._models[role].with_structured_output(schema, **options)
+
+        async def op() -> tuple[dict[str, Any], AIMessage]:
+            answer = await runnable.ainvoke(messages)
+            assert isinstance(answer, dict)  # include_raw gives {raw, parsed, parsing_error}
+            return answer, answer["raw"]
+
+        error: object = None
+        for _ in range(2):
+            try:
+                answer = await self._ask(role, op)
+            except ProviderError as exc:  # retries exhausted: the step falls back
+                record_fallback(step, f"the {role} model failed: {exc}")
+                return None
+            except (ValidationError, OutputParserException) as exc:
+                # Some clients validate the schema inside the call and raise instead of
+                # returning `parsing_error`; the model still gets its repair round.
+                answer = {"raw": None, "parsed": None, "parsing_error": exc}
+            parsed, error = answer.get("parsed"), answer.get("parsing_error")
+            if isinstance(parsed, schema) and error is None:
+                return parsed
+            error = error or "the answer was empty"
+            raw: AIMessage | None = answer["raw"]
+            shown = (
+                (_text(raw) or str([c.get("args") for c in raw.tool_calls]))
+                if raw is not None
+                else "(an answer that did not fit the schema)"
+            )
+            messages = [*messages, AIMessage(content=shown), HumanMessage(repair_message(error))]
+        record_fallback(
+            step, f"the {role} model's answer did not fit {schema.__name__} twice: {error}"
+        )
+        return None
+
+    async def _or_fallback(
+        self, step: str, role: Role, call: Awaitable[T], fallback: Callable[[], Awaitable[T]]
+    ) -> T:
+        try:
+            return await call
+        except ProviderError as exc:  # retries exhausted; refusals (ModelAccessError) propagate
+            record_fallback(step, f"the {role} model failed: {exc}")
+            return await fallback()
+
+    # -- the Engine protocol ---------------------------------------------------------
+
+    async def plan(
+        self, topic: str, probe: Sequence[SearchResult], feedback: str | None
+    ) -> ResearchPlan:
+        """Points and at most 3 queries; no queries means the topic needs no research."""
+        out = await self._structured(
+            "planner",
+            planner.PlanOutput,
+            [
+                self._system("planner", planner.PLAN_SYSTEM),
+                HumanMessage(planner.plan_message(topic, probe, feedback)),
+            ],
+            "plan",
+        )
+        if out is None:
+            return await self._fallback.plan(topic, probe, feedback)
+        return ResearchPlan(
+            theme=" ".join(topic.split())[:300],
+            investigation_points=list(dict.fromkeys(out.investigation_points)),
+            search_queries=list(dict.fromkeys(out.search_queries)),
+            plan_text=out.plan_text,
+        )
+
+    async def refine_queries(
+        self,
+        plan: ResearchPlan,
+        sources: Sequence[SearchResult],
+        done: Sequence[str],
+        review: Review | None,
+    ) -> list[str]:
+        """Judge the knowledge gaps against the plan's points; queries that would close them."""
+        out = await self._structured(
+            "researcher",
+            researcher.GapsOutput,
+            [
+                self._system("researcher", researcher.GAPS_SYSTEM),
+                HumanMessage(
+                    researcher.gaps_message(
+                        plan.theme,
+                        plan.investigation_points,
+                        sources,
+                        done,
+                        review.feedback if review else None,
+                    )
+                ),
+            ],
+            "refine_queries",
+        )
+        if out is None:
+            return await self._fallback.refine_queries(plan, sources, done, review)
+        seen = {q.casefold() for q in done}
+        return [q for q in dict.fromkeys(out.queries) if q.casefold() not in seen]
+
+    async def decide(self, progress: Progress) -> RoutingDecision:
+        """Research, write or end, by the model's reading of the progress."""
+        review = progress.last_review
+        summary = (
+            f"score {review.overall_score:.2f}, {'approved' if review.approved else 'not approved'}"
+            f"; {review.feedback or 'no feedback'}"
+            if review
+            else "none yet"
+        )
+        out = await self._structured(
+            "planner",
+            planner.RouteOutput,
+            [
+                self._system("planner", planner.ROUTE_SYSTEM),
+                HumanMessage(
+                    planner.route_message(
+                        progress.topic,
+                        progress.plan.investigation_points,
+                        progress.source_count,
+                        progress.source_count - progress.sources_at_last_draft,
+                        summary,
+                        progress.iteration_count,
+                        progress.max_iterations,
+                    )
+                ),
+            ],
+            "decide",
+        )
+        if out is None:
+            return await self._fallback.decide(progress)
+        return RoutingDecision(action=out.action, reasoning=out.reasoning)
+
+    async def summarize(self, query: str, sources: Sequence[SearchResult]) -> str:
+        """About 512 tokens of cited bullets per query."""
+        messages: list[BaseMessage] = [
+            self._system("researcher", researcher.SUMMARY_SYSTEM),
+            HumanMessage(researcher.summary_message(query, sources)),
+        ]
+        return await self._or_fallback(
+            "summarize",
+            "researcher",
+            self._complete("researcher", messages, self._summarizer),
+            lambda: self._fallback.summarize(query, sources),
+        )
+
+    async def write(
+        self,
+        plan: ResearchPlan,
+        sources: Sequence[SearchResult],
+        review: Review | None,
+        feedback: str | None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> str:
+        """The report, streamed token by token to `on_token`."""
+        messages: list[BaseMessage] = [
+            self._system("writer", writer.SYSTEM),
+            HumanMessage(
+                writer.message(plan, sources, review.feedback if review else None, feedback)
+            ),
+        ]
+        return await self._or_fallback(
+            "write",
+            "writer",
+            self._stream("writer", messages, on_token),
+            lambda: self._fallback.write(plan, sources, review, feedback),
+        )
+
+    async def review(
+        self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
+    ) -> Review:
+        """The model's F005 scores, with the fact check shared with the citation checks."""
+        out = await self._structured(
+            "reviewer",
+            reviewer.ReviewOutput,
+            [
+                self._system("reviewer", reviewer.SYSTEM),
+                HumanMessage(reviewer.message(draft, plan, sources)),
+            ],
+            "review",
+        )
+        if out is None:
+            return await self._fallback.review(draft, plan, sources)
+        checks = check_draft(draft, plan, sources)
+        scores = ReviewScores(
+            # Half the model's judgement, half the share of citations the sources support.
+            fact_check=round((out.scores.fact_check + checks.scores.fact_check) / 2, 4),
+            completeness=out.scores.completeness,
+            logic=out.scores.logic,
+            # Sections and numbering are measured, not judged.
+            format=min(out.scores.format, checks.scores.format),
+        )
+        issues = [i for i in checks.issues if i.type in ("fact_check", "format")]
+        issues += [ReviewIssue.model_validate(i.model_dump()) for i in out.issues]
+        return Review.from_scores(
+            scores, issues, out.feedback, out.suggested_action, checks.citations
+        )

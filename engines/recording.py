@@ -1,0 +1,69 @@
+"""What an engine spent and where it fell back, collected for the node that called it.
+
+A node opens `recording()` around its engine calls; the engine reports each model call
+and each fallback with `record_call` / `record_fallback`. A context variable carries the
+recorder, so concurrent nodes (and concurrent runs) never see each other's figures, and
+the Engine protocol stays free of bookkeeping parameters.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One request to a model (a retried request counts once per attempt that answered)."""
+
+    role: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    cost_usd: float = 0.0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """A step the engine could not do with its model and did deterministically instead."""
+
+    step: str
+    reason: str
+
+
+@dataclass(slots=True)
+class Recorder:
+    """The model calls and fallbacks of one node step."""
+
+    calls: list[ModelCall] = field(default_factory=list)
+    fallbacks: list[Fallback] = field(default_factory=list)
+
+
+_current: ContextVar[Recorder | None] = ContextVar("engine_recorder", default=None)
+
+
+@contextmanager
+def recording() -> Iterator[Recorder]:
+    """Collect what the engine reports inside the block (tasks started inside share it)."""
+    recorder = Recorder()
+    token = _current.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _current.reset(token)
+
+
+def record_call(call: ModelCall) -> None:
+    """Report a model call to the node's recorder (dropped when nobody records)."""
+    recorder = _current.get()
+    if recorder is not None:
+        recorder.calls.append(call)
+
+
+def record_fallback(step: str, reason: str) -> None:
+    """Report that `step` fell back to the deterministic engine, and why."""
+    recorder = _current.get()
+    if recorder is not None:
+        recorder.fallbacks.append(Fallback(step, reason))
