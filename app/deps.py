@@ -98,6 +98,7 @@ def llm_engine(settings: Settings) -> "LLMEngine":
         base_url=settings.llm_base_url,
         prices=settings.prices,
         retry=retry,
+        max_cycles=settings.react_max_cycles,
     )
 
 

@@ -98,6 +98,13 @@ class Settings(BaseSettings):
         description="[models.default] and per-role tables planner, researcher, writer, reviewer; "
         "environment: RESEARCH_MODELS__WRITER__MODEL=openai:gpt-4o.",
     )
+    react_max_cycles: int = Field(
+        3,
+        ge=0,
+        le=10,
+        description="LLM engine: Thought -> Action -> Observation cycles per research step once "
+        "the plan's queries are done (0: ask for new queries once instead).",
+    )
     prices: dict[str, ModelPrice] = Field(
         default_factory=lambda: dict(DEFAULT_PRICES),
         description="US dollars per million input/output tokens, by model name, for cost estimates.",

@@ -1,6 +1,6 @@
 """The Engine protocol: the "brain" the nodes call, with or without a language model."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -84,4 +84,34 @@ class Engine(Protocol):
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
     ) -> Review:
         """Score a draft with the seed 001 F005 criteria."""
+        ...
+
+
+SearchTool = Callable[[str], Awaitable[str]]
+"""Run one query through the researcher's pipeline; returns what the model may observe."""
+ReadTool = Callable[[str], Awaitable[str]]
+"""Read one page in full; returns its text (or a one-line error) for the model to observe."""
+
+
+@runtime_checkable
+class Investigator(Protocol):
+    """An engine that drives research itself (seed 002's ReAct loop) after the plan's queries.
+
+    Engines without it get `refine_queries` instead.
+    """
+
+    max_cycles: int
+
+    async def investigate(
+        self,
+        plan: ResearchPlan,
+        done: Sequence[str],
+        sources: Sequence[SearchResult],
+        search: SearchTool,
+        read: ReadTool | None,
+    ) -> list[str]:
+        """Thought -> Action -> Observation for at most `max_cycles` cycles; returns the thoughts.
+
+        The tools record what they find themselves: the caller keeps the results.
+        """
         ...

@@ -6,6 +6,7 @@ unreachable after the retries falls back the same way; a model that refuses the
 request (bad key, unknown model) raises `ModelAccessError`, which names the setting.
 """
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -20,10 +21,13 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolCall,
+    ToolMessage,
 )
+from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
-from engines.base import Engine, Progress
+from engines.base import Engine, Progress, ReadTool, SearchTool
 from engines.checks import check_draft
 from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
 from engines.model_errors import access_error, classify_model_error
@@ -90,6 +94,7 @@ class LLMEngine:
         prices: Mapping[str, ModelPrice] | None = None,
         retry: RetryPolicy | None = None,
         summary_tokens: int = researcher.SUMMARY_TOKENS,
+        max_cycles: int = 3,
     ) -> None:
         self._configs = dict(configs)
         self._models = dict(models)
@@ -98,6 +103,7 @@ class LLMEngine:
         self._prices = dict(prices or {})
         self._retry = retry or RetryPolicy(base_delay_s=1.0, max_delay_s=20.0, jitter=0.5)
         self._summarizer = self._models["researcher"].bind(max_tokens=summary_tokens)
+        self.max_cycles = max_cycles
         distinct = dict.fromkeys(c.model for c in self._configs.values())
         self.description = f"llm ({', '.join(distinct)})"
 
@@ -288,6 +294,80 @@ class LLMEngine:
             return await self._fallback.refine_queries(plan, sources, done, review)
         seen = {q.casefold() for q in done}
         return [q for q in dict.fromkeys(out.queries) if q.casefold() not in seen]
+
+    async def investigate(
+        self,
+        plan: ResearchPlan,
+        done: Sequence[str],
+        sources: Sequence[SearchResult],
+        search: SearchTool,
+        read: ReadTool | None,
+    ) -> list[str]:
+        """Seed 002's ReAct loop: the model searches and reads until no gap is left.
+
+        Each cycle is one model turn (the Thought, and tool calls as Actions, run
+        concurrently) and the tools' answers (Observations). A failed turn ends the loop
+        with what was found; the caller's time budget bounds it from outside.
+        """
+        tools: list[BaseTool] = [
+            StructuredTool.from_function(
+                coroutine=search,
+                name="search",
+                description="Search the web (or the corpus) with a few keywords; returns a "
+                "summary of the results with their numbers, titles and URLs.",
+                args_schema=researcher.SearchArgs,
+            )
+        ]
+        if read is not None:
+            tools.append(
+                StructuredTool.from_function(
+                    coroutine=read,
+                    name="scrape",
+                    description="Read the page at an http(s) URL from the results in full.",
+                    args_schema=researcher.ScrapeArgs,
+                )
+            )
+        by_name = {t.name: t for t in tools}
+        model = self._models["researcher"].bind_tools(tools)
+        messages: list[BaseMessage] = [
+            self._system("researcher", researcher.REACT_SYSTEM),
+            HumanMessage(researcher.react_message(plan.theme, plan.investigation_points, done)),
+        ]
+        thoughts: list[str] = []
+        for _ in range(self.max_cycles):
+
+            async def op() -> tuple[AIMessage, AIMessage]:
+                answer = await model.ainvoke(messages)
+                assert isinstance(answer, AIMessage)
+                return answer, answer
+
+            try:
+                turn = await self._ask("researcher", op)
+            except ProviderError as exc:
+                record_fallback("investigate", f"the researcher model failed: {exc}")
+                break
+            messages.append(turn)
+            if _text(turn).strip():
+                thoughts.append(_text(turn).strip())
+            if not turn.tool_calls:
+                break
+            observations = await asyncio.gather(
+                *(self._observe(by_name, call) for call in turn.tool_calls)
+            )
+            messages.extend(observations)
+        return thoughts
+
+    @staticmethod
+    async def _observe(tools: Mapping[str, BaseTool], call: ToolCall) -> ToolMessage:
+        tool = tools.get(call["name"])
+        call_id = call.get("id") or call["name"]
+        if tool is None:
+            return ToolMessage(f"There is no tool {call['name']!r}.", tool_call_id=call_id)
+        try:
+            content = await tool.ainvoke(call["args"])
+        except ValidationError as exc:  # the model's arguments did not fit: let it retry
+            content = f"Invalid arguments: {exc.errors()[0]['msg']}"
+        return ToolMessage(str(content), tool_call_id=call_id)
 
     async def decide(self, progress: Progress) -> RoutingDecision:
         """Research, write or end, by the model's reading of the progress."""

@@ -65,7 +65,7 @@ def fixed_supervisor_rule(state: ResearchState) -> tuple[Action, str] | None:
 
     0. a plan without queries and nothing collected: end (no research needed);
     1. budget spent (or the run halted): write once if there is no draft yet, else end;
-    2. fewer sources than `min_sources`: research;
+    2. fewer sources than `min_sources`: research, or write (end) when nothing is left to search;
     3. no draft yet: write.
     """
     has_draft = bool(state.get("current_draft"))

@@ -98,6 +98,7 @@ class ResearchState(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     rounds: Annotated[list[RoundRecord], merge_rounds]
     halted: str | None
+    research_exhausted: bool
     final_report: str | None
     report_status: ReportStatus | None
 

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from engines.base import ModelAccessError
+from engines.base import Investigator, ModelAccessError
 from engines.recording import recording
 from graph.models import ResearchNote, SearchResult
 from graph.routing import RESEARCHER
@@ -24,17 +24,13 @@ from tools.urls import normalize_url
 logger = logging.getLogger(__name__)
 
 
-async def _pending_queries(state: ResearchState, deps: Deps) -> list[str]:
+def _pending_queries(state: ResearchState) -> list[str]:
+    """The plan's queries not run yet."""
     plan = state.get("task_plan")
     if plan is None:
         return []
     done = {q.casefold() for q in state.get("queries_done", [])}
-    pending = [q for q in plan.search_queries if q.casefold() not in done]
-    if pending:
-        return pending
-    return await deps.engine.refine_queries(
-        plan, state.get("research_data", []), state.get("queries_done", []), state.get("review")
-    )
+    return [q for q in plan.search_queries if q.casefold() not in done]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,18 +63,19 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
     )
 
 
+def _observation(outcome: _Outcome) -> str:
+    """What the ReAct loop's model sees of one query: its summary and the results' names."""
+    if outcome.error and not outcome.results:
+        return f"The search failed: {outcome.error}"
+    listing = "\n".join(f"- {r.title} ({r.url})" for r in outcome.results)
+    return f"{outcome.summary or 'No summary.'}\n\nResults:\n{listing or '(none)'}"
+
+
 async def _research(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     deps = runtime.context
     options = state["options"]
-    try:
-        queries = await _pending_queries(state, deps)
-    except ModelAccessError as exc:
-        return {
-            "queries_done": [],
-            "halted": str(exc),
-            "iteration_count": state.get("iteration_count", 0) + 1,
-            "messages": [AIMessage(content=f"Research stopped: {exc}", name=RESEARCHER)],
-        }
+    plan = state.get("task_plan")
+    done = state.get("queries_done", [])
     gate = asyncio.Semaphore(deps.search_concurrency)
     known = {normalize_url(s.url) for s in state.get("research_data", [])}
     spent_s = state["usage"].seconds if "usage" in state else 0.0
@@ -113,18 +110,69 @@ async def _research(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, A
             query, reading.results, summary, error, reading.pages_read, reading.errors, refused
         )
 
+    outcomes: list[_Outcome] = []
+    scraped: list[SearchResult] = []
+    thoughts: list[str] = []
+    halted: str | None = None
+    pending = _pending_queries(state)
     try:
-        outcomes = await asyncio.gather(*(investigate(q) for q in queries))
+        if pending or plan is None:
+            outcomes = list(await asyncio.gather(*(investigate(q) for q in pending)))
+        elif isinstance(deps.engine, Investigator) and deps.engine.max_cycles > 0:
+            ran = {q.casefold() for q in done}
+
+            async def search(query: str) -> str:
+                if query.casefold() in ran:
+                    return f"'{query}' was searched already: try other words."
+                ran.add(query.casefold())
+                outcome = await investigate(query)
+                outcomes.append(outcome)
+                return _observation(outcome)
+
+            async def read(url: str) -> str:
+                assert deps.reader is not None
+                try:
+                    page = await deps.reader.fetch(url)
+                except Exception as exc:  # the model is told, and may read another page
+                    return f"The page could not be read: {_describe(exc)}"
+                scraped.append(
+                    SearchResult(
+                        title=page.title or url,
+                        url=page.final_url or url,
+                        content=page.text,
+                        source="scraper",
+                    )
+                )
+                return page.text[:6_000]
+
+            try:
+                async with asyncio.timeout_at(deadline):
+                    thoughts = await deps.engine.investigate(
+                        plan,
+                        done,
+                        state.get("research_data", []),
+                        search,
+                        read if deps.reader is not None else None,
+                    )
+            except TimeoutError:  # keep what the finished tool calls found
+                thoughts.append("The research step ran out of time; writing from what was found.")
+        else:
+            queries = await deps.engine.refine_queries(
+                plan, state.get("research_data", []), done, state.get("review")
+            )
+            outcomes = list(await asyncio.gather(*(investigate(q) for q in queries)))
+    except ModelAccessError as exc:
+        halted = str(exc)
     finally:
         for task in pages.values():
             task.cancel()  # a read no query is waiting for any more
+    queries = [o.query for o in outcomes]
     # Several queries may find one page; keep the copy with the most text (the page read).
     fullest: dict[str, SearchResult] = {}
-    for outcome in outcomes:
-        for result in outcome.results:
-            key = normalize_url(result.url)
-            if key not in fullest or len(result.content) > len(fullest[key].content):
-                fullest[key] = result
+    for result in [r for o in outcomes for r in o.results] + scraped:
+        key = normalize_url(result.url)
+        if key not in fullest or len(result.content) > len(fullest[key].content):
+            fullest[key] = result
     seen = set(known)
     first_step = len(state.get("notes", [])) + 1
     new_sources: list[SearchResult] = []
@@ -170,16 +218,27 @@ async def _research(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, A
                 "page_errors": len(outcome.page_errors),
             }
         )
+    for page in scraped:  # pages the model read that no search of this step returned
+        key = normalize_url(page.url)
+        if key not in seen:
+            seen.add(key)
+            new_sources.append(fullest[key])
+            runtime.stream_writer(
+                {"event": "source", "title": page.title, "url": page.url, "query": None}
+            )
     failed = sum(n.status == "failed" for n in notes)
     message = f"Searched {len(queries)} queries: {len(new_sources)} new sources, {failed} failed."
+    messages = [AIMessage(content=f"Thought: {t}", name=RESEARCHER) for t in thoughts]
     update: dict[str, Any] = {
         "research_data": new_sources,
         "queries_done": queries,
         "notes": notes,
         "iteration_count": state.get("iteration_count", 0) + 1,
-        "messages": [AIMessage(content=message, name=RESEARCHER)],
+        "messages": [*messages, AIMessage(content=message, name=RESEARCHER)],
+        # Nothing left to search: the supervisor writes instead of asking again.
+        "research_exhausted": not queries,
     }
-    refused = next((o.refused for o in outcomes if o.refused), None)
-    if refused:
-        update["halted"] = refused
+    halted = halted or next((o.refused for o in outcomes if o.refused), None)
+    if halted:
+        update["halted"] = halted
     return update

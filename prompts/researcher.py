@@ -38,6 +38,18 @@ class GapsOutput(BaseModel):
     queries: list[Query] = Field(max_length=3, description="New search queries; empty if none.")
 
 
+class SearchArgs(BaseModel):
+    """Arguments of the ReAct loop's `search` tool."""
+
+    query: Query = Field(description="A few keywords, not a sentence.")
+
+
+class ScrapeArgs(BaseModel):
+    """Arguments of the ReAct loop's `scrape` tool."""
+
+    url: str = Field(description="An http(s) URL taken from the search results.")
+
+
 def summary_message(query: str, sources: Sequence[SearchResult]) -> str:
     """The user message for one query's summary."""
     return f"Query: {query}\n\n{format_sources(sources, 1_200)}"

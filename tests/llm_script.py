@@ -8,7 +8,7 @@ are supported; switches make it misbehave in the ways the engine must survive.
 import re
 from dataclasses import dataclass, field
 
-from .fake_llm import Call, Reply
+from .fake_llm import Call, Reply, ToolCall
 
 _SOURCE = re.compile(
     r"^\[Source (\d+)\]\nTitle: (.*)\nURL: (\S+)\n(?:Published: .*\n)?Text: (.*)$", re.MULTILINE
@@ -29,13 +29,31 @@ class ResearchModel:
     review_scores: float = 0.95
     invent_footnote: bool = False  # the writer cites a source it was never given
     unsupported_claim: str | None = None  # a cited sentence no source says
+    # The ReAct loop: one tool call per turn from this list, then a conclusion.
+    actions: list[ToolCall] = field(
+        default_factory=lambda: [ToolCall("search", {"query": "Gutenberg Bible"})]
+    )
+    react_delay_s: float = 0.0
     seen: list[str] = field(default_factory=list)
 
     def __call__(self, call: Call) -> Reply:
         kind = call.schema_name or (
-            "write" if "Writer of professional" in call.system else "summary"
+            "react"
+            if "search" in call.tools
+            else "write"
+            if "Writer of professional" in call.system
+            else "summary"
         )
         self.seen.append(kind)
+        if kind == "react":
+            turns = sum(m.get("role") == "tool" for m in call.messages)
+            if turns < len(self.actions):
+                return Reply(
+                    content=f"Thought: point {turns + 1} still needs sources.",
+                    tool_calls=[self.actions[turns]],
+                    delay_s=self.react_delay_s,
+                )
+            return Reply(content="Every point is answered now.", delay_s=self.react_delay_s)
         if kind == "PlanOutput":
             return Reply.json(
                 {

@@ -19,10 +19,11 @@ from graph.builder import ResearchGraph
 from graph.models import ResearchPlan, SearchResult
 from nodes.context import Deps
 from tools.api_client import RetryPolicy
+from tools.extraction import Page
 from tools.local_corpus import LocalCorpus
 from tools.urls import normalize_url
 
-from .fake_llm import FakeLLM, Reply
+from .fake_llm import FakeLLM, Reply, ToolCall
 from .llm_script import ResearchModel
 from .servers import free_port
 from .support import Sleeps, start
@@ -385,3 +386,70 @@ async def test_a_reachable_base_url_passes_the_startup_check(
     llm: FakeLLM, settings_env: Path
 ) -> None:
     await check_model_server(settings_for(llm))
+
+
+# -- the ReAct loop ------------------------------------------------------------------------------
+
+
+class PagesReader:
+    """Reads any URL as a page of known text (the scraper's part, without the network)."""
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    async def fetch(self, url: str) -> Page:
+        self.read.append(url)
+        text = f"The full page at {url} explains how printing spread across Europe after 1450."
+        return Page(url=url, final_url=url, title=f"Page {len(self.read)}", text=text)
+
+
+async def test_after_the_plan_the_model_searches_its_knowledge_gaps_in_a_react_loop(
+    llm: FakeLLM, settings_env: Path, graph: ResearchGraph, corpus: LocalCorpus
+) -> None:
+    script = ResearchModel()
+    llm.responder = script
+    deps = Deps(engine=engine_for(llm), search=corpus)
+    values, events = await run(graph, deps, "llm-react", start(min_sources=50))
+
+    assert values["queries_done"][:2] == ["printing press", "movable type"]
+    assert "Gutenberg Bible" in values["queries_done"]
+    note = next(n for n in values["notes"] if n.query == "Gutenberg Bible")
+    assert note.summary_md and note.status in ("ok", "empty")
+    thoughts = [m.content for m in values["messages"] if m.content.startswith("Thought:")]
+    assert "Thought: Thought: point 1 still needs sources." in thoughts
+    react_calls = [c for c in llm.calls if c.tools]
+    assert react_calls and all(c.tools == ["search"] for c in react_calls)  # no reader: no scrape
+    observed = [m for c in react_calls for m in c.messages if m.get("role") == "tool"]
+    assert any("Results:" in str(m["content"]) for m in observed)
+    # The second loop finds the query already run, concludes, and the run writes its report.
+    assert any("searched already" in str(m["content"]) for m in observed)
+    assert values["final_report"] and values["research_exhausted"] is True
+    assert any(e["event"] == "note" and e["query"] == "Gutenberg Bible" for e in events)
+
+
+async def test_the_react_loop_can_read_a_page_in_full_and_keeps_it_as_a_source(
+    llm: FakeLLM, settings_env: Path, graph: ResearchGraph, corpus: LocalCorpus
+) -> None:
+    page_url = "https://example.org/printing-in-europe"
+    llm.responder = ResearchModel(actions=[ToolCall("scrape", {"url": page_url})])
+    reader = PagesReader()
+    deps = Deps(engine=engine_for(llm), search=corpus, reader=reader, pages_per_query=0)
+    values, _ = await run(graph, deps, "llm-scrape", start(min_sources=50, max_iterations=4))
+
+    assert reader.read and set(reader.read) == {page_url}  # each research step's loop reads it
+    source = next(s for s in values["research_data"] if s.url == page_url)
+    assert "spread across Europe after 1450" in source.content
+    assert any(c.tools == ["search", "scrape"] for c in llm.calls)
+
+
+async def test_a_research_step_that_runs_out_of_time_ends_with_a_report_from_what_was_found(
+    llm: FakeLLM, settings_env: Path, graph: ResearchGraph, corpus: LocalCorpus
+) -> None:
+    llm.responder = ResearchModel(react_delay_s=5, review_scores=0.5)
+    deps = Deps(engine=engine_for(llm), search=corpus)
+    values, _ = await run(graph, deps, "llm-late", start(min_sources=50, time_budget_s=1.5))
+
+    assert any("ran out of time" in m.content for m in values["messages"])
+    assert values["report_status"] == "partial"
+    assert "time budget" in values["final_report"]
+    assert values["drafts"], "a report was written from the plan's results"
