@@ -29,7 +29,15 @@ from app.settings import Settings
 from engines.checks import footnote_urls, split_front_matter
 from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
-from graph.models import ApprovalDecision, ResearchNote, ResearchPlan, ResearchRequest
+from graph.models import (
+    ApprovalDecision,
+    CitationCheck,
+    ResearchNote,
+    ResearchPlan,
+    ResearchRequest,
+    RoundRecord,
+)
+from graph.routing import budget_reason
 from tools.urls import normalize_url
 
 HEARTBEAT_S = 15
@@ -77,7 +85,18 @@ class ThreadDetail(ThreadSummary):
         None, description="What waits for approval, if anything."
     )
     iteration: int = 0
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, Any] = Field(
+        default_factory=dict, description="Per node and per model: requests, tokens, seconds, cost."
+    )
+    tokens: int = Field(0, description="Model tokens used so far (input + output).")
+    cost_usd: float = Field(0.0, description="Estimated model cost so far, from the price table.")
+    rounds: list[RoundRecord] = Field(
+        default_factory=list, description="One record of node calls per iteration."
+    )
+    citations: CitationCheck | None = Field(
+        None, description="How the latest draft's footnotes held up against the sources."
+    )
+    stopped: str | None = Field(None, description="Why the run stopped early, if it did.")
     error: str | None = None
     report_status: str | None = None
     report: str | None = None
@@ -175,6 +194,7 @@ def create_app(settings: Settings) -> FastAPI:
         snapshot = await manager().graph.aget_state(thread_config(thread_id))
         values = snapshot.values or {}
         usage = values.get("usage")
+        review = values.get("review")
         return ThreadDetail(
             **_summary(record).model_dump(),
             options=record.options,
@@ -184,6 +204,13 @@ def create_app(settings: Settings) -> FastAPI:
             else None,
             iteration=values.get("iteration_count", 0),
             usage=usage.model_dump() if usage is not None else {},
+            tokens=usage.total_tokens if usage is not None else 0,
+            cost_usd=round(usage.cost_usd, 6) if usage is not None else 0.0,
+            rounds=values.get("rounds", []),
+            citations=review.citations if review is not None else None,
+            stopped=budget_reason(values)  # type: ignore[arg-type]
+            if values.get("report_status") == "partial"
+            else values.get("halted"),
             error=record.error,
             report_status=values.get("report_status"),
             report=values.get("final_report"),

@@ -19,6 +19,7 @@ from rich.table import Table
 from app.deps import EngineSetupError, check_model_server, make_engine, open_deps
 from app.runner import drive, is_finished, pending_interrupt, remaining_steps, thread_config
 from app.settings import Settings
+from engines.base import ModelAccessError
 from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
 from graph.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions
@@ -307,6 +308,8 @@ def _until_interrupted(work: Coroutine[Any, Any, None], thread_id: str) -> None:
     """Run `work`; on Ctrl-C say how to pick the thread up again instead of a traceback."""
     try:
         asyncio.run(work)
+    except ModelAccessError as exc:  # names the setting to fix; the checkpoint is kept
+        fail(f"{exc} (then `research-agent resume {thread_id}`)")
     except KeyboardInterrupt:
         err.print(
             f"\n[yellow]interrupted[/]: continue with `research-agent resume {escape(thread_id)}`"

@@ -20,6 +20,9 @@ from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
 from graph.models import TOPIC_MAX_CHARS
 
+from .fake_llm import FakeLLM, Reply
+from .llm_script import ResearchModel
+from .servers import free_port
 from .support import TOPIC
 
 CLI = Path(sys.executable).parent / "research-agent"
@@ -40,7 +43,9 @@ def cli_env(tmp_path: Path, data_dir: Path, corpus_index: Path) -> dict[str, str
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith("RESEARCH_") and key not in TERMINAL_OVERRIDES
+        if not key.startswith("RESEARCH_")
+        and key not in TERMINAL_OVERRIDES
+        and key not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")  # would choose the LLM engine
     }
     env.update(
         RESEARCH_DATA_DIR=str(data_dir),
@@ -392,3 +397,42 @@ def test_a_chosen_provider_without_its_key_stops_before_anything_is_written(
     result = cli(env, "run", TOPIC)
     assert_one_line_error(result, "TAVILY_API_KEY")
     assert not (data_dir / "checkpoints.sqlite").exists()
+
+
+def test_a_run_with_a_model_server_writes_a_report_naming_the_models(
+    cli_env: dict[str, str], llm: FakeLLM
+) -> None:
+    llm.responder = ResearchModel()
+    env = cli_env | {
+        "RESEARCH_LLM_BASE_URL": llm.base_url,
+        "RESEARCH_MODELS__WRITER__MODEL": "openai:gpt-4o",
+    }
+    result = cli(env, "run", TOPIC, "--min-sources", "2")
+    assert result.returncode == 0, result.stderr
+    front, body = split_front_matter(result.stdout)
+    assert 'engine: "llm (openai:gpt-4o-mini, openai:gpt-4o)"' in front
+    assert '"writer": "openai:gpt-4o"' in front and "tokens: " in front
+    assert "[^1]" in body
+    assert "usage" in result.stderr  # token totals as the run goes
+    assert {c.model for c in llm.calls} == {"gpt-4o-mini", "gpt-4o"}
+
+
+def test_a_refused_model_key_is_a_one_line_error_naming_the_setting(
+    cli_env: dict[str, str], llm: FakeLLM
+) -> None:
+    llm.responder = lambda call: Reply(status=401)
+    env = cli_env | {
+        "RESEARCH_LLM_BASE_URL": llm.base_url,
+        "RESEARCH_LLM_API_KEY": "sk-nope-1234567",
+    }
+    result = cli(env, "run", TOPIC)
+    assert result.returncode == 2
+    assert "RESEARCH_LLM_API_KEY" in result.stderr and "Traceback" not in result.stderr
+    assert "sk-nope-1234567" not in result.stderr
+
+
+def test_an_unreachable_model_server_stops_before_the_run(cli_env: dict[str, str]) -> None:
+    port = free_port()
+    result = cli(cli_env | {"RESEARCH_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1"}, "run", TOPIC)
+    assert result.returncode == 2
+    assert "is unreachable" in result.stderr and "Traceback" not in result.stderr
