@@ -331,7 +331,9 @@ class LLMEngine:
         model = self._models["researcher"].bind_tools(tools)
         messages: list[BaseMessage] = [
             self._system("researcher", researcher.REACT_SYSTEM),
-            HumanMessage(researcher.react_message(plan.theme, plan.investigation_points, done)),
+            HumanMessage(
+                researcher.react_message(plan.theme, plan.investigation_points, done, sources)
+            ),
         ]
         thoughts: list[str] = []
         for _ in range(self.max_cycles):

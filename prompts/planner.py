@@ -3,10 +3,11 @@
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field
 
 from graph.models import SearchResult
 from prompts.sources import bullet_list, format_sources
+from prompts.strict import Line
 
 PLAN_SYSTEM = """You are the Supervisor of a research agent. You turn a topic into a research plan.
 
@@ -25,8 +26,8 @@ ROUTE_SYSTEM = """You are the Supervisor of a research agent. Decide the next ac
 - "end": the latest draft passed review, or nothing more can be gained.
 Answer with the JSON object the schema describes: the action and a one-sentence reason."""
 
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
-Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Text = Annotated[str, Line(300)]
+Query = Annotated[str, Line(200)]
 
 
 class PlanOutput(BaseModel):

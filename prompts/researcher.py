@@ -3,10 +3,11 @@
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field
 
 from graph.models import SearchResult
 from prompts.sources import bullet_list, format_sources
+from prompts.strict import Line
 
 SUMMARY_TOKENS = 512
 
@@ -28,7 +29,7 @@ still unanswered by what you have observed, then call one tool: `search` for new
 `extract` or `scrape` to read a promising page in full. When every point is answered, or
 nothing more can be found, reply with a short plain-text conclusion instead of a tool call."""
 
-Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Query = Annotated[str, Line(200)]
 
 
 class GapsOutput(BaseModel):
@@ -78,8 +79,11 @@ def gaps_message(
     return "\n".join(parts)
 
 
-def react_message(theme: str, points: Sequence[str], queries: Sequence[str]) -> str:
-    """The first user message of a ReAct loop."""
+def react_message(
+    theme: str, points: Sequence[str], queries: Sequence[str], sources: Sequence[SearchResult]
+) -> str:
+    """The first user message of a ReAct loop: the points, and what is known already."""
+    titles = [f"{s.title} ({s.url})" for s in sources]
     return "\n".join(
         [
             f"Theme: {theme}",
@@ -87,6 +91,8 @@ def react_message(theme: str, points: Sequence[str], queries: Sequence[str]) -> 
             bullet_list(points),
             "Queries run so far:",
             bullet_list(queries),
-            "Find what is still missing.",
+            f"Sources collected ({len(sources)}):",
+            bullet_list(titles[-40:]),
+            "Judge which points these do not answer yet, and find what is missing.",
         ]
     )

@@ -36,7 +36,7 @@ class IssueOutput(BaseModel):
     type: Literal["fact_check", "completeness", "logic", "format"]
     severity: Literal["low", "medium", "high"]
     description: str
-    location: str = ""
+    location: str = Field(description="Where: a section name, or '' for the whole report.")
 
 
 class ReviewOutput(BaseModel):
@@ -45,7 +45,7 @@ class ReviewOutput(BaseModel):
     scores: ScoresOutput
     feedback: str = Field(description="What to change, in a few sentences.")
     suggested_action: Literal["research", "write"]
-    issues: list[IssueOutput] = Field(default_factory=list, max_length=20)
+    issues: list[IssueOutput] = Field(max_length=20, description="Concrete defects; may be empty.")
 
 
 def message(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]) -> str:

@@ -261,6 +261,9 @@ class FakeLLM:
         if not isinstance(body, dict):
             return error_response(Reply(status=400), "request body is not a JSON object")
         call = Call.parse(body, request.headers)
+        problem = strict_schema_problem(body)
+        if problem is not None:  # as OpenAI does, before any answer is scripted
+            return error_response(Reply(status=400), problem)
         reply, epoch = self._take(call)
         if reply.delay_s > 0 and not await wait_unless_disconnected(request, reply.delay_s):
             with self._lock:
@@ -290,6 +293,43 @@ class FakeLLM:
                 headers=reply.headers,
             )
         return JSONResponse(completion(completion_id, call, reply, usage), headers=reply.headers)
+
+
+# Keywords OpenAI's strict structured-output mode refuses (a conservative subset).
+STRICT_REFUSED = ("minLength", "maxLength", "default")
+
+
+def strict_schema_problem(body: Mapping[str, Any]) -> str | None:
+    """Why OpenAI would refuse this request's strict JSON schema, or None.
+
+    Strict mode wants every object closed (`additionalProperties: false`) with every
+    property required, and refuses some keywords; a schema that breaks these gets a 400.
+    """
+    response_format = body.get("response_format") or {}
+    spec = response_format.get("json_schema") if isinstance(response_format, dict) else None
+    if not isinstance(spec, dict) or not spec.get("strict"):
+        return None
+    name = spec.get("name", "?")
+
+    def check(node: Any, where: str) -> str | None:
+        if isinstance(node, list):
+            return next((p for i, n in enumerate(node) if (p := check(n, f"{where}[{i}]"))), None)
+        if not isinstance(node, dict):
+            return None
+        for keyword in STRICT_REFUSED:
+            if keyword in node and where.rsplit(".", 1)[-1] != "properties":
+                return f"Invalid schema for response_format '{name}': '{keyword}' is not permitted ({where})."
+        properties = node.get("properties")
+        if node.get("type") == "object" and isinstance(properties, dict):
+            if node.get("additionalProperties") is not False:
+                return f"Invalid schema for response_format '{name}': 'additionalProperties' must be false ({where})."
+            if set(node.get("required") or []) != set(properties):
+                return f"Invalid schema for response_format '{name}': every property must be required ({where})."
+        return next(
+            (p for key, value in node.items() if (p := check(value, f"{where}.{key}"))), None
+        )
+
+    return check(spec.get("schema"), "schema")
 
 
 def fake_llm_app(fake: FakeLLM) -> Starlette:

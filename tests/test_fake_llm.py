@@ -2,14 +2,14 @@
 
 import asyncio
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import openai
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, StringConstraints, ValidationError
 
 from .fake_llm import Call, FakeLLM, Reply, ToolCall
 
@@ -369,4 +369,19 @@ async def test_a_failing_responder_answers_500_and_is_kept(llm: FakeLLM) -> None
         await chat(llm).ainvoke("hi")
 
     assert [type(e) for e in llm.responder_errors] == [LookupError]
+    assert llm.reported_requests == 0
+
+
+async def test_a_strict_schema_openai_would_refuse_gets_a_400(llm: FakeLLM) -> None:
+    class Loose(BaseModel):
+        name: Annotated[str, StringConstraints(min_length=1)]
+        note: str = ""
+
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=llm.base_url, api_key="sk-test", max_retries=0)
+    # LangChain recognises OpenAI's message and warns, then the 400 itself is raised.
+    with (
+        pytest.warns(UserWarning, match="Invalid schema for OpenAI's structured output"),
+        pytest.raises(openai.BadRequestError, match="is not permitted"),
+    ):
+        await model.with_structured_output(Loose, method="json_schema").ainvoke("hi")
     assert llm.reported_requests == 0
