@@ -83,6 +83,7 @@ class ProgressPrinter:
 
     def __init__(self) -> None:
         self.sources = 0
+        self.tokens = 0
 
     def __call__(self, mode: str, chunk: Any) -> None:
         """Report one streamed chunk."""
@@ -123,8 +124,9 @@ class ProgressPrinter:
             )
         elif kind == "fallback":
             err.print(f"  [yellow]fallback[/] {event['step']}: {escape(event['reason'])}")
-        elif kind == "usage" and event["total"]["tokens"]:
+        elif kind == "usage" and event["total"]["tokens"] > self.tokens:
             total = event["total"]
+            self.tokens = total["tokens"]
             err.print(f"  [dim]usage[/] {total['tokens']} tokens, ${total['cost_usd']:.4f}")
 
 

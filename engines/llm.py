@@ -24,6 +24,7 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
@@ -104,6 +105,7 @@ class LLMEngine:
         self._retry = retry or RetryPolicy(base_delay_s=1.0, max_delay_s=20.0, jitter=0.5)
         self._summarizer = self._models["researcher"].bind(max_tokens=summary_tokens)
         self.max_cycles = max_cycles
+        self._bound: dict[tuple[Role, type[BaseModel]], Runnable[Any, Any]] = {}
         distinct = dict.fromkeys(c.model for c in self._configs.values())
         self.description = f"llm ({', '.join(distinct)})"
 
@@ -177,28 +179,34 @@ class LLMEngine:
         self, role: Role, messages: list[BaseMessage], on_token: Callable[[str], None] | None
     ) -> str:
         async def op() -> tuple[str, AIMessage]:
-            whole: AIMessageChunk | None = None
+            chunks: list[AIMessageChunk] = []
             async for chunk in self._models[role].astream(messages):
                 if on_token is not None and chunk.text:
                     on_token(chunk.text)
-                whole = chunk if whole is None else whole + chunk
-            message = AIMessage(
-                content=whole.content if whole else "",
-                usage_metadata=whole.usage_metadata if whole else None,
-            )
+                chunks.append(chunk)
+            # One merge at the end: adding chunk by chunk is quadratic (4 ms for 265 chunks).
+            whole = chunks[0] + chunks[1:] if chunks else AIMessageChunk(content="")
+            message = AIMessage(content=whole.content, usage_metadata=whole.usage_metadata)
             return _text(message), message
 
         return await self._ask(role, op)
+
+    def _structured_runnable(self, role: Role, schema: type[BaseModel]) -> Runnable[Any, Any]:
+        """The role's model bound to `schema`, built once (1.4 ms a time for the review)."""
+        key = (role, schema)
+        if key not in self._bound:
+            method = self._configs[role].structured_output
+            options: dict[str, Any] = {"include_raw": True}
+            if method != "auto":
+                options["method"] = method
+            self._bound[key] = self._models[role].with_structured_output(schema, **options)
+        return self._bound[key]
 
     async def _structured(
         self, role: Role, schema: type[S], messages: list[BaseMessage], step: str
     ) -> S | None:
         """The schema filled by the model, after one repair round; None means fall back."""
-        method = self._configs[role].structured_output
-        options: dict[str, Any] = {"include_raw": True}
-        if method != "auto":
-            options["method"] = method
-        runnable = self._models[role].with_structured_output(schema, **options)
+        runnable = self._structured_runnable(role, schema)
 
         async def op() -> tuple[dict[str, Any], AIMessage]:
             answer = await runnable.ainvoke(messages)
@@ -258,8 +266,9 @@ class LLMEngine:
         )
         if out is None:
             return await self._fallback.plan(topic, probe, feedback)
+        theme = " ".join(topic.split())[:300]
         return ResearchPlan(
-            theme=" ".join(topic.split())[:300],
+            theme=theme[:1].upper() + theme[1:],
             investigation_points=list(dict.fromkeys(out.investigation_points)),
             search_queries=list(dict.fromkeys(out.search_queries)),
             plan_text=out.plan_text,

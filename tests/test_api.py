@@ -45,15 +45,21 @@ def service(tmp_path: Path, corpus_index: Path) -> Service:
 async def wait_for_status(
     client: httpx.AsyncClient, thread_id: str, wanted: set[str]
 ) -> dict[str, Any]:
-    """Follow the thread's events until its status is one of `wanted` (no polling sleeps)."""
+    """Follow the thread's events until its status is one of `wanted` (no polling sleeps).
+
+    The stream replays the thread's history first, so a matching status event may be an
+    old one (an earlier approval): the thread's detail has the last word.
+    """
     detail: dict[str, Any] = (await client.get(f"/v1/research/{thread_id}")).json()
     if detail["status"] in wanted:
         return detail
     async with client.stream("GET", f"/v1/research/{thread_id}/events") as response:
         async for frame in frames(response):
             if frame.event == "status" and frame.data["status"] in wanted:
-                break
-    return dict((await client.get(f"/v1/research/{thread_id}")).json())
+                detail = (await client.get(f"/v1/research/{thread_id}")).json()
+                if detail["status"] in wanted:
+                    break
+    return detail
 
 
 async def test_a_run_with_plan_approval_streams_to_a_cited_report(service: Service) -> None:
