@@ -228,7 +228,10 @@ async def _research(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, A
             )
     failed = sum(n.status == "failed" for n in notes)
     message = f"Searched {len(queries)} queries: {len(new_sources)} new sources, {failed} failed."
-    messages = [AIMessage(content=f"Thought: {t}", name=RESEARCHER) for t in thoughts]
+    messages = [
+        AIMessage(content=t if t.startswith("Thought") else f"Thought: {t}", name=RESEARCHER)
+        for t in thoughts
+    ]
     update: dict[str, Any] = {
         "research_data": new_sources,
         "queries_done": queries,

@@ -416,7 +416,7 @@ async def test_after_the_plan_the_model_searches_its_knowledge_gaps_in_a_react_l
     note = next(n for n in values["notes"] if n.query == "Gutenberg Bible")
     assert note.summary_md and note.status in ("ok", "empty")
     thoughts = [m.content for m in values["messages"] if m.content.startswith("Thought:")]
-    assert "Thought: Thought: point 1 still needs sources." in thoughts
+    assert "Thought: point 1 still needs sources." in thoughts
     react_calls = [c for c in llm.calls if c.tools]
     assert react_calls and all(c.tools == ["search"] for c in react_calls)  # no reader: no scrape
     observed = [m for c in react_calls for m in c.messages if m.get("role") == "tool"]
