@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, Query, Request, Response
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
@@ -23,9 +23,11 @@ from app.errors import (
 from app.events import EventLog, open_sqlite_event_log
 from app.metrics import ServiceMetrics
 from app.registry import RunStatus, ThreadRecord, open_sqlite_registry
+from app.report_html import report_html
 from app.runner import pending_interrupt, thread_config
 from app.runs import RunManager
 from app.settings import Settings
+from app.web import mount_web
 from engines.checks import footnote_urls, split_front_matter
 from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
@@ -264,9 +266,16 @@ def create_app(settings: Settings) -> FastAPI:
         await manager().delete(owner, thread_id)
         return Response(status_code=204)
 
-    @router.get("/{thread_id}/report", responses={200: {"content": {"text/markdown": {}}}})
+    @router.get(
+        "/{thread_id}/report",
+        responses={200: {"content": {"text/markdown": {}, "text/html": {}}}},
+    )
     async def report(thread_id: str, owner: Owner, request: Request) -> Response:
-        """The report as Markdown, or as JSON with its sources when `Accept: application/json`."""
+        """The report: Markdown, JSON with its sources, or a safe HTML fragment, by `Accept`.
+
+        `application/json` gives the sources too; `text/html` renders the Markdown with raw
+        HTML escaped (the web page shows it as is).
+        """
         await manager().get(owner, thread_id)
         values = await thread_values(thread_id)
         markdown = values.get("final_report")
@@ -282,6 +291,8 @@ def create_app(settings: Settings) -> FastAPI:
             return JSONResponse(
                 {"status": values.get("report_status"), "report": markdown, "sources": sources}
             )
+        if "text/html" in request.headers.get("accept", ""):
+            return HTMLResponse(report_html(markdown))
         return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
 
     @router.get("/{thread_id}/notes", response_model=list[ResearchNote])
@@ -292,6 +303,7 @@ def create_app(settings: Settings) -> FastAPI:
         return list(values.get("notes", []))
 
     app.include_router(router)
+    mount_web(app)
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:

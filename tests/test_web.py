@@ -1,0 +1,265 @@
+"""The web page in a real browser (Debian's Chromium driven by Playwright) against a live server.
+
+The server runs the extractive engine on a fixture corpus that also holds a document whose
+title is an XSS probe; the page must show it as text and never run it.
+"""
+
+import json
+import re
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.async_api import Dialog, Page, async_playwright, expect
+
+from app.api import create_app
+from app.settings import Settings
+from tools.corpus_files import iter_documents
+from tools.local_corpus import build_index
+
+from .servers import serve_port
+from .support import FIXTURE_CORPUS, TOPIC
+
+XSS_TITLE = "<img src=x onerror=alert(1)>"
+XSS_DOCUMENT = {
+    "title": XSS_TITLE,
+    "url": "https://example.org/xss-probe",
+    "text": "The history of the printing press begins with Johannes Gutenberg in Mainz. "
+    "The printing press spread across Europe within decades. Printing press workshops "
+    "produced books, pamphlets and newspapers, and the printing press changed literacy.",
+}
+WAIT_MS = 30_000  # a safety net against a hung page, never an assertion on speed
+KEY = "web-test-key-123"
+# Debian's Chromium (`.ci/run` installs it); Playwright downloads no browser here.
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",  # no traffic the closed network would refuse
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def web_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("web-corpus")
+    for path in FIXTURE_CORPUS.iterdir():
+        shutil.copy(path, folder / path.name)
+    (folder / "probe.jsonl").write_text(json.dumps(XSS_DOCUMENT) + "\n")
+    index = folder / "index.sqlite"
+    build_index(iter_documents(folder), index)
+    return index
+
+
+def start_server(tmp_path: Path, index: Path, **overrides: Any) -> Iterator[str]:
+    settings = Settings(
+        data_dir=tmp_path / "data", corpus_index=index, search_provider="local", **overrides
+    )
+    with serve_port(create_app(settings), lifespan="on") as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def server(tmp_path: Path, web_corpus: Path, settings_env: Path) -> Iterator[str]:
+    yield from start_server(tmp_path, web_corpus)
+
+
+@pytest.fixture
+async def page() -> AsyncIterator[Page]:
+    """A fresh page of Debian's Chromium (Playwright's async API: the suite is asyncio)."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium binary: `apt-get install chromium` to run the browser tests")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield await browser.new_page(viewport={"width": 1280, "height": 800})
+        finally:
+            await browser.close()
+
+
+@pytest.fixture
+def dialogs(page: Page) -> list[str]:
+    """Every alert/confirm the page opens (accepted, so a confirm() goes on)."""
+    seen: list[str] = []
+
+    async def record(dialog: Dialog) -> None:
+        seen.append(f"{dialog.type}: {dialog.message}")
+        await dialog.accept()
+
+    page.on("dialog", record)
+    return seen
+
+
+async def start_run(page: Page, base: str, approval: str = "none", min_sources: int = 3) -> str:
+    await page.goto(base)
+    await page.fill("#topic", TOPIC)
+    await page.fill("#min-sources", str(min_sources))
+    await page.select_option("#approval", approval)
+    await page.click("#start")
+    await page.wait_for_url(re.compile(r"#/runs/[0-9a-f]+$"), timeout=WAIT_MS)
+    return page.url.rsplit("/", 1)[-1]
+
+
+async def wait_for_status(page: Page, status: str) -> None:
+    await expect(page.locator("#run-status")).to_have_text(status, timeout=WAIT_MS)
+
+
+async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_link_to_references(
+    page: Page, server: str, dialogs: list[str], tmp_path: Path
+) -> None:
+    await start_run(page, server, approval="plan")
+    await wait_for_status(page, "waiting_for_approval")
+    panel = page.locator("#approval-panel")
+    await expect(panel).to_be_visible()
+    queries = panel.locator("input.plan-query")
+    assert await queries.count() >= 1
+    await queries.first.fill("Gutenberg Bible Mainz")
+    await page.click("#edit-approve")
+
+    await wait_for_status(page, "completed")
+    await expect(panel).to_be_hidden()
+    timeline = page.locator("#timeline")
+    for kind in ("plan", "search", "draft", "review", "report"):
+        await expect(timeline.locator(f"li.step[data-kind={kind}]").first).to_be_visible()
+    await expect(timeline.locator("li.step[data-kind=search]").first).to_contain_text(
+        "Gutenberg Bible Mainz"
+    )
+    assert await page.locator("#sources li.source").count() >= 3
+
+    report = page.locator("#report")
+    await expect(report.locator("h1")).to_be_visible(timeout=WAIT_MS)
+    footnote = report.locator("sup.footnote-ref a").first
+    target = await footnote.get_attribute("href")
+    assert target is not None and target.startswith("#fn")
+    await footnote.click()
+    reference = report.locator(f"li{target}")
+    await expect(reference).to_be_in_viewport()
+    await expect(reference.locator("a[href^=http]").first).to_be_visible()
+    await wait_for_status(page, "completed")  # following a footnote keeps the run open
+
+    # A screenshot of the finished report, not blank: much more detail than an empty page.
+    shot = tmp_path / "report.png"
+    await page.screenshot(path=str(shot), full_page=True)
+    blank = tmp_path / "blank.png"
+    await page.set_content("<html><body></body></html>")
+    await page.screenshot(path=str(blank), full_page=True)
+    assert shot.stat().st_size > 4 * blank.stat().st_size
+    assert dialogs == []
+
+
+async def test_a_source_titled_with_markup_shows_as_text_and_runs_nothing(
+    page: Page, server: str, dialogs: list[str]
+) -> None:
+    await start_run(page, server)
+    await wait_for_status(page, "completed")
+    probe = page.locator("#sources li.source", has_text=XSS_TITLE)
+    await expect(probe).to_have_count(1)
+    await expect(probe.locator("a")).to_have_text(XSS_TITLE)
+    assert await page.locator("#sources img, #report img, #timeline img").count() == 0
+    await expect(page.locator("#report h1")).to_be_visible(timeout=WAIT_MS)
+    assert dialogs == []
+
+
+async def test_a_reload_mid_run_rebuilds_the_timeline_without_duplicates(
+    page: Page, tmp_path: Path, web_corpus: Path, settings_env: Path
+) -> None:
+    # Slow searches keep the run going while the page is reloaded.
+    for base in start_server(tmp_path, web_corpus, search_delay_ms=400):
+        thread_id = await start_run(page, base, min_sources=50)
+        await expect(page.locator("#timeline li.step[data-kind=plan]")).to_have_count(
+            1, timeout=WAIT_MS
+        )
+        await page.reload()
+        await wait_for_status(page, "completed")
+        await expect(page.locator("#report h1")).to_be_visible(timeout=WAIT_MS)
+
+        notes = httpx.get(f"{base}/v1/research/{thread_id}/notes").json()
+        detail = httpx.get(f"{base}/v1/research/{thread_id}").json()
+    steps = page.locator("#timeline li.step")
+    assert await page.locator("#timeline li.step[data-kind=plan]").count() == 1
+    assert await page.locator("#timeline li.step[data-kind=search]").count() == len(notes)
+    assert await page.locator("#timeline li.step[data-kind=report]").count() == 1
+    texts = await steps.all_inner_texts()
+    assert len(texts) == len(set(texts)), "a step shown twice"
+    hrefs = [
+        await a.get_attribute("href") for a in await page.locator("#sources li.source a").all()
+    ]
+    assert len(hrefs) == len(set(hrefs)), "a source shown twice"
+    assert detail["status"] == "completed"
+
+
+async def test_at_phone_width_nothing_scrolls_sideways(
+    page: Page, server: str, dialogs: list[str]
+) -> None:
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await start_run(page, server)
+    await wait_for_status(page, "completed")
+    await expect(page.locator("#report h1")).to_be_visible(timeout=WAIT_MS)
+    overflow = await page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"{overflow} px of horizontal scroll at 390 px"
+
+
+async def test_the_past_research_list_and_its_buttons(
+    page: Page, server: str, dialogs: list[str]
+) -> None:
+    thread_id = await start_run(page, server, approval="plan")
+    await wait_for_status(page, "waiting_for_approval")
+    item = page.locator(f"#threads li.thread[data-thread-id='{thread_id}']")
+    await expect(item).to_be_visible()
+    await page.click("#cancel")
+    await wait_for_status(page, "cancelled")
+    await expect(item.locator(".status")).to_have_text("cancelled", timeout=WAIT_MS)
+    await page.click("#delete")
+    await expect(item).to_have_count(0, timeout=WAIT_MS)
+    assert httpx.get(f"{server}/v1/research/{thread_id}").status_code == 404
+    assert any(d.startswith("confirm") for d in dialogs)
+
+
+async def test_a_server_with_keys_asks_for_one_and_remembers_it(
+    page: Page, tmp_path: Path, web_corpus: Path, settings_env: Path
+) -> None:
+    for base in start_server(tmp_path, web_corpus, api_keys=[KEY]):
+        await page.goto(base)
+        await expect(page.locator("#key-panel")).to_be_visible(timeout=WAIT_MS)
+        await page.fill("#api-key", KEY)
+        await page.click("#save-key")
+        await expect(page.locator("#key-panel")).to_be_hidden(timeout=WAIT_MS)
+        await start_run(page, base)
+        await wait_for_status(page, "completed")
+        await page.reload()
+        await wait_for_status(page, "completed")
+        await expect(page.locator("#key-panel")).to_be_hidden()
+
+
+async def test_the_page_forbids_inline_script(server: str) -> None:
+    response = httpx.get(server)
+    assert response.status_code == 200 and "text/html" in response.headers["content-type"]
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    assert httpx.get(f"{server}/static/app.js").status_code == 200
+
+
+async def test_the_report_gate_shows_the_report_and_signs_it_off(
+    page: Page, server: str, dialogs: list[str]
+) -> None:
+    await start_run(page, server, approval="plan_and_report")
+    await wait_for_status(page, "waiting_for_approval")
+    await page.click("#approve")  # the plan
+    await expect(page.locator("#approval-report-preview")).to_contain_text(
+        "## Executive Summary", timeout=WAIT_MS
+    )
+    await wait_for_status(page, "waiting_for_approval")
+    await page.click("#approve")  # the report
+    await wait_for_status(page, "completed")
+    await expect(page.locator("#report h1")).to_be_visible(timeout=WAIT_MS)
+    await expect(page.locator("#approval-panel")).to_be_hidden()
+    assert dialogs == []
