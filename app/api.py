@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from app.auth import KeyAuth
-from app.deps import open_deps
+from app.deps import open_checkpointer, open_deps
 from app.errors import (
     ERROR_RESPONSES,
     BackendUnavailable,
@@ -30,7 +30,6 @@ from app.settings import Settings
 from app.web import mount_web
 from engines.checks import footnote_urls, split_front_matter
 from graph.builder import build_graph
-from graph.checkpointer import sqlite_saver
 from graph.models import (
     ApprovalDecision,
     CitationCheck,
@@ -122,7 +121,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
-            saver = await stack.enter_async_context(sqlite_saver(settings.checkpoint_path))
+            saver = await stack.enter_async_context(open_checkpointer(settings))
             events = await stack.enter_async_context(
                 open_sqlite_event_log(settings.service_db_path)
             )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from pydantic import ValidationError
 from rich.console import Console
@@ -16,12 +17,18 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from app.deps import EngineSetupError, check_model_server, make_engine, open_deps
+from app.deps import (
+    BackendSetupError,
+    EngineSetupError,
+    check_model_server,
+    make_engine,
+    open_checkpointer,
+    open_deps,
+)
 from app.runner import drive, is_finished, pending_interrupt, remaining_steps, thread_config
 from app.settings import Settings
 from engines.base import ModelAccessError
 from graph.builder import build_graph
-from graph.checkpointer import sqlite_saver
 from graph.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions
 from graph.state import initial_state
 from nodes.context import Deps
@@ -212,6 +219,21 @@ async def _deps(settings: Settings) -> AsyncIterator[Deps]:
         fail(str(exc))
 
 
+@asynccontextmanager
+async def _checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    try:
+        async with open_checkpointer(settings) as saver:
+            yield saver
+    except BackendSetupError as exc:
+        fail(str(exc))
+
+
+async def _check_store(settings: Settings) -> None:
+    """Open and close the checkpointer: a missing module or server is said before serving."""
+    async with open_checkpointer(settings):
+        pass
+
+
 def _print_report(report: str) -> None:
     """Write the report to stdout byte for byte (no markup, no wrapping, no emoji codes)."""
     sys.stdout.write(report if report.endswith("\n") else report + "\n")
@@ -249,7 +271,7 @@ async def _run(
     interactive: bool,
 ) -> None:
     async with _deps(settings) as deps:
-        async with sqlite_saver(settings.checkpoint_path) as saver:
+        async with _checkpointer(settings) as saver:
             graph = build_graph(saver)
             if (await graph.aget_state(thread_config(thread_id))).values:
                 fail(
@@ -324,9 +346,9 @@ def _unknown_thread(thread_id: str) -> NoReturn:
 
 
 async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> None:
-    if not settings.checkpoint_path.is_file():
+    if settings.redis_url is None and not settings.checkpoint_path.is_file():
         _unknown_thread(thread_id)
-    async with sqlite_saver(settings.checkpoint_path) as saver:
+    async with _checkpointer(settings) as saver:
         graph = build_graph(saver)
         snapshot = await graph.aget_state(thread_config(thread_id))
         if not snapshot.values:
@@ -364,9 +386,9 @@ def resume(
 
 
 async def _show(settings: Settings, thread_id: str) -> None:
-    if not settings.checkpoint_path.is_file():
+    if settings.redis_url is None and not settings.checkpoint_path.is_file():
         _unknown_thread(thread_id)
-    async with sqlite_saver(settings.checkpoint_path) as saver:
+    async with _checkpointer(settings) as saver:
         snapshot = await build_graph(saver).aget_state(thread_config(thread_id))
     values: dict[str, Any] = snapshot.values
     if not values:
@@ -450,12 +472,13 @@ def serve(
     settings = load_settings()
     if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
         _ensure_demo_corpus(settings)
-    if not settings.simulate_latency_ms:
-        try:
+    try:
+        if not settings.simulate_latency_ms:
             make_engine(settings)
             asyncio.run(check_model_server(settings))
-        except EngineSetupError as exc:
-            fail(str(exc))
+        asyncio.run(_check_store(settings))
+    except (EngineSetupError, BackendSetupError) as exc:
+        fail(str(exc))
     bind = host or settings.host
     if not settings.api_keys and bind not in ("127.0.0.1", "localhost", "::1"):
         err.print(

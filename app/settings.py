@@ -127,6 +127,19 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
+    redis_url: str | None = Field(
+        None,
+        description="Redis (8, Stack, or Valkey with the JSON and Search modules) for the "
+        "checkpoints, e.g. redis://localhost:6379/0; none: the SQLite file.",
+    )
+
+    @field_validator("redis_url", mode="after")
+    @classmethod
+    def _redis_scheme(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(f"{value!r} is not a redis:// (or rediss://, unix://) URL")
+        return value
+
     api_keys: list[SecretStr] = Field(
         default_factory=list,
         description="API keys of the HTTP service (JSON list); none: it listens on 127.0.0.1 only.",

@@ -16,6 +16,7 @@ from tools.tavily import TavilyProvider
 
 from .fake_apis import FakeAPIs
 from .fake_llm import llm_fixture, llm_server_fixture  # noqa: F401
+from .redis_server import redis_server
 from .servers import serve
 from .support import BRAVE_KEY, FIXTURE_CORPUS, TAVILY_KEY, Sleeps
 
@@ -94,3 +95,10 @@ def settings_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     config = tmp_path / "config.toml"
     monkeypatch.setenv("RESEARCH_CONFIG", str(config))
     return config
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A real server with the JSON and Search modules, for the whole session."""
+    with redis_server() as url:
+        yield url

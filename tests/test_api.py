@@ -295,3 +295,19 @@ async def test_metrics_count_runs_events_and_clients(service: Service) -> None:
     assert 'research_run_duration_seconds_count{status="completed"} 1.0' in text
     assert "research_sse_events_sent_total" in text
     assert "research_sse_clients 0.0" in text
+
+
+async def test_the_service_runs_on_the_redis_checkpointer(service: Service, redis_url: str) -> None:
+    async with service(redis_url=redis_url) as client:
+        assert (await client.get("/readyz")).status_code == 200
+        started = await client.post(
+            "/v1/research", json={"topic": TOPIC, "options": {"approval": "plan"}}
+        )
+        thread_id = started.json()["thread_id"]
+        await wait_for_status(client, thread_id, {"waiting_for_approval"})
+        answer = await client.post(f"/v1/research/{thread_id}/resume", json={"decision": "approve"})
+        assert answer.status_code == 200
+        detail = await wait_for_status(client, thread_id, TERMINAL)
+        report = await client.get(f"/v1/research/{thread_id}/report")
+    assert detail["status"] == "completed" and detail["plan"]["search_queries"]
+    assert report.status_code == 200 and "[^1]" in report.text

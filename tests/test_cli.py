@@ -22,6 +22,7 @@ from graph.models import TOPIC_MAX_CHARS
 
 from .fake_llm import FakeLLM, Reply
 from .llm_script import ResearchModel
+from .redis_server import redis_server
 from .servers import free_port
 from .support import TOPIC
 
@@ -436,3 +437,28 @@ def test_an_unreachable_model_server_stops_before_the_run(cli_env: dict[str, str
     result = cli(cli_env | {"RESEARCH_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1"}, "run", TOPIC)
     assert result.returncode == 2
     assert "is unreachable" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_run_on_redis_checkpoints_there_and_show_reads_it_back(
+    cli_env: dict[str, str], redis_url: str, data_dir: Path
+) -> None:
+    env = cli_env | {"RESEARCH_REDIS_URL": redis_url}
+    run = cli(env, "run", TOPIC, "--thread", "on-redis", "--min-sources", "3")
+    assert run.returncode == 0, run.stderr
+    shown = cli(env, "show", "on-redis")
+    assert shown.returncode == 0, shown.stderr
+    assert split_front_matter(run.stdout)[1] in shown.stdout
+    assert not (data_dir / "checkpoints.sqlite").exists(), "nothing went to the SQLite file"
+
+
+def test_serve_names_a_redis_without_modules_or_unreachable_without_its_password(
+    cli_env: dict[str, str],
+) -> None:
+    with redis_server(with_modules=False) as bare:
+        result = cli(cli_env | {"RESEARCH_REDIS_URL": bare}, "serve", "--port", str(free_port()))
+    assert result.returncode == 2
+    assert "no JSON and no Search module" in result.stderr and "redis:8" in result.stderr
+    unreachable = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
+    result = cli(cli_env | {"RESEARCH_REDIS_URL": unreachable}, "serve", "--port", "8799")
+    assert result.returncode == 2
+    assert "is unreachable" in result.stderr and "hunter2" not in result.stderr

