@@ -13,20 +13,21 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from app.auth import KeyAuth
-from app.deps import open_checkpointer, open_deps
+from app.deps import open_deps
 from app.errors import (
     ERROR_RESPONSES,
     BackendUnavailable,
     InvalidState,
     install_error_handlers,
 )
-from app.events import EventLog, open_sqlite_event_log
+from app.events import EventLog
 from app.metrics import ServiceMetrics
-from app.registry import RunStatus, ThreadRecord, open_sqlite_registry
+from app.registry import RunStatus, ThreadRecord
 from app.report_html import report_html
 from app.runner import pending_interrupt, thread_config
 from app.runs import RunManager
 from app.settings import Settings
+from app.stores import open_stores
 from app.web import mount_web
 from engines.checks import footnote_urls, split_front_matter
 from graph.builder import build_graph
@@ -121,13 +122,8 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
-            saver = await stack.enter_async_context(open_checkpointer(settings))
-            events = await stack.enter_async_context(
-                open_sqlite_event_log(settings.service_db_path)
-            )
-            registry = await stack.enter_async_context(
-                open_sqlite_registry(settings.service_db_path)
-            )
+            stores = await stack.enter_async_context(open_stores(settings))
+            saver, events, registry = stores.saver, stores.events, stores.registry
             deps = await stack.enter_async_context(open_deps(settings))
             manager = RunManager(
                 build_graph(saver),

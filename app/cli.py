@@ -17,16 +17,10 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from app.deps import (
-    BackendSetupError,
-    EngineSetupError,
-    check_model_server,
-    make_engine,
-    open_checkpointer,
-    open_deps,
-)
+from app.deps import EngineSetupError, check_model_server, make_engine, open_deps
 from app.runner import drive, is_finished, pending_interrupt, remaining_steps, thread_config
 from app.settings import Settings
+from app.stores import BackendSetupError, open_checkpointer
 from engines.base import ModelAccessError
 from graph.builder import build_graph
 from graph.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions

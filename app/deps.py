@@ -3,17 +3,14 @@
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.settings import ProviderName, Settings
 from engines.base import Engine
 from engines.extractive import ExtractiveEngine
 from engines.llm_config import ROLES, Role
 from engines.simulated import SleepingEngine
-from graph.checkpointer import sqlite_saver
 from nodes.context import Deps
 from tools.api_client import RetryPolicy
 from tools.brave import BraveProvider
@@ -51,46 +48,6 @@ async def _provider(
     corpus = LocalCorpus(settings.corpus_index_path)
     stack.callback(corpus.close)
     return corpus
-
-
-class BackendSetupError(ValueError):
-    """The checkpointer's store cannot be used; the message says what to run or fix."""
-
-
-@asynccontextmanager
-async def open_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    """Redis when `RESEARCH_REDIS_URL` is set (its modules checked first), else the SQLite file."""
-    if settings.redis_url is None:
-        async with sqlite_saver(settings.checkpoint_path) as saver:
-            yield saver
-        return
-    # Imported here: redisvl is only needed, and only paid for, by Redis deployments.
-    from redis.exceptions import ConnectionError as RedisConnectionError
-
-    from graph.redis_saver import RedisModulesMissing, redis_saver
-
-    async with AsyncExitStack() as stack:
-        try:
-            redis = await stack.enter_async_context(redis_saver(settings.redis_url))
-        except RedisModulesMissing as exc:
-            raise BackendSetupError(f"RESEARCH_REDIS_URL: {exc}") from exc
-        except (RedisConnectionError, OSError) as exc:
-            raise BackendSetupError(
-                f"RESEARCH_REDIS_URL {redact_url(settings.redis_url)} is unreachable "
-                f"({type(exc).__name__}): start Redis or fix the URL"
-            ) from exc
-        yield redis
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    netloc = f"{user}{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class EngineSetupError(ValueError):

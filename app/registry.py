@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import aiosqlite
 from pydantic import BaseModel, field_validator
@@ -22,6 +22,7 @@ from pydantic import BaseModel, field_validator
 __all__ = [
     "ACTIVE",
     "TERMINAL",
+    "Registry",
     "RunStatus",
     "SqliteRegistry",
     "ThreadExists",
@@ -93,6 +94,42 @@ class ThreadRecord(BaseModel):
         return value.astimezone(UTC)
 
 
+class Registry(Protocol):
+    """Where threads are registered: `SqliteRegistry`, or `RedisRegistry` for many processes."""
+
+    async def create(self, record: ThreadRecord) -> None:
+        """Register a new thread; raise `ThreadExists` if its id is taken."""
+        ...
+
+    async def get(self, thread_id: str) -> ThreadRecord | None:
+        """Return the thread's record, or None when it is not registered."""
+        ...
+
+    async def set_status(
+        self, thread_id: str, status: RunStatus, error: str | None = None
+    ) -> ThreadRecord:
+        """Set the run status and error; KeyError for an unknown thread."""
+        ...
+
+    async def delete(self, thread_id: str) -> bool:
+        """Remove the thread's record; return whether there was one."""
+        ...
+
+    async def active(self) -> builtins.list[ThreadRecord]:
+        """Return the queued and running threads, oldest first."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+        ...
+
+    async def list(
+        self, owner: str, limit: int = 20, cursor: str | None = None
+    ) -> tuple[builtins.list[ThreadRecord], str | None]:
+        """One page of the owner's threads, newest first, and the next page's cursor."""
+        ...
+
+
 class SqliteRegistry:
     """The thread registry kept in one SQLite file (which may hold other tables too)."""
 
@@ -106,8 +143,8 @@ class SqliteRegistry:
             record.owner,
             record.topic,
             record.status,
-            _stamp(record.created_at),
-            _stamp(record.updated_at),
+            stamp(record.created_at),
+            stamp(record.updated_at),
             record.error,
             json.dumps(record.options, ensure_ascii=False),
         )
@@ -130,7 +167,7 @@ class SqliteRegistry:
         Raises:
             KeyError: no thread has this id.
         """
-        now = _stamp(datetime.now(UTC))
+        now = stamp(datetime.now(UTC))
         rows = await self._conn.execute_fetchall(_SET_STATUS, (status, error, now, thread_id))
         records = _records(rows)
         if not records:
@@ -165,7 +202,7 @@ class SqliteRegistry:
         if cursor is None:
             rows = await self._conn.execute_fetchall(_FIRST_PAGE, (owner, limit + 1))
         else:
-            created_at, thread_id = _decode_cursor(cursor)
+            created_at, thread_id = decode_cursor(cursor)
             rows = await self._conn.execute_fetchall(
                 _NEXT_PAGE, (owner, created_at, thread_id, limit + 1)
             )
@@ -174,10 +211,10 @@ class SqliteRegistry:
             return records, None
         page = records[:limit]
         last = page[-1]
-        return page, _encode_cursor(_stamp(last.created_at), last.thread_id)
+        return page, encode_cursor(stamp(last.created_at), last.thread_id)
 
 
-def _stamp(moment: datetime) -> str:
+def stamp(moment: datetime) -> str:
     """Fixed-width UTC text, so that comparing the text compares the times."""
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
@@ -198,12 +235,12 @@ def _records(rows: Iterable[Any]) -> list[ThreadRecord]:
     ]
 
 
-def _encode_cursor(created_at: str, thread_id: str) -> str:
+def encode_cursor(created_at: str, thread_id: str) -> str:
     raw = json.dumps([created_at, thread_id], ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
 
-def _decode_cursor(cursor: str) -> tuple[str, str]:
+def decode_cursor(cursor: str) -> tuple[str, str]:
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
     except (binascii.Error, UnicodeError, json.JSONDecodeError) as exc:
@@ -216,7 +253,7 @@ def _decode_cursor(cursor: str) -> tuple[str, str]:
         raise ValueError("invalid cursor")
     created_at, thread_id = value
     try:
-        canonical = _stamp(datetime.fromisoformat(created_at)) == created_at
+        canonical = stamp(datetime.fromisoformat(created_at)) == created_at
     except ValueError:
         canonical = False
     if not canonical:

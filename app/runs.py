@@ -17,7 +17,7 @@ from langgraph.types import Command, StreamMode
 
 from app.errors import InvalidState, NotFound, TooManyRuns
 from app.events import TERMINAL_EVENT, EventLog
-from app.registry import TERMINAL, RunStatus, SqliteRegistry, ThreadRecord
+from app.registry import TERMINAL, Registry, RunStatus, ThreadRecord
 from app.runner import is_finished, pending_interrupt, thread_config
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
@@ -39,7 +39,7 @@ class RunManager:
         graph: ResearchGraph,
         deps: Deps,
         events: EventLog,
-        registry: SqliteRegistry,
+        registry: Registry,
         max_concurrent: int = 8,
         max_queued: int = 100,
         delete_checkpoints: Callable[[str], Awaitable[None]] | None = None,

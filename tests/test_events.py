@@ -1,11 +1,13 @@
 import asyncio
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import aclosing, closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 
 from app.events import (
     TERMINAL_EVENT,
@@ -15,6 +17,7 @@ from app.events import (
     SqliteEventLog,
     open_sqlite_event_log,
 )
+from app.redis_events import RedisEventLog
 
 # A safety net against a hang, never a means of synchronisation.
 TIMEOUT_S = 10.0
@@ -25,10 +28,20 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "data" / "service.sqlite"
 
 
-@pytest.fixture
-async def log(db: Path) -> AsyncIterator[SqliteEventLog]:
-    async with open_sqlite_event_log(db) as opened:
-        yield opened
+@pytest.fixture(params=["sqlite", "redis"])
+async def log(request: pytest.FixtureRequest, db: Path) -> AsyncIterator[EventLog]:
+    """Each behaviour of the protocol, on both implementations."""
+    if request.param == "sqlite":
+        async with open_sqlite_event_log(db) as opened:
+            yield opened
+        return
+    client = Redis.from_url(request.getfixturevalue("redis_url"))
+    redis_log = RedisEventLog(client, prefix=f"test:{uuid.uuid4().hex}:")
+    try:
+        yield redis_log
+    finally:
+        await redis_log.close()
+        await client.aclose()
 
 
 async def collect(log: EventLog, thread_id: str, after: int = 0) -> list[Event]:

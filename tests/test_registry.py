@@ -1,10 +1,13 @@
 import base64
+import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from redis.asyncio import Redis
 
+from app.redis_registry import RedisRegistry
 from app.registry import (
     ACTIVE,
     SqliteRegistry,
@@ -42,8 +45,16 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "data" / "service.sqlite"
 
 
-@pytest.fixture
-async def registry(db: Path) -> AsyncIterator[SqliteRegistry]:
+@pytest.fixture(params=["sqlite", "redis"])
+async def registry(request: pytest.FixtureRequest, db: Path) -> AsyncIterator[SqliteRegistry]:
+    """Each behaviour on both implementations."""
+    if request.param == "redis":
+        client = Redis.from_url(request.getfixturevalue("redis_url"))
+        try:
+            yield RedisRegistry(client, prefix=f"test:{uuid.uuid4().hex}:")
+        finally:
+            await client.aclose()
+        return
     async with open_sqlite_registry(db) as opened:
         yield opened
 

@@ -1,0 +1,90 @@
+"""The service's three stores, chosen by the settings: the SQLite file, or Redis.
+
+Checkpoints, the event log and the thread registry live together: in the one SQLite
+data file by default, or in Redis when `RESEARCH_REDIS_URL` is set, so that any number of
+API replicas (and workers) share them.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from app.events import EventLog, open_sqlite_event_log
+from app.registry import Registry, open_sqlite_registry
+from app.settings import Settings
+from graph.checkpointer import sqlite_saver
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Where a service keeps its state."""
+
+    saver: BaseCheckpointSaver[str]
+    events: EventLog
+    registry: Registry
+
+
+class BackendSetupError(ValueError):
+    """The checkpointer's store cannot be used; the message says what to run or fix."""
+
+
+@asynccontextmanager
+async def open_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """Redis when `RESEARCH_REDIS_URL` is set (its modules checked first), else the SQLite file."""
+    if settings.redis_url is None:
+        async with sqlite_saver(settings.checkpoint_path) as saver:
+            yield saver
+        return
+    # Imported here: redisvl is only needed, and only paid for, by Redis deployments.
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from graph.redis_saver import RedisModulesMissing, redis_saver
+
+    async with AsyncExitStack() as stack:
+        try:
+            redis = await stack.enter_async_context(redis_saver(settings.redis_url))
+        except RedisModulesMissing as exc:
+            raise BackendSetupError(f"RESEARCH_REDIS_URL: {exc}") from exc
+        except (RedisConnectionError, OSError) as exc:
+            raise BackendSetupError(
+                f"RESEARCH_REDIS_URL {redact_url(settings.redis_url)} is unreachable "
+                f"({type(exc).__name__}): start Redis or fix the URL"
+            ) from exc
+        yield redis
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    netloc = f"{user}{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@asynccontextmanager
+async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
+    """The checkpointer, event log and registry the settings choose; closed on exit."""
+    async with AsyncExitStack() as stack:
+        saver = await stack.enter_async_context(open_checkpointer(settings))
+        if settings.redis_url is None:
+            path = settings.service_db_path
+            events: EventLog = await stack.enter_async_context(open_sqlite_event_log(path))
+            registry: Registry = await stack.enter_async_context(open_sqlite_registry(path))
+        else:
+            from redis.asyncio import Redis
+
+            from app.redis_events import RedisEventLog
+            from app.redis_registry import RedisRegistry
+
+            client = Redis.from_url(settings.redis_url)
+            stack.push_async_callback(client.aclose)
+            redis_events = RedisEventLog(client)
+            stack.push_async_callback(redis_events.close)
+            events, registry = redis_events, RedisRegistry(client)
+        yield Stores(saver, events, registry)
