@@ -14,6 +14,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 
@@ -122,8 +124,16 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
 
 
+async def _store_down(request: Request, exc: Exception) -> JSONResponse:
+    # Redis is down or restarting: the client may retry; the pool reconnects by itself.
+    message = f"the store does not answer ({type(exc).__name__}); retry in a few seconds"
+    return JSONResponse(error_body("backend_unavailable", message), 503)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every expected failure as `{"error": {code, message, details}}`."""
+    app.add_exception_handler(RedisConnectionError, _store_down)
+    app.add_exception_handler(RedisTimeoutError, _store_down)
     app.add_exception_handler(ResearchError, _research_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

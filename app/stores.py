@@ -77,12 +77,11 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             events: EventLog = await stack.enter_async_context(open_sqlite_event_log(path))
             registry: Registry = await stack.enter_async_context(open_sqlite_registry(path))
         else:
-            from redis.asyncio import Redis
-
             from app.redis_events import RedisEventLog
             from app.redis_registry import RedisRegistry
+            from graph.redis_saver import redis_client
 
-            client = Redis.from_url(settings.redis_url)
+            client = redis_client(settings.redis_url)
             stack.push_async_callback(client.aclose)
             redis_events = RedisEventLog(client)
             stack.push_async_callback(redis_events.close)

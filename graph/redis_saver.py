@@ -21,12 +21,29 @@ from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 from langgraph.checkpoint.redis.jsonplus_redis import JsonPlusRedisSerializer
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from graph.checkpointer import STATE_TYPES
 
 # The metadata keys the index can filter on; others are filtered here, after the query.
 _INDEXED_FILTERS = frozenset({"source", "step", "thread_id", "run_id"})
 _MODULES = {"rejson": "JSON", "search": "Search"}
+
+
+def redis_client(url: str) -> "Redis":
+    """A client that retries a failed command on a fresh connection.
+
+    A pooled connection that died with a Redis restart fails its next command; the
+    retry makes that invisible once the server is back.
+    """
+    return Redis.from_url(
+        url,
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+    )
 
 
 def redis_serializer() -> JsonPlusRedisSerializer:
@@ -108,7 +125,7 @@ class ConformingRedisSaver(AsyncRedisSaver):
 @asynccontextmanager
 async def redis_saver(url: str) -> AsyncIterator[ConformingRedisSaver]:
     """A set-up saver on `url`, with our serializer allowlist; modules checked first."""
-    client: Redis = Redis.from_url(url)
+    client = redis_client(url)
     try:
         await check_modules(client)
         saver = ConformingRedisSaver(redis_client=client)

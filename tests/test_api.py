@@ -1,5 +1,6 @@
 """The HTTP service on a real uvicorn server on loopback, driven with httpx."""
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -7,10 +8,12 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from app.api import create_app
 from app.settings import Settings
 
+from .redis_server import redis_server
 from .servers import serve_port
 from .sse import collect, frames
 from .support import TOPIC
@@ -311,3 +314,24 @@ async def test_the_service_runs_on_the_redis_checkpointer(service: Service, redi
         report = await client.get(f"/v1/research/{thread_id}/report")
     assert detail["status"] == "completed" and detail["plan"]["search_queries"]
     assert report.status_code == 200 and "[^1]" in report.text
+
+
+async def test_a_redis_outage_is_a_clear_503_and_the_service_recovers_without_restart(
+    service: Service, tmp_path: Path
+) -> None:
+    with redis_server(data_dir=tmp_path) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        async with service(redis_url=url) as client:
+            assert (await client.get("/v1/research")).status_code == 200
+            down = redis.Redis.from_url(url)
+            with contextlib.suppress(redis.ConnectionError):
+                down.shutdown(save=True)  # the server goes away mid-service, data kept
+            answer = await client.get("/v1/research")
+            ready = await client.get("/readyz")
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["error"]["code"] == "backend_unavailable"
+            assert "retry" in answer.json()["error"]["message"]
+            assert ready.status_code == 503
+            with redis_server(port=port, data_dir=tmp_path):  # back, same port and data
+                assert (await client.get("/readyz")).status_code == 200
+                assert (await client.get("/v1/research")).status_code == 200
