@@ -245,8 +245,10 @@ class RunManager:
         snapshot = await self.graph.aget_state(thread_config(thread_id))
         question = pending_interrupt(snapshot)
         if question is not None:
-            await self._publish(thread_id, "approval_required", question)
+            # Status first: a client that answers as soon as it sees the question must
+            # find the run waiting, not still running (it would get a 409).
             await self._set_status(thread_id, "waiting_for_approval")
+            await self._publish(thread_id, "approval_required", question)
         elif paused and not is_finished(snapshot):
             await self._set_status(thread_id, "paused")
         else:

@@ -489,6 +489,8 @@
       case "status": onStatus(view, data); break;
       case "approval_required":
         view.pendingApproval = data;
+        // The server sets the status before it asks, so the question may come second.
+        if (view.status === "waiting_for_approval") showApproval(view, data);
         addStep("approval", "Approval needed", data.type === "report"
           ? `the report (${data.status || "draft"})`
           : `the plan (${planSize(data.plan)})`);
@@ -519,7 +521,10 @@
     // A failure's message has its own `error` step just before: the status line stays short.
     if (TIMELINE_STATUSES.has(status)) addStep("status", STATUS_LABELS[status], null);
     if (status === "waiting_for_approval") showApproval(view, view.pendingApproval);
-    else hideApproval(view);
+    else {
+      view.pendingApproval = null; // answered: the next question comes with its own event
+      hideApproval(view);
+    }
     // Every completed run has a report, stored by now (a `report` event can come earlier).
     if (status === "completed") ensureReport(view);
     refreshThreadsSoon();
