@@ -91,16 +91,17 @@ def account(
             )
         )
     total = state.get("usage", Usage()) + usage
+    # Plain dicts, dumped only where there is something to say: this runs at every step.
     runtime.stream_writer(
         {
             "event": "usage",
             "node": node,
-            "step": usage.model_dump(),
+            "step": mine.model_dump(),
             "total": {
                 "tokens": total.total_tokens,
                 "cost_usd": round(total.cost_usd, 6),
                 "seconds": round(total.seconds, 3),
-                "models": total.model_dump()["models"],
+                "models": {name: m.model_dump() for name, m in total.models.items()},
             },
         }
     )
