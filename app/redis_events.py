@@ -49,9 +49,16 @@ class RedisEventLog:
     """`EventLog` on Redis Streams (see the module docstring)."""
 
     def __init__(
-        self, client: "Redis", prefix: str = "research:events:", max_events: int = 10_000
+        self,
+        client: "Redis",
+        prefix: str = "research:events:",
+        max_events: int = 10_000,
+        follow_client: "Redis | None" = None,
     ) -> None:
         self._client = client
+        # A follower holds a connection while it blocks: give them their own pool, so
+        # hundreds of SSE clients never starve the appends.
+        self._follow_client = follow_client or client
         self._prefix = prefix
         self._max_events = max_events
         self._pending: list[_Append] = []
@@ -143,7 +150,7 @@ class RedisEventLog:
         key = self._key(thread_id)
         while True:
             self._check_open()
-            answer: Any = await self._client.xread(
+            answer: Any = await self._follow_client.xread(
                 {key: f"0-{position}"}, count=_FOLLOW_PAGE, block=_BLOCK_MS
             )
             for _stream, entries in answer or []:

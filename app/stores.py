@@ -83,7 +83,10 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
 
             client = redis_client(settings.redis_url)
             stack.push_async_callback(client.aclose)
-            redis_events = RedisEventLog(client)
+            # One connection per live SSE follower (each blocks in XREAD): a large pool.
+            followers = redis_client(settings.redis_url, max_connections=10_000)
+            stack.push_async_callback(followers.aclose)
+            redis_events = RedisEventLog(client, follow_client=followers)
             stack.push_async_callback(redis_events.close)
             events, registry = redis_events, RedisRegistry(client)
         yield Stores(saver, events, registry)

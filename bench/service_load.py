@@ -46,6 +46,12 @@ from graph.state import initial_state
 from nodes.context import Deps
 from tools.simulated import SleepingSearchProvider
 
+# `python bench/service_load.py` puts bench/ first on sys.path, not the repository root.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+from tests.redis_server import redis_server  # noqa: E402
+
 NODES_ON_PATH = 4
 CLIENTS_PER_POOL = 10
 READY_DEADLINE_S = 60.0
@@ -160,7 +166,7 @@ def server_peak_rss_mb(pid: int) -> float:
 class Server:
     """`research-agent serve` in its own process with its own data dir."""
 
-    def __init__(self, data_dir: Path, latency_ms: float) -> None:
+    def __init__(self, data_dir: Path, latency_ms: float, redis_url: str | None = None) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = data_dir / "server.log"
@@ -173,6 +179,8 @@ class Server:
             RESEARCH_MAX_QUEUED_RUNS="1000",
             RESEARCH_SEARCH_PROVIDER="local",
         )
+        if redis_url is not None:  # checkpoints, events and registry on Redis
+            env["RESEARCH_REDIS_URL"] = redis_url
         command = [sys.executable, "-c", "from app.cli import main; main()"]
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
@@ -363,7 +371,26 @@ def targets(n: int, http: Batch, local: Batch) -> list[str]:
     ]
 
 
-async def main(latency_ms: float, sizes: list[int]) -> None:
+async def serve_and_load(
+    n: int, latency_ms: float, redis_url: str | None, notes: list[str]
+) -> Batch:
+    """A fresh `research-agent serve` (on SQLite, or on `redis_url`) under N clients."""
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
+        server = Server(Path(tmp), latency_ms, redis_url)
+        try:
+            await server.wait_ready()
+            http = await over_http(server, n)
+            if http.errors:
+                notes.append(
+                    f"{n:>5} http errors ({'redis' if redis_url else 'sqlite'}): {dict(http.errors)}"
+                )
+                notes.append(f"      server log, last lines:\n{server.log_tail(10)}")
+        finally:
+            server.stop()
+    return http
+
+
+async def main(latency_ms: float, sizes: list[int], redis: bool) -> None:
     latency = latency_ms / 1000
     critical = NODES_ON_PATH * latency
     print(f"critical path {critical * 1000:.0f} ms ({NODES_ON_PATH} nodes x {latency_ms:.0f} ms)")
@@ -378,19 +405,14 @@ async def main(latency_ms: float, sizes: list[int]) -> None:
     for n in sizes:
         local = await in_process(n, latency, "bench")
         print(row(n, "in-process", local, critical))
-        with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
-            server = Server(Path(tmp), latency_ms)
-            try:
-                await server.wait_ready()
-                http = await over_http(server, n)
-                if http.errors:
-                    notes.append(f"{n:>5} http errors: {dict(http.errors)}")
-                    notes.append(f"      server log, last lines:\n{server.log_tail(10)}")
-            finally:
-                server.stop()
+        http = await serve_and_load(n, latency_ms, None, notes)
         if local.errors:
             notes.append(f"{n:>5} in-process errors: {dict(local.errors)}")
         print(row(n, "http", http, critical))
+        if redis:
+            with redis_server() as url:  # a fresh server per N
+                on_redis = await serve_and_load(n, latency_ms, url, notes)
+            print(row(n, "http-redis", on_redis, critical))
         print(
             f"{n:>5} http client lag from calling post to the POST on the wire (not in TTFE): "
             f"p50 {percentile(http.client_lag_s, 50) * 1000:.0f} ms, "
@@ -409,7 +431,15 @@ if __name__ == "__main__":
     )
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--runs", default="50,200")
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "both"],
+        default="sqlite",
+        help="both: also the service on Redis (a throwaway valkey-server from the dev extras)",
+    )
     args = parser.parse_args()
     if args.latency_ms < 1:  # 0 would make the server use the real engine and corpus
         parser.error("--latency-ms must be at least 1")
-    asyncio.run(main(args.latency_ms, [int(n) for n in args.runs.split(",")]))
+    asyncio.run(
+        main(args.latency_ms, [int(n) for n in args.runs.split(",")], args.backend == "both")
+    )

@@ -25,7 +25,7 @@ from langgraph.checkpoint.redis.jsonplus_redis import JsonPlusRedisSerializer
 from langgraph.checkpoint.redis.key_registry import CheckpointKeyRegistry
 from langgraph.checkpoint.redis.util import EMPTY_ID_SENTINEL, from_storage_safe_id
 from langgraph.constants import TASKS
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -38,17 +38,21 @@ _INDEXED_FILTERS = frozenset({"source", "step", "thread_id", "run_id"})
 _MODULES = {"rejson": "JSON", "search": "Search"}
 
 
-def redis_client(url: str) -> "Redis":
-    """A client that retries a failed command on a fresh connection.
+def redis_client(url: str, max_connections: int = 256) -> "Redis":
+    """A client whose commands wait for a free connection and retry on a fresh one.
 
-    A pooled connection that died with a Redis restart fails its next command; the
-    retry makes that invisible once the server is back.
+    Waiting (a blocking pool) instead of failing with "Too many connections": 200
+    concurrent runs burst past redis-py's default pool of 100. The retry hides a pooled
+    connection that died with a Redis restart once the server is back.
     """
-    return Redis.from_url(
+    pool = BlockingConnectionPool.from_url(
         url,
+        max_connections=max_connections,
+        timeout=30,
         retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )
+    return Redis.from_pool(pool)
 
 
 def redis_serializer() -> JsonPlusRedisSerializer:
