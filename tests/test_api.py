@@ -1,5 +1,6 @@
 """The HTTP service on a real uvicorn server on loopback, driven with httpx."""
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -335,3 +336,23 @@ async def test_a_redis_outage_is_a_clear_503_and_the_service_recovers_without_re
             with redis_server(port=port, data_dir=tmp_path):  # back, same port and data
                 assert (await client.get("/readyz")).status_code == 200
                 assert (await client.get("/v1/research")).status_code == 200
+
+
+async def test_more_sse_clients_than_a_default_redis_pool_all_get_every_event(
+    service: Service, redis_url: str
+) -> None:
+    """Each follower blocks in XREAD on a connection: 150 of them must not starve anything."""
+    async with service(redis_url=redis_url, search_delay_ms=200) as client:
+        thread_id = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        # httpx's own pool stops at 100 connections: this client opens all 150 at once.
+        async with httpx.AsyncClient(
+            base_url=client.base_url, timeout=30, limits=httpx.Limits(max_connections=200)
+        ) as many:
+            streams = await asyncio.gather(
+                *(collect(many, f"/v1/research/{thread_id}/events") for _ in range(150))
+            )
+        detail = (await client.get(f"/v1/research/{thread_id}")).json()
+    assert detail["status"] == "completed"
+    ids = [f.id for f in streams[0]]
+    assert ids == list(range(1, len(ids) + 1)) and streams[0][-1].event == "done"
+    assert all([f.id for f in frames] == ids for frames in streams)
