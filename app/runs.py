@@ -202,14 +202,14 @@ class RunManager:
             if self._stopping:
                 raise  # the process stops: the run stays `running` and is recovered later
             await self._finish(thread_id, "cancelled")
-        except ModelAccessError as exc:  # says which setting to fix, and holds no secret
-            # No traceback: the client library's own exception below it may quote the key.
-            logger.error("research run %s failed: %s", thread_id, exc)
-            await self._publish(thread_id, "error", {"code": "run_failed", "message": str(exc)})
-            await self._finish(thread_id, "failed", str(exc))
         except Exception as exc:  # a failed run is a status and an event, never a crash
-            logger.exception("research run %s failed", thread_id)
-            message = f"{type(exc).__name__}: the run stopped; its checkpoint is kept"
+            if isinstance(exc, ModelAccessError):  # says which setting to fix, holds no secret
+                # No traceback: the client library's own exception below it may quote the key.
+                logger.error("research run %s failed: %s", thread_id, exc)
+                message = str(exc)
+            else:
+                logger.exception("research run %s failed", thread_id)
+                message = f"{type(exc).__name__}: the run stopped; its checkpoint is kept"
             await self._publish(thread_id, "error", {"code": "run_failed", "message": message})
             await self._finish(thread_id, "failed", message)
 
