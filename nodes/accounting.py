@@ -1,16 +1,34 @@
 """Usage and round records of one node step, from what the engine recorded while it ran."""
 
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from engines.recording import Recorder
+from engines.base import ModelAccessError
+from engines.recording import Recorder, record_fallback
 from graph.models import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
 from graph.state import ResearchState
 from nodes.context import Deps
+
+T = TypeVar("T")
+
+
+async def unless_refused(
+    step: str, call: Awaitable[T], fallback: Callable[[], Awaitable[T]]
+) -> tuple[T, str | None]:
+    """`call`'s result; if the model refuses to serve the run, `fallback`'s and the reason.
+
+    The reason halts the run (state `halted`); the fallback is recorded for the step.
+    """
+    try:
+        return await call, None
+    except ModelAccessError as exc:
+        record_fallback(step, str(exc))
+        return await fallback(), str(exc)
 
 
 def spent(node: str, started: float, requests: int = 0, recorder: Recorder | None = None) -> Usage:

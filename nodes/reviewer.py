@@ -6,13 +6,12 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from engines.base import ModelAccessError
 from engines.checks import strip_unknown_footnotes
-from engines.recording import record_fallback, recording
+from engines.recording import recording
 from graph.models import CitationCheck, Review, ReviewIssue
 from graph.routing import REVIEWER
 from graph.state import ResearchState
-from nodes.accounting import account, merge_updates
+from nodes.accounting import account, merge_updates, unless_refused
 from nodes.context import Deps
 
 
@@ -45,14 +44,12 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
     deps = runtime.context
     sources = state.get("research_data", [])
     markdown, removed = strip_unknown_footnotes(drafts[-1].markdown, sources)
-    halted: str | None = None
     with recording() as recorder:
-        try:
-            review = await deps.engine.review(markdown, plan, sources)
-        except ModelAccessError as exc:
-            halted = str(exc)
-            record_fallback("review", halted)
-            review = await deps.fallback.review(markdown, plan, sources)
+        review, halted = await unless_refused(
+            "review",
+            deps.engine.review(markdown, plan, sources),
+            lambda: deps.fallback.review(markdown, plan, sources),
+        )
     review = _with_removed(review, removed)
     runtime.stream_writer(
         {

@@ -8,12 +8,11 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from langgraph.types import StreamWriter
 
-from engines.base import ModelAccessError
-from engines.recording import record_fallback, recording
+from engines.recording import recording
 from graph.models import Draft
 from graph.routing import WRITER
 from graph.state import ResearchState
-from nodes.accounting import account, merge_updates
+from nodes.accounting import account, merge_updates, unless_refused
 from nodes.context import Deps
 
 # Tokens are forwarded in pieces of about this many characters: one event per token would
@@ -60,19 +59,15 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     version = len(state.get("drafts", [])) + 1
     on_token, flush = token_batcher(runtime.stream_writer, version)
     halted: str | None = None
+    review, feedback = state.get("review"), state.get("feedback")
     with recording() as recorder:
-        try:
-            markdown = await deps.engine.write(
-                plan, sources, state.get("review"), state.get("feedback"), on_token
+        writing = deps.engine.write(plan, sources, review, feedback, on_token)
+        if sources:
+            markdown, halted = await unless_refused(
+                "write", writing, lambda: deps.fallback.write(plan, sources, review, feedback)
             )
-        except ModelAccessError as exc:
-            if not sources:
-                raise
-            halted = str(exc)
-            record_fallback("write", halted)
-            markdown = await deps.fallback.write(
-                plan, sources, state.get("review"), state.get("feedback")
-            )
+        else:  # nothing to write a partial report from: a refusal fails the run
+            markdown, halted = await writing, None
         flush()
     runtime.stream_writer({"event": "draft", "version": version, "chars": len(markdown)})
     update: dict[str, Any] = {
