@@ -76,6 +76,15 @@ class RedisRegistry:
         fields = await self._client.hgetall(self._thread(thread_id))
         return self._record(thread_id, fields)
 
+    async def _get_many(self, thread_ids: builtins.list[str]) -> builtins.list[ThreadRecord]:
+        """The records of these threads in one round trip, in order, skipping absent ones."""
+        pipe = self._client.pipeline(transaction=False)
+        for thread_id in thread_ids:
+            pipe.hgetall(self._thread(thread_id))
+        found = await pipe.execute()
+        records = [self._record(t, f) for t, f in zip(thread_ids, found, strict=True)]
+        return [r for r in records if r is not None]
+
     def _record(self, thread_id: str, fields: dict[Any, Any]) -> ThreadRecord | None:
         values = {_text(k): _text(v) for k, v in fields.items()}
         if "created_at" not in values:  # absent, or half-created by a concurrent create
@@ -125,9 +134,7 @@ class RedisRegistry:
     async def active(self) -> builtins.list[ThreadRecord]:
         """Return the queued and running threads, oldest first (to resume after a restart)."""
         members: Any = await self._client.zrange(self._active, 0, -1)
-        ids = [_text(t) or "" for t in members]
-        records = [await self.get(t) for t in ids]
-        return [r for r in records if r is not None]
+        return await self._get_many([_text(t) or "" for t in members])
 
     async def ping(self) -> None:
         """Raise when Redis cannot be reached."""
@@ -157,8 +164,7 @@ class RedisRegistry:
                 for member, score in candidates
                 if int(score) < top or (_text(member) or "") < after_id
             ][: limit + 1]
-        records = [await self.get(_text(member) or "") for member, _score in entries]
-        found = [r for r in records if r is not None]
+        found = await self._get_many([_text(member) or "" for member, _score in entries])
         if len(found) <= limit:
             return found, None
         page = found[:limit]
