@@ -82,6 +82,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import percentile  # noqa: E402
 from tests.redis_server import redis_server  # noqa: E402
 
 Saver = BaseCheckpointSaver[Any]
@@ -229,16 +230,6 @@ def thread_steps(seed: int, count: int) -> list[Step]:
 
 
 # -- timing ---------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100); NaN for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def ms(seconds: float) -> str:

@@ -73,6 +73,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.stats import percentile  # noqa: E402
 from tests.fake_llm import FakeLLM, fake_llm_app  # noqa: E402
 from tests.llm_script import ResearchModel  # noqa: E402
 from tests.servers import serve  # noqa: E402
@@ -176,16 +177,6 @@ def sources(count: int, seed: int) -> list[SearchResult]:
 
 
 # -- figures ------------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100); NaN for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 @dataclass

@@ -50,6 +50,7 @@ from tools.simulated import SleepingSearchProvider
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+from bench.stats import percentile  # noqa: E402
 from tests.redis_server import redis_server  # noqa: E402
 
 NODES_ON_PATH = 4
@@ -78,16 +79,6 @@ class Batch:
     server_cpu_s: float | None = None
     server_rss_mb: float | None = None
     client_lag_s: list[float] = field(default_factory=list)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100); NaN for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 # -- in process ------------------------------------------------------------------------
