@@ -13,7 +13,6 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from app.auth import KeyAuth
-from app.deps import open_deps
 from app.errors import (
     ERROR_RESPONSES,
     BackendUnavailable,
@@ -26,11 +25,10 @@ from app.registry import RunStatus, ThreadRecord
 from app.report_html import report_html
 from app.runner import pending_interrupt, thread_config
 from app.runs import RunManager
+from app.runtime import open_runtime, running_worker
 from app.settings import Settings
-from app.stores import open_stores
 from app.web import mount_web
 from engines.checks import footnote_urls, split_front_matter
-from graph.builder import build_graph
 from graph.models import (
     ApprovalDecision,
     CitationCheck,
@@ -122,25 +120,17 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
-            stores = await stack.enter_async_context(open_stores(settings))
-            saver, events, registry = stores.saver, stores.events, stores.registry
-            deps = await stack.enter_async_context(open_deps(settings))
-            manager = RunManager(
-                build_graph(saver),
-                deps,
-                events,
-                registry,
-                max_concurrent=settings.max_concurrent_runs,
-                max_queued=settings.max_queued_runs,
-                delete_checkpoints=saver.adelete_thread,
-                on_status=metrics.record_status,
+            runtime = await stack.enter_async_context(open_runtime(settings))
+            stores, manager = runtime.stores, runtime.manager
+            runtime.executor.observe(metrics.record_status)
+            state.update(
+                manager=manager, events=stores.events, registry=stores.registry, saver=stores.saver
             )
-            state.update(manager=manager, events=events, registry=registry, saver=saver)
+            if runtime.queue is not None and settings.in_process_worker:
+                await stack.enter_async_context(running_worker(runtime))
+            stack.push_async_callback(manager.shutdown)
             await manager.recover()
-            try:
-                yield
-            finally:
-                await manager.shutdown()
+            yield
 
     app = FastAPI(
         title="research-agent",

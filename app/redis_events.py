@@ -22,6 +22,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from app.events import TERMINAL_EVENT, Event, EventLogClosed
+from graph.redis_saver import awaited
 
 _FOLLOW_PAGE = 256
 _BLOCK_MS = 5_000
@@ -174,7 +175,7 @@ class RedisEventLog:
     async def ping(self) -> None:
         """Raise when Redis cannot be reached."""
         self._check_open()
-        await self._client.ping()
+        await awaited(self._client.ping())
 
     async def close(self) -> None:
         """Write what is queued, then refuse further use."""

@@ -21,6 +21,7 @@ from app.registry import (
     encode_cursor,
     stamp,
 )
+from graph.redis_saver import awaited
 
 _ACTIVE_STATUSES = ("queued", "running")
 
@@ -53,7 +54,7 @@ class RedisRegistry:
     async def create(self, record: ThreadRecord) -> None:
         """Register a new thread; raise `ThreadExists` if its id is taken."""
         key = self._thread(record.thread_id)
-        if not await self._client.hsetnx(key, "owner", record.owner):
+        if not await awaited(self._client.hsetnx(key, "owner", record.owner)):
             raise ThreadExists(record.thread_id)
         fields: dict[Any, Any] = {
             "topic": record.topic,
@@ -73,7 +74,7 @@ class RedisRegistry:
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
         """Return the thread's record, or None when it is not registered."""
-        fields = await self._client.hgetall(self._thread(thread_id))
+        fields = await awaited(self._client.hgetall(self._thread(thread_id)))
         return self._record(thread_id, fields)
 
     async def _get_many(self, thread_ids: builtins.list[str]) -> builtins.list[ThreadRecord]:
@@ -138,7 +139,7 @@ class RedisRegistry:
 
     async def ping(self) -> None:
         """Raise when Redis cannot be reached."""
-        await self._client.ping()
+        await awaited(self._client.ping())
 
     async def list(
         self, owner: str, limit: int = 20, cursor: str | None = None

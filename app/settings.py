@@ -130,7 +130,20 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None,
         description="Redis (8, Stack, or Valkey with the JSON and Search modules) for the "
-        "checkpoints, e.g. redis://localhost:6379/0; none: the SQLite file.",
+        "checkpoints, events, registry and run queue, e.g. redis://localhost:6379/0; none: "
+        "the SQLite file, runs executing in the API process.",
+    )
+    in_process_worker: bool = Field(
+        True,
+        description="With Redis: the API process also executes queued runs (`serve "
+        "--no-worker` leaves them to `research-agent worker` processes).",
+    )
+    worker_lease_seconds: int = Field(
+        10,
+        ge=2,
+        le=600,
+        description="With Redis: a worker renews its hold on a run every third of this; a "
+        "worker silent for longer is taken for dead and another takes the run over.",
     )
 
     @field_validator("redis_url", mode="after")

@@ -8,6 +8,7 @@ API replicas (and workers) share them.
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -17,6 +18,9 @@ from app.registry import Registry, open_sqlite_registry
 from app.settings import Settings
 from graph.checkpointer import sqlite_saver
 
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
 
 @dataclass(frozen=True, slots=True)
 class Stores:
@@ -25,6 +29,7 @@ class Stores:
     saver: BaseCheckpointSaver[str]
     events: EventLog
     registry: Registry
+    redis: "Redis | None" = None  # the client of the Redis stores, for signals and leases
 
 
 class BackendSetupError(ValueError):
@@ -76,6 +81,7 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             path = settings.service_db_path
             events: EventLog = await stack.enter_async_context(open_sqlite_event_log(path))
             registry: Registry = await stack.enter_async_context(open_sqlite_registry(path))
+            yield Stores(saver, events, registry)
         else:
             from app.redis_events import RedisEventLog
             from app.redis_registry import RedisRegistry
@@ -88,5 +94,4 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             stack.push_async_callback(followers.aclose)
             redis_events = RedisEventLog(client, follow_client=followers)
             stack.push_async_callback(redis_events.close)
-            events, registry = redis_events, RedisRegistry(client)
-        yield Stores(saver, events, registry)
+            yield Stores(saver, redis_events, RedisRegistry(client), client)

@@ -13,9 +13,9 @@ It needs the JSON and Search modules (Redis >= 8, Redis Stack, or Valkey with bo
 """
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
@@ -53,6 +53,17 @@ def redis_client(url: str, max_connections: int = 256) -> "Redis":
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )
     return Redis.from_pool(pool)
+
+
+T = TypeVar("T")
+
+
+def awaited(result: Awaitable[T] | T) -> Awaitable[T]:
+    """A command of the asyncio client, typed as what it is: awaitable.
+
+    redis-py 7 types commands shared with the sync client as `Awaitable[T] | T`.
+    """
+    return cast(Awaitable[T], result)
 
 
 def redis_serializer() -> JsonPlusRedisSerializer:

@@ -1,0 +1,217 @@
+"""Executing one leg of a research run: the graph from its last checkpoint to a stop.
+
+A leg ends when the graph finishes, waits for approval, honours a pause, fails or is
+cancelled. Everything it does becomes a status and events. The same code runs a leg in
+the API process (embedded mode) and in a queue worker (Redis mode); a leg handed to it
+twice, or again after a worker died, continues from the checkpoint instead of repeating
+what is already done.
+"""
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langgraph.types import Command, StateSnapshot, StreamMode
+from pydantic import BaseModel
+
+from app.events import TERMINAL_EVENT, EventLog
+from app.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
+from app.runner import is_finished, pending_interrupt, thread_config
+from app.signals import RunSignals
+from engines.base import ModelAccessError
+from graph.builder import ResearchGraph
+from graph.models import RunOptions
+from graph.state import initial_state
+from nodes.context import Deps
+
+logger = logging.getLogger(__name__)
+
+# LangGraph's stream modes the events are made from.
+STREAM_MODES: list[StreamMode] = ["tasks", "updates", "custom"]
+
+
+class RunInput(BaseModel):
+    """What a leg starts with, small enough to travel in a queue job.
+
+    `decision` answers the approval the thread waited on at checkpoint `after`. Once the
+    thread has moved past that checkpoint the answer is already applied, and a second
+    delivery of the same leg only continues.
+    """
+
+    decision: dict[str, Any] | None = None
+    after: str | None = None
+    # Taken up after its executor stopped or died: said so in the run's status event.
+    recovered: bool = False
+
+
+def checkpoint_id(snapshot: StateSnapshot) -> str | None:
+    """The id of the checkpoint a snapshot was read from; None for a thread never run."""
+    value = snapshot.config.get("configurable", {}).get("checkpoint_id")
+    return str(value) if value else None
+
+
+class RunExecutor:
+    """Runs legs of research threads and records their statuses and events."""
+
+    def __init__(
+        self,
+        graph: ResearchGraph,
+        deps: Deps,
+        events: EventLog,
+        registry: Registry,
+        signals: RunSignals,
+        transient: tuple[type[Exception], ...] = (),
+    ) -> None:
+        self.graph = graph
+        self.deps = deps
+        self.events = events
+        self.registry = registry
+        self.signals = signals
+        # Failures of a shared store that is away for a moment: the run is not failed but
+        # left `running`, for the queue to deliver its leg again once the store is back.
+        self._transient = transient
+        self._observers: list[Callable[[ThreadRecord], None]] = []
+        # Progress events queued but not yet known to be stored, per thread.
+        self._unsettled: dict[str, list[Awaitable[int]]] = {}
+
+    def observe(self, observer: Callable[[ThreadRecord], None]) -> None:
+        """Call `observer` with every status this executor records."""
+        self._observers.append(observer)
+
+    def notify(self, record: ThreadRecord) -> None:
+        """Tell the observers of a status recorded elsewhere (a new thread's first)."""
+        for observer in self._observers:
+            observer(record)
+
+    async def execute(self, thread_id: str, run_input: RunInput) -> None:
+        """Run the thread until it stops; raises only what leaves the run to a retry.
+
+        A cancellation the owner asked for ends the run as `cancelled`; any other (the
+        process stops) propagates and leaves the run `running`, to be taken up again, as
+        does a transient store failure.
+        """
+        try:
+            record = await self.registry.get(thread_id)
+            if record is None or record.status not in ACTIVE:
+                return  # deleted, finished, or settled by an earlier delivery of this leg
+            if await self.signals.take_pause(thread_id):
+                await self.set_status(thread_id, "paused")
+                return
+            payload = await self._payload(record, run_input)
+            await self.set_status(thread_id, "running", recovered=run_input.recovered)
+            paused = await self._stream(thread_id, payload)
+            await self._settle(thread_id, paused)
+        except asyncio.CancelledError:
+            if not await self.signals.cancel_requested(thread_id):
+                raise  # the process stops: the run stays `running` and is taken up later
+            await self.finish(thread_id, "cancelled")
+        except self._transient as exc:
+            logger.warning("research run %s left for a retry: %s", thread_id, exc)
+            raise
+        except Exception as exc:  # a failed run is a status and an event, never a crash
+            if isinstance(exc, ModelAccessError):  # says which setting to fix, holds no secret
+                # No traceback: the client library's own exception below it may quote the key.
+                logger.error("research run %s failed: %s", thread_id, exc)
+                message = str(exc)
+            else:
+                logger.exception("research run %s failed", thread_id)
+                message = f"{type(exc).__name__}: the run stopped; its checkpoint is kept"
+            await self.publish(thread_id, "error", {"code": "run_failed", "message": message})
+            await self.finish(thread_id, "failed", message)
+
+    async def _payload(self, record: ThreadRecord, run_input: RunInput) -> Any:
+        """The graph input: a new thread's first state, an answer, or None to continue."""
+        snapshot = await self.graph.aget_state(thread_config(record.thread_id))
+        current = checkpoint_id(snapshot)
+        if current is None:
+            options = RunOptions.model_validate(record.options)
+            return initial_state(record.topic, options)
+        if run_input.decision is not None and current == run_input.after:
+            return Command(resume=run_input.decision)
+        return None
+
+    async def _stream(self, thread_id: str, payload: Any) -> bool:
+        """Run the graph, publishing its events; True when stopped by a pause request."""
+        config = thread_config(thread_id)
+        async for mode, chunk in self.graph.astream(
+            payload, config, context=self.deps, stream_mode=STREAM_MODES
+        ):
+            self._translate(thread_id, str(mode), chunk)
+            if mode == "updates" and await self.signals.take_pause(thread_id):
+                await self._settle_events(thread_id)
+                return True
+        await self._settle_events(thread_id)
+        return False
+
+    def _translate(self, thread_id: str, mode: str, chunk: Any) -> None:
+        if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
+            payload = {k: v for k, v in chunk.items() if k != "event"}
+            self._emit(thread_id, str(chunk["event"]), payload)
+        elif mode == "tasks" and isinstance(chunk, dict):
+            if "result" not in chunk:
+                self._emit(thread_id, "node_started", {"node": chunk["name"]})
+            elif not chunk.get("interrupts"):
+                result = chunk.get("result") or {}
+                data: dict[str, Any] = {"node": chunk["name"]}
+                if "iteration_count" in result:
+                    data["iteration"] = result["iteration_count"]
+                self._emit(thread_id, "node_finished", data)
+
+    async def _settle(self, thread_id: str, paused: bool) -> None:
+        snapshot = await self.graph.aget_state(thread_config(thread_id))
+        question = pending_interrupt(snapshot)
+        if question is not None:
+            await self.signals.clear(thread_id)
+            # Status first: a client that answers as soon as it sees the question must
+            # find the run waiting, not still running (it would get a 409).
+            await self.set_status(thread_id, "waiting_for_approval")
+            await self.publish(thread_id, "approval_required", question)
+        elif paused and not is_finished(snapshot):
+            await self.set_status(thread_id, "paused")
+        else:
+            await self.finish(thread_id, "completed")
+
+    # -- records and events --------------------------------------------------------------
+
+    async def publish(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
+        """Append an event and wait until it is stored."""
+        await self.events.append(thread_id, name, data)
+
+    def _emit(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
+        """Queue a progress event without waiting for its commit (`_settle_events` waits)."""
+        self._unsettled.setdefault(thread_id, []).append(self.events.emit(thread_id, name, data))
+
+    async def _settle_events(self, thread_id: str) -> None:
+        """Wait until every event emitted for the thread is stored (raise if one failed)."""
+        pending = self._unsettled.pop(thread_id, [])
+        if pending:
+            await asyncio.gather(*pending)
+
+    async def set_status(
+        self, thread_id: str, status: RunStatus, error: str | None = None, recovered: bool = False
+    ) -> ThreadRecord:
+        """Record a status and publish it as an event."""
+        record = await self.registry.set_status(thread_id, status, error)
+        self.notify(record)
+        data: dict[str, Any] = {"status": status}
+        if error:
+            data["error"] = error
+        if recovered:
+            data["recovered"] = True
+        await self.publish(thread_id, "status", data)
+        return record
+
+    async def finish(
+        self, thread_id: str, status: RunStatus, error: str | None = None
+    ) -> ThreadRecord:
+        """Close the run with a terminal status and the stream's last event."""
+        assert status in TERMINAL
+        try:
+            await self._settle_events(thread_id)
+        except Exception:  # the run ends either way; its status must still be recorded
+            logger.exception("events of %s could not be stored", thread_id)
+        await self.signals.clear(thread_id)
+        record = await self.set_status(thread_id, status, error)
+        await self.publish(thread_id, TERMINAL_EVENT, {"status": status})
+        return record

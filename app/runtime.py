@@ -1,0 +1,107 @@
+"""Everything a service process runs research with, put together from the settings.
+
+Embedded (no `RESEARCH_REDIS_URL`): the SQLite stores, and runs execute as tasks of the
+API process. Redis: the Redis stores, and runs are jobs on the Redis queue, executed by
+`research-agent worker` processes and, unless told otherwise, by the API process too.
+"""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from app.deps import open_deps
+from app.execution import RunExecutor
+from app.launchers import Launcher, LocalLauncher
+from app.runs import RunManager
+from app.settings import Settings
+from app.signals import MemorySignals, RedisSignals
+from app.stores import Stores, open_stores
+from graph.builder import build_graph
+
+if TYPE_CHECKING:
+    from saq import Queue, Worker
+
+
+@dataclass
+class Runtime:
+    """The stores, the executor and the manager of one process."""
+
+    settings: Settings
+    stores: Stores
+    executor: RunExecutor
+    manager: RunManager
+    queue: "Queue | None" = None
+
+    def worker(self, embedded: bool) -> "Worker[Any]":
+        """A queue worker executing this process's share of the runs (Redis only)."""
+        from app.run_queue import research_worker
+
+        if self.queue is None or self.stores.redis is None:
+            raise RuntimeError("workers need RESEARCH_REDIS_URL: without it runs execute here")
+        return research_worker(
+            self.queue,
+            self.executor,
+            self.stores.redis,
+            concurrency=self.settings.max_concurrent_runs,
+            lease_seconds=self.settings.worker_lease_seconds,
+            embedded=embedded,
+        )
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    """The process's runtime; with Redis and `in_process_worker`, a worker runs inside."""
+    async with AsyncExitStack() as stack:
+        stores = await stack.enter_async_context(open_stores(settings))
+        deps = await stack.enter_async_context(open_deps(settings))
+        graph = build_graph(stores.saver)
+        if stores.redis is None:
+            executor = RunExecutor(graph, deps, stores.events, stores.registry, MemorySignals())
+            launcher = LocalLauncher(
+                executor, settings.max_concurrent_runs, settings.max_queued_runs
+            )
+            manager = RunManager(executor, launcher, stores.saver.adelete_thread)
+            yield Runtime(settings, stores, executor, manager)
+            return
+
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        from app.run_queue import QueueLauncher, research_queue
+        from graph.redis_saver import redis_client
+
+        assert settings.redis_url is not None
+        executor = RunExecutor(
+            graph,
+            deps,
+            stores.events,
+            stores.registry,
+            RedisSignals(stores.redis),
+            transient=(RedisConnectionError, RedisTimeoutError),
+        )
+        # saq's own client: it blocks one connection per worker slot waiting for jobs.
+        queue = research_queue(
+            redis_client(settings.redis_url, max_connections=settings.max_concurrent_runs + 64)
+        )
+        stack.push_async_callback(queue.disconnect)
+        capacity = settings.max_concurrent_runs + settings.max_queued_runs
+        queued: Launcher = QueueLauncher(queue, capacity, settings.worker_lease_seconds)
+        manager = RunManager(executor, queued, stores.saver.adelete_thread, sole_writer=False)
+        yield Runtime(settings, stores, executor, manager, queue)
+
+
+@asynccontextmanager
+async def running_worker(runtime: Runtime) -> AsyncIterator[None]:
+    """A worker inside this process for as long as the context lasts (Redis only)."""
+    worker = runtime.worker(embedded=True)
+    task = asyncio.create_task(worker.start(), name="research-worker")
+    try:
+        yield
+    finally:
+        await worker.stop()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
