@@ -457,6 +457,13 @@ def serve(
         str | None, typer.Option(help="Address to listen on (default: the setting).")
     ] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: the setting, 8000).")] = None,
+    no_worker: Annotated[
+        bool,
+        typer.Option(
+            "--no-worker",
+            help="With Redis: only serve the API; `research-agent worker` processes execute the runs.",
+        ),
+    ] = False,
 ) -> None:
     """Run the HTTP service (REST + Server-Sent Events) on the embedded defaults."""
     import uvicorn
@@ -464,15 +471,13 @@ def serve(
     from app.api import create_app
 
     settings = load_settings()
-    if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
-        _ensure_demo_corpus(settings)
-    try:
-        if not settings.simulate_latency_ms:
-            make_engine(settings)
-            asyncio.run(check_model_server(settings))
-        asyncio.run(_check_store(settings))
-    except (EngineSetupError, BackendSetupError) as exc:
-        fail(str(exc))
+    if no_worker:
+        if settings.redis_url is None:
+            fail(
+                "--no-worker needs RESEARCH_REDIS_URL: without Redis, runs execute in the API process"
+            )
+        settings = settings.model_copy(update={"in_process_worker": False})
+    _check_before_start(settings)
     bind = host or settings.host
     if not settings.api_keys and bind not in ("127.0.0.1", "localhost", "::1"):
         err.print(
@@ -482,6 +487,49 @@ def serve(
     elif not settings.api_keys:
         err.print("no API keys are configured: listening on 127.0.0.1 only")
     uvicorn.run(create_app(settings), host=bind, port=port or settings.port, log_level="info")
+
+
+def _check_before_start(settings: Settings) -> None:
+    """Say what is wrong with the corpus, model or store before listening or working."""
+    if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
+        _ensure_demo_corpus(settings)
+    try:
+        if not settings.simulate_latency_ms:
+            make_engine(settings)
+            asyncio.run(check_model_server(settings))
+        asyncio.run(_check_store(settings))
+    except (EngineSetupError, BackendSetupError) as exc:
+        fail(str(exc))
+
+
+@app.command()
+def worker() -> None:
+    """Execute queued research runs from Redis (`RESEARCH_REDIS_URL`) until stopped.
+
+    Start as many as you like, on any machine that reaches Redis: each takes up to
+    `max_concurrent_runs` runs at a time. SIGTERM hands its runs back to the queue; a
+    worker that dies has its runs taken over once its lease runs out.
+    """
+    settings = load_settings()
+    if settings.redis_url is None:
+        fail("a worker needs RESEARCH_REDIS_URL: without Redis, `serve` executes the runs itself")
+    _check_before_start(settings)
+    asyncio.run(_work(settings))
+
+
+async def _work(settings: Settings) -> None:
+    import logging
+
+    from app.runtime import open_runtime
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    async with open_runtime(settings) as runtime:
+        err.print(
+            f"worker: executing up to {settings.max_concurrent_runs} runs at a time; Ctrl-C to stop"
+        )
+        await runtime.worker(embedded=False).start()
 
 
 @corpus_app.command("index")

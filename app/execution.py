@@ -119,6 +119,11 @@ class RunExecutor:
                 message = f"{type(exc).__name__}: the run stopped; its checkpoint is kept"
             await self.publish(thread_id, "error", {"code": "run_failed", "message": message})
             await self.finish(thread_id, "failed", message)
+        finally:
+            # Events of a leg that stopped early: whatever became of them, they are done.
+            leftover = self._unsettled.pop(thread_id, [])
+            if leftover:
+                await asyncio.gather(*leftover, return_exceptions=True)
 
     async def _payload(self, record: ThreadRecord, run_input: RunInput) -> Any:
         """The graph input: a new thread's first state, an answer, or None to continue."""

@@ -86,11 +86,19 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         queue = research_queue(
             redis_client(settings.redis_url, max_connections=settings.max_concurrent_runs + 64)
         )
-        stack.push_async_callback(queue.disconnect)
+        stack.push_async_callback(_disconnect, queue)
         capacity = settings.max_concurrent_runs + settings.max_queued_runs
         queued: Launcher = QueueLauncher(queue, capacity, settings.worker_lease_seconds)
         manager = RunManager(executor, queued, stores.saver.adelete_thread, sole_writer=False)
         yield Runtime(settings, stores, executor, manager, queue)
+
+
+async def _disconnect(queue: "Queue") -> None:
+    """Close the queue's connections; a Redis already gone has nothing left to close."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    with contextlib.suppress(RedisConnectionError, OSError):
+        await queue.disconnect()
 
 
 @asynccontextmanager

@@ -30,8 +30,9 @@ def default_config_file() -> Path:
 class Settings(BaseSettings):
     """Every knob of the service, typed and checked at start-up."""
 
+    # An empty variable counts as unset, as deployments write it (`KEY: ${KEY:-}`).
     model_config = SettingsConfigDict(
-        env_prefix="RESEARCH_", env_nested_delimiter="__", extra="forbid"
+        env_prefix="RESEARCH_", env_nested_delimiter="__", extra="forbid", env_ignore_empty=True
     )
 
     data_dir: Path = Field(

@@ -462,3 +462,19 @@ def test_serve_names_a_redis_without_modules_or_unreachable_without_its_password
     result = cli(cli_env | {"RESEARCH_REDIS_URL": unreachable}, "serve", "--port", "8799")
     assert result.returncode == 2
     assert "is unreachable" in result.stderr and "hunter2" not in result.stderr
+
+
+def test_workers_and_no_worker_need_redis_and_say_so(cli_env: dict[str, str]) -> None:
+    worker = cli(cli_env, "worker")
+    assert_one_line_error(worker, "RESEARCH_REDIS_URL")
+    serve = cli(cli_env, "serve", "--no-worker", "--port", str(free_port()))
+    assert_one_line_error(serve, "--no-worker needs RESEARCH_REDIS_URL")
+
+
+def test_a_worker_names_an_unreachable_redis_without_its_password(
+    cli_env: dict[str, str],
+) -> None:
+    unreachable = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
+    result = cli(cli_env | {"RESEARCH_REDIS_URL": unreachable}, "worker")
+    assert result.returncode == 2
+    assert "is unreachable" in result.stderr and "hunter2" not in result.stderr

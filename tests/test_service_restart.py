@@ -3,45 +3,14 @@
 import asyncio
 import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
+from .processes import server
 from .servers import free_port
 from .sse import collect
 from .support import TOPIC
-
-CLI = Path(sys.executable).parent / "research-agent"
-STARTUP_TIMEOUT_S = 60.0
-
-
-@contextmanager
-def server(env: dict[str, str], port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with log.open("ab") as output:
-        process = subprocess.Popen(
-            [str(CLI), "serve", "--port", str(port)], env=env, stdout=output, stderr=output
-        )
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server never became ready"
-            time.sleep(0.05)  # polling readiness, bounded by the deadline
-        yield process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(timeout=30)
 
 
 async def test_a_run_survives_a_killed_server_and_its_event_ids_continue(

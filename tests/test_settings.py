@@ -32,6 +32,19 @@ def test_the_environment_overrides_the_config_file(
     assert settings.checkpoint_path == tmp_path / "from-file" / "checkpoints.sqlite"
 
 
+def test_an_empty_variable_counts_as_unset(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deployments pass optional settings through as `KEY: ${KEY:-}`: empty means unset."""
+    config_file.write_text("search_concurrency = 3\n")
+    for name in ("RESEARCH_LLM_BASE_URL", "OPENAI_API_KEY", "TAVILY_API_KEY"):
+        monkeypatch.setenv(name, "")
+    monkeypatch.setenv("RESEARCH_SEARCH_CONCURRENCY", "")
+    settings = Settings()
+    assert settings.llm_base_url is None and settings.engine_in_effect == "extractive"
+    assert settings.search_concurrency == 3, "the file's value, not an empty override"
+
+
 def test_an_invalid_value_in_the_file_names_the_field(config_file: Path) -> None:
     config_file.write_text("search_concurrency = 0\n")
     with pytest.raises(ValidationError, match="search_concurrency"):
