@@ -86,7 +86,7 @@ class QueueLauncher:
             timeout=0,  # research takes as long as it takes; the heartbeat guards it
             heartbeat=self._lease,
             retries=JOB_ATTEMPTS,
-            retry_delay=1.0,
+            retry_delay=0.0,  # a swept job goes straight back to the queue
             ttl=JOB_TTL_S,
         )
 
