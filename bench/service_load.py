@@ -5,9 +5,15 @@ critical path is 4 nodes x LATENCY. For each N the same invocation measures:
 
 - in-process: N x `graph.astream` under one `asyncio.gather`, the SQLite saver in a
   temp dir, no HTTP and no event log: the physical limit of this machine;
-- http: a fresh `research-agent serve` (own process, own temp data dir); N clients each
-  POST /v1/research and stream GET /v1/research/{id}/events until `done`, one
-  httpx.AsyncClient per 10 clients.
+- http sqlite: a fresh `research-agent serve` (own process, own temp data dir); N clients
+  each POST /v1/research and stream GET /v1/research/{id}/events until `done`, one
+  httpx.AsyncClient per 10 clients;
+- http redis (`--backend both`): the same on a fresh throwaway valkey-server, runs as
+  queue jobs executed by the API process's own worker;
+- http redis+Kw (`--backend both --workers K`): the same again, but `serve --no-worker`
+  only serves the API and K `research-agent worker` processes execute the runs, each up
+  to ceil(N/K) at once so that together they hold all N (what a scaled-out deployment
+  pays for the hop through the queue).
 
 TTFE is the time to the first event (HTTP: from the POST going on the wire, as httpcore's
 trace reports it, to the first SSE event; in-process: from the start to the first
@@ -15,9 +21,12 @@ streamed chunk); done is the time to the `done` event from the same start (in-pr
 to the end of the stream). The HTTP client's own lag before its POST reaches the wire
 (one Python process opening N connections at once) is printed apart. Server CPU is
 utime + stime of the server process over the measured batch; peak RSS is its VmHWM at
-the end. Two warm-up runs go first on each side and are not counted.
+the end. With workers, both cover the API process and the K workers: CPU is their sum,
+RSS the sum of their peaks (each process's own peak, so an upper bound on the peak of the
+whole). Two warm-up runs go first on each side and are not counted.
 
-    python bench/service_load.py [--latency-ms 50] [--runs 50,200]
+    python bench/service_load.py [--latency-ms 50] [--runs 50,200] [--backend both]
+        [--workers K]
 """
 
 import argparse
@@ -36,8 +45,8 @@ from pathlib import Path
 
 import httpx
 
+from app.execution import STREAM_MODES
 from app.runner import thread_config
-from app.runs import STREAM_MODES
 from engines.simulated import SleepingEngine
 from graph.builder import build_graph
 from graph.checkpointer import sqlite_saver
@@ -56,15 +65,21 @@ from tests.redis_server import redis_server  # noqa: E402
 NODES_ON_PATH = 4
 CLIENTS_PER_POOL = 10
 READY_DEADLINE_S = 60.0
+STOP_DEADLINE_S = 10.0
 RUN_DEADLINE_S = 120.0
 WARM_UP_RUNS = 2
 # httpcore's trace event for the moment a request starts going on the wire.
 SENT_EVENT = "http11.send_request_headers.started"
+# What `research-agent worker` writes (to stderr) once it takes jobs from the queue.
+WORKER_READY = b"worker: executing"
+# The API process's own limits: enough for any N here, so no run is refused (429).
+SERVER_MAX_RUNS = 1000
 TARGET_N = 200
 TARGET_WALL_RATIO = 1.3
 TARGET_TTFE_P99_S = 0.5
 TARGET_RSS_MB = 300.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+MODE_WIDTH = 14  # "http redis+16w"
 
 
 @dataclass
@@ -154,32 +169,73 @@ def server_peak_rss_mb(pid: int) -> float:
     return math.nan
 
 
-class Server:
-    """`research-agent serve` in its own process with its own data dir."""
+def service_env(
+    data_dir: Path, latency_ms: float, redis_url: str | None, max_concurrent_runs: int
+) -> dict[str, str]:
+    """The environment of one service process: only the bench's RESEARCH_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESEARCH_")}
+    env.update(
+        RESEARCH_DATA_DIR=str(data_dir),
+        RESEARCH_CONFIG=str(data_dir / "none.toml"),  # does not exist: defaults
+        RESEARCH_SIMULATE_LATENCY_MS=str(round(latency_ms)),
+        RESEARCH_MAX_CONCURRENT_RUNS=str(max_concurrent_runs),
+        RESEARCH_MAX_QUEUED_RUNS=str(SERVER_MAX_RUNS),
+        RESEARCH_SEARCH_PROVIDER="local",
+    )
+    if redis_url is not None:  # checkpoints, events, registry and queue on Redis
+        env["RESEARCH_REDIS_URL"] = redis_url
+    return env
 
-    def __init__(self, data_dir: Path, latency_ms: float, redis_url: str | None = None) -> None:
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self.log_path = data_dir / "server.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RESEARCH_")}
-        env.update(
-            RESEARCH_DATA_DIR=str(data_dir),
-            RESEARCH_CONFIG=str(data_dir / "none.toml"),  # does not exist: defaults
-            RESEARCH_SIMULATE_LATENCY_MS=str(round(latency_ms)),
-            RESEARCH_MAX_CONCURRENT_RUNS="1000",
-            RESEARCH_MAX_QUEUED_RUNS="1000",
-            RESEARCH_SEARCH_PROVIDER="local",
-        )
-        if redis_url is not None:  # checkpoints, events and registry on Redis
-            env["RESEARCH_REDIS_URL"] = redis_url
+
+class Service:
+    """One `research-agent` command in its own process, its output in a log file."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.log_path = log_path
         command = [sys.executable, "-c", "from app.cli import main; main()"]
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
-            [*command, "serve", "--port", str(self.port)],
+            [*command, *args],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+        )
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines the process wrote."""
+        self._log.flush()
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def stop(self) -> None:
+        """SIGTERM the process (kill it if it does not stop within STOP_DEADLINE_S)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+class Server(Service):
+    """`research-agent serve` with its own data dir; `api_only`: `--no-worker`."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        latency_ms: float,
+        redis_url: str | None = None,
+        api_only: bool = False,
+    ) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        env = service_env(data_dir, latency_ms, redis_url, SERVER_MAX_RUNS)
+        options = ["--no-worker"] if api_only else []
+        super().__init__(
+            ["serve", "--port", str(self.port), *options], env, data_dir / "server.log"
         )
 
     async def wait_ready(self) -> None:
@@ -197,22 +253,26 @@ class Server:
                 await asyncio.sleep(0.1)
         raise RuntimeError(f"the server did not become ready:\n{self.log_tail()}")
 
-    def log_tail(self, lines: int = 20) -> str:
-        """The last lines the server wrote."""
-        self._log.flush()
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
 
-    def stop(self) -> None:
-        """Terminate the server (kill it if it does not stop within 10 s)."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._log.close()
+class Worker(Service):
+    """`research-agent worker` on `redis_url`, executing up to `concurrency` runs at once."""
+
+    def __init__(
+        self, data_dir: Path, index: int, latency_ms: float, redis_url: str, concurrency: int
+    ) -> None:
+        self.index = index
+        env = service_env(data_dir, latency_ms, redis_url, concurrency)
+        super().__init__(["worker"], env, data_dir / f"worker-{index}.log")
+
+    async def wait_ready(self) -> None:
+        """Wait until the worker says it executes runs; raise with its log if it never does."""
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while time.monotonic() < deadline and self.process.poll() is None:
+            self._log.flush()
+            if WORKER_READY in self.log_path.read_bytes():
+                return
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"worker {self.index} did not become ready:\n{self.log_tail()}")
 
 
 # -- over HTTP -------------------------------------------------------------------------
@@ -271,8 +331,12 @@ async def http_run(client: httpx.AsyncClient, i: int) -> HttpRun | str:
     return HttpRun(start - called, first, done)
 
 
-async def over_http(server: Server, n: int) -> Batch:
-    """N clients at once against the server; one connection pool per 10 clients."""
+async def over_http(server: Server, n: int, measured: list[Service]) -> Batch:
+    """N clients at once against the server; one connection pool per 10 clients.
+
+    Server CPU is summed over the `measured` processes and so is their peak RSS: with
+    workers, the cost of a run is split between the API process and them.
+    """
     pools = [
         httpx.AsyncClient(
             base_url=server.base_url,
@@ -307,15 +371,15 @@ async def over_http(server: Server, n: int) -> Batch:
         lag.clear()
         ttfe.clear()
         done.clear()
-        pid = server.process.pid
-        server_cpu, cpu = server_cpu_s(pid), time.process_time()
+        pids = [service.process.pid for service in measured]
+        server_cpu, cpu = sum(server_cpu_s(pid) for pid in pids), time.process_time()
         wall = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(n)))
         wall = time.perf_counter() - wall
         batch = Batch(wall, ttfe, done, errors, client_cpu_s=time.process_time() - cpu)
         batch.client_lag_s = lag
-        batch.server_cpu_s = server_cpu_s(pid) - server_cpu
-        batch.server_rss_mb = server_peak_rss_mb(pid)
+        batch.server_cpu_s = sum(server_cpu_s(pid) for pid in pids) - server_cpu
+        batch.server_rss_mb = sum(server_peak_rss_mb(pid) for pid in pids)
         return batch
     finally:
         await asyncio.gather(*(pool.aclose() for pool in pools))
@@ -333,7 +397,7 @@ def row(n: int, mode: str, batch: Batch, critical: float) -> str:
     rss = f"{batch.server_rss_mb:.0f}" if batch.server_rss_mb is not None else "-"
     server_cpu = f"{batch.server_cpu_s / n * 1000:.1f}" if batch.server_cpu_s is not None else "-"
     return (
-        f"{n:>5} {mode:>10} {batch.wall_s:>7.3f} {batch.wall_s / critical:>9.2f} "
+        f"{n:>5} {mode:>{MODE_WIDTH}} {batch.wall_s:>7.3f} {batch.wall_s / critical:>9.2f} "
         f"{n / batch.wall_s:>7.1f} {ms(percentile(batch.ttfe_s, 50)):>8} "
         f"{ms(percentile(batch.ttfe_s, 99)):>8} {ms(percentile(batch.done_s, 50)):>8} "
         f"{ms(percentile(batch.done_s, 99)):>8} {sum(batch.errors.values()):>6} "
@@ -355,61 +419,89 @@ def targets(n: int, http: Batch, local: Batch) -> list[str]:
     note = "" if n == TARGET_N else f" (targets are set for N={TARGET_N})"
     return [
         f"{n:>5} targets{note}:",
-        f"        http wall / in-process wall {ratio:.2f} <= {TARGET_WALL_RATIO}: {verdict(ratio <= TARGET_WALL_RATIO)}",
-        f"        http errors {errors} == 0: {verdict(errors == 0)}",
+        f"        http sqlite wall / in-process wall {ratio:.2f} <= {TARGET_WALL_RATIO}: {verdict(ratio <= TARGET_WALL_RATIO)}",
+        f"        http sqlite errors {errors} == 0: {verdict(errors == 0)}",
         f"        TTFE p99 {ttfe_p99:.3f} s <= {TARGET_TTFE_P99_S} s: {verdict(ttfe_p99 <= TARGET_TTFE_P99_S)}",
         f"        server peak RSS {rss:.0f} MB < {TARGET_RSS_MB:.0f} MB: {verdict(rss < TARGET_RSS_MB)}",
     ]
 
 
 async def serve_and_load(
-    n: int, latency_ms: float, redis_url: str | None, notes: list[str]
+    n: int, latency_ms: float, redis_url: str | None, workers: int, label: str, notes: list[str]
 ) -> Batch:
-    """A fresh `research-agent serve` (on SQLite, or on `redis_url`) under N clients."""
+    """A fresh `research-agent serve` (on SQLite, or on `redis_url`) under N clients.
+
+    With `workers` > 0 (Redis only), the server only serves the API and that many
+    `research-agent worker` processes, started and ready before the batch, execute the
+    runs: each takes ceil(N / workers) at once, so together they hold all N.
+    """
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
-        server = Server(Path(tmp), latency_ms, redis_url)
+        data_dir = Path(tmp)
+        server = Server(data_dir, latency_ms, redis_url, api_only=workers > 0)
+        pool: list[Worker] = []
         try:
+            if workers:
+                assert redis_url is not None, "workers take runs from the Redis queue"
+                concurrency = math.ceil(n / workers)
+                pool = [
+                    Worker(data_dir, i, latency_ms, redis_url, concurrency) for i in range(workers)
+                ]
             await server.wait_ready()
-            http = await over_http(server, n)
+            await asyncio.gather(*(worker.wait_ready() for worker in pool))
+            http = await over_http(server, n, [server, *pool])
             if http.errors:
-                notes.append(
-                    f"{n:>5} http errors ({'redis' if redis_url else 'sqlite'}): {dict(http.errors)}"
-                )
+                notes.append(f"{n:>5} {label} errors: {dict(http.errors)}")
                 notes.append(f"      server log, last lines:\n{server.log_tail(10)}")
+                for worker in pool:
+                    notes.append(
+                        f"      worker {worker.index} log, last lines:\n{worker.log_tail(10)}"
+                    )
         finally:
+            for worker in pool:
+                worker.stop()
             server.stop()
     return http
 
 
-async def main(latency_ms: float, sizes: list[int], redis: bool) -> None:
+async def main(latency_ms: float, sizes: list[int], redis: bool, workers: int) -> None:
     latency = latency_ms / 1000
     critical = NODES_ON_PATH * latency
     print(f"critical path {critical * 1000:.0f} ms ({NODES_ON_PATH} nodes x {latency_ms:.0f} ms)")
     print(f"{os.cpu_count()} CPUs; client and server share them; times in ms unless marked")
+    if workers:
+        print(
+            f"http redis+{workers}w: `serve --no-worker` + {workers} `research-agent worker`; "
+            "srv CPU/run is their sum, RSS MB the sum of their peaks"
+        )
     print(
-        f"{'N':>5} {'mode':>10} {'wall s':>7} {'wall/crit':>9} {'runs/s':>7} {'TTFE p50':>8} "
-        f"{'TTFE p99':>8} {'done p50':>8} {'done p99':>8} {'errors':>6} {'RSS MB':>7} "
-        f"{'srv CPU/run':>10} {'bench CPU/run':>10}"
+        f"{'N':>5} {'mode':>{MODE_WIDTH}} {'wall s':>7} {'wall/crit':>9} {'runs/s':>7} "
+        f"{'TTFE p50':>8} {'TTFE p99':>8} {'done p50':>8} {'done p99':>8} {'errors':>6} "
+        f"{'RSS MB':>7} {'srv CPU/run':>10} {'bench CPU/run':>10}"
     )
     await in_process(WARM_UP_RUNS, latency, "warm")  # imports and first compile
     notes: list[str] = []
     for n in sizes:
         local = await in_process(n, latency, "bench")
         print(row(n, "in-process", local, critical))
-        http = await serve_and_load(n, latency_ms, None, notes)
+        http = await serve_and_load(n, latency_ms, None, 0, "http sqlite", notes)
         if local.errors:
             notes.append(f"{n:>5} in-process errors: {dict(local.errors)}")
-        print(row(n, "http", http, critical))
+        print(row(n, "http sqlite", http, critical))
         if redis:
             with redis_server() as url:  # a fresh server per N
-                on_redis = await serve_and_load(n, latency_ms, url, notes)
-            print(row(n, "http-redis", on_redis, critical))
+                on_redis = await serve_and_load(n, latency_ms, url, 0, "http redis", notes)
+            print(row(n, "http redis", on_redis, critical))
+        if workers:
+            label = f"http redis+{workers}w"
+            with redis_server() as url:  # a fresh one again: nothing left from the row above
+                scaled = await serve_and_load(n, latency_ms, url, workers, label, notes)
+            print(row(n, label, scaled, critical))
         print(
-            f"{n:>5} http client lag from calling post to the POST on the wire (not in TTFE): "
-            f"p50 {percentile(http.client_lag_s, 50) * 1000:.0f} ms, "
+            f"{n:>5} http sqlite client lag from calling post to the POST on the wire "
+            f"(not in TTFE): p50 {percentile(http.client_lag_s, 50) * 1000:.0f} ms, "
             f"p99 {percentile(http.client_lag_s, 99) * 1000:.0f} ms"
         )
-        print(f"{n:>5} http/in-process wall ratio: {http.wall_s / local.wall_s:.2f}")
+        print(f"{n:>5} http sqlite/in-process wall ratio: {http.wall_s / local.wall_s:.2f}")
         for line in targets(n, http, local):
             print(line)
     for line in notes:
@@ -428,9 +520,19 @@ if __name__ == "__main__":
         default="sqlite",
         help="both: also the service on Redis (a throwaway valkey-server from the dev extras)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --backend both: one more row, `serve --no-worker` + K `research-agent worker`",
+    )
     args = parser.parse_args()
     if args.latency_ms < 1:  # 0 would make the server use the real engine and corpus
         parser.error("--latency-ms must be at least 1")
-    asyncio.run(
-        main(args.latency_ms, [int(n) for n in args.runs.split(",")], args.backend == "both")
-    )
+    if args.workers < 0:
+        parser.error("--workers must be 0 or more")
+    if args.workers and args.backend != "both":  # workers take their runs from Redis
+        parser.error("--workers needs --backend both: workers take runs from the Redis queue")
+    sizes = [int(n) for n in args.runs.split(",")]
+    asyncio.run(main(args.latency_ms, sizes, args.backend == "both", args.workers))
