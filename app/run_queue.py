@@ -13,20 +13,23 @@ The lease also fences: two deliveries of the same leg can never execute at once.
 """
 
 import asyncio
+import contextlib
 import logging
 import signal
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import LockError
 from saq import Job, Queue, Worker
-from saq.job import TERMINAL_STATUSES
+from saq.job import TERMINAL_STATUSES, Status
 from saq.queue.redis import RedisQueue
+from saq.utils import millis, now
 
 from app.errors import InvalidState, TooManyRuns
 from app.execution import RunExecutor, RunInput
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+    from redis.commands.core import AsyncScript
     from saq.types import PartialTimersDict
 
 logger = logging.getLogger(__name__)
@@ -40,19 +43,78 @@ JOB_ATTEMPTS = 20
 JOB_TTL_S = 600
 # How long cancel waits for the worker that holds the run to stop it.
 STOP_WAIT_S = 10.0
-# saq's sweep waits this long for an abandoned job's worker to confirm the abort before
-# queuing it again (saq's default, 5 s, only adds to every takeover).
+# How long the sweep waits for an abandoned job's worker to confirm the abort.
 SWEEP_ABORT_WAIT_S = 0.5
 # Look for abandoned jobs, aborts and due retries every second: takeovers and cancels are quick.
 TIMERS: "PartialTimersDict" = {"sweep": 1, "abort": 1, "schedule": 1, "worker_info": 10}
 
 
+# saq 0.26's sweep script: under a lock of `lock` seconds, every job id in the active
+# list with its stored job.
+_ACTIVE_JOBS = """
+local id_jobs = {}
+if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('SETEX', KEYS[1], ARGV[1], 1)
+    for i, v in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+        id_jobs[i] = {v, redis.call('GET', v)}
+    end
+end
+return id_jobs
+"""
+
+
+def abandoned(job: Job) -> bool:
+    """Whether no worker drives this job of the active list any more.
+
+    saq takes any job there that is not yet marked active for abandoned. But a worker
+    marks a job active only a moment after moving it there, and with hundreds of jobs
+    starting at once that moment outlasts a one-second sweep: the job would be aborted
+    under a live worker (measured: 99 such sweeps in a burst of 200 runs). Here a job is
+    abandoned only once its heartbeat has been silent for a whole heartbeat period.
+    """
+    if job.status in (Status.ACTIVE, Status.ABORTING):
+        return job.stuck
+    return now() - max(job.touched, job.queued) > millis(job.heartbeat)
+
+
 class ResearchQueue(RedisQueue):
-    """saq's Redis queue with a shorter wait in the sweep of abandoned jobs."""
+    """saq's Redis queue whose sweep only takes up jobs that are really abandoned."""
+
+    _active_jobs: "AsyncScript | None" = None
 
     async def sweep(self, lock: int = 60, abort: float = SWEEP_ABORT_WAIT_S) -> list[str]:
-        """Requeue abandoned jobs, waiting `abort` seconds for each one's abort."""
-        return await super().sweep(lock, abort)
+        """Requeue abandoned jobs (see `abandoned`), as saq's own sweep does otherwise.
+
+        Each one's worker, if it still lives, gets `abort` seconds to confirm the abort;
+        saq's default wait, 5 s, would only add to every takeover.
+        """
+        if self._active_jobs is None:
+            self._active_jobs = self.redis.register_script(_ACTIVE_JOBS)
+        id_jobs = await self._active_jobs(
+            keys=[self._sweep, self._active], args=[lock], client=self.redis
+        )
+        swept: list[str] = []
+        for job_id, job_bytes in id_jobs:
+            job = self.deserialize(job_bytes)
+            if job is None:  # its record expired: only its place in the lists is left
+                pipe = self.redis.pipeline(transaction=True)
+                pipe.lrem(self._active, 0, job_id)
+                pipe.zrem(self._incomplete, job_id)
+                await pipe.execute()
+                swept.append(job_id.decode())
+                continue
+            if not abandoned(job):
+                continue
+            logger.info("taking up abandoned job %s", job.key)
+            swept.append(job_id.decode())
+            await self.abort(job, error=self.swept_error_message)
+            with contextlib.suppress(TimeoutError):
+                await job.refresh(abort)
+            if job.retryable:
+                await self.retry(job, error=self.swept_error_message)
+            else:
+                await self.finish(job, Status.ABORTED, error=self.swept_error_message)
+        return swept
 
 
 def research_queue(client: "Redis") -> ResearchQueue:

@@ -12,6 +12,7 @@ It needs the JSON and Search modules (Redis >= 8, Redis Stack, or Valkey with bo
 `check_modules` says so in plain words before anything else fails on `FT.INFO`.
 """
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
@@ -66,10 +67,19 @@ def awaited(result: Awaitable[T] | T) -> Awaitable[T]:
     return cast(Awaitable[T], result)
 
 
+# LangGraph saves a task cancelled mid-step (a cancel, a stopping or aborted worker) as
+# an error write holding the CancelledError. Unlisted, every read of that checkpoint logs
+# a refusal; listed, it reads back as None (LangGraph never rebuilds exceptions), which
+# is all a resume needs: it runs the task again.
+_ERROR_TYPES: tuple[type, ...] = (asyncio.CancelledError,)
+
+
 def redis_serializer() -> JsonPlusRedisSerializer:
     """The Redis saver's JSON serializer, reviving our state types and nothing else."""
     return JsonPlusRedisSerializer(
-        allowed_json_modules=[(*t.__module__.split("."), t.__name__) for t in STATE_TYPES]
+        allowed_json_modules=[
+            (*t.__module__.split("."), t.__name__) for t in (*STATE_TYPES, *_ERROR_TYPES)
+        ]
     )
 
 

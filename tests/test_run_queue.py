@@ -1,0 +1,60 @@
+"""The Redis run queue's sweep against a real server: abandoned jobs only."""
+
+from collections.abc import AsyncIterator
+
+import pytest
+from saq import Job
+from saq.job import Status
+from saq.utils import now
+
+from app.run_queue import JOB_FUNCTION, ResearchQueue, abandoned
+from graph.redis_saver import redis_client
+
+HEARTBEAT_S = 5
+
+
+@pytest.fixture
+async def queue(redis_url: str) -> AsyncIterator[ResearchQueue]:
+    # A queue of its own on the session's server.
+    research = ResearchQueue(redis_client(redis_url), name=f"sweep-test-{now()}")
+    yield research
+    await research.disconnect()
+
+
+def job(status: Status, touched_ago_s: float) -> Job:
+    stamp = now() - int(touched_ago_s * 1000)
+    return Job(
+        JOB_FUNCTION, timeout=0, heartbeat=HEARTBEAT_S, status=status, touched=stamp, queued=stamp
+    )
+
+
+def test_a_job_is_abandoned_only_once_its_heartbeat_has_been_silent_a_whole_period() -> None:
+    assert not abandoned(job(Status.QUEUED, 0.1)), "just moved to active by a worker"
+    assert abandoned(job(Status.QUEUED, HEARTBEAT_S + 1)), "moved there by a worker that died"
+    assert not abandoned(job(Status.ACTIVE, 1))
+    assert abandoned(job(Status.ACTIVE, HEARTBEAT_S + 1))
+
+
+async def test_the_sweep_leaves_a_job_a_worker_just_took_and_requeues_a_dead_ones(
+    queue: ResearchQueue,
+) -> None:
+    taken = await queue.enqueue(
+        JOB_FUNCTION, key="taken", timeout=0, heartbeat=HEARTBEAT_S, retries=3
+    )
+    assert taken is not None
+    # What a worker's dequeue does first: move the job to the active list. saq's own sweep
+    # aborts it right here, before the worker marks it active.
+    assert await queue.dequeue(timeout=1) is not None
+    assert await queue.sweep(lock=1) == []
+    assert await queue.count("active") == 1
+
+    # The worker died right there: its job stays untouched for longer than its heartbeat.
+    stored = await queue.job("taken")
+    assert stored is not None
+    stored.touched = stored.queued = now() - (HEARTBEAT_S + 1) * 1000
+    await queue.redis.set(stored.id, queue.serialize(stored))
+    await queue.redis.delete(queue.namespace("sweep"))  # the lock that spaces sweeps
+    assert await queue.sweep(lock=1) == [stored.id]
+    again = await queue.job("taken")
+    assert again is not None and again.status == Status.QUEUED
+    assert await queue.count("queued") == 1 and await queue.count("active") == 0
