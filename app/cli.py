@@ -520,7 +520,7 @@ def worker() -> None:
 async def _work(settings: Settings) -> None:
     import logging
 
-    from app.runtime import open_runtime
+    from app.runtime import open_runtime, running_worker
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -529,7 +529,8 @@ async def _work(settings: Settings) -> None:
         err.print(
             f"worker: executing up to {settings.max_concurrent_runs} runs at a time; Ctrl-C to stop"
         )
-        await runtime.worker(embedded=False).start()
+        async with running_worker(runtime, embedded=False) as working:
+            await working
 
 
 @corpus_app.command("index")

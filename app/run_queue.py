@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import LockError
@@ -26,6 +27,7 @@ from saq.utils import millis, now
 
 from app.errors import InvalidState, TooManyRuns
 from app.execution import RunExecutor, RunInput
+from app.registry import Registry
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -166,6 +168,37 @@ class QueueLauncher:
         """Queue a continuation unless the thread already has an unfinished job."""
         # Refused when the thread has a job already, which is then someone's to finish.
         await self._queue.enqueue(self._job(thread_id, RunInput(recovered=True)))
+
+    async def adopt_lost(self, registry: Registry, quiet_for_s: float) -> list[str]:
+        """Queue again the active runs that no job carries any more; their ids.
+
+        A run is lost when its process died between registering it and queuing it, or when
+        its job ran out of attempts. Runs whose status changed within `quiet_for_s` are
+        left alone: their job may be on its way.
+        """
+        cutoff = datetime.now(UTC) - timedelta(seconds=quiet_for_s)
+        quiet = [r.thread_id for r in await registry.active() if r.updated_at < cutoff]
+        if not quiet:
+            return []
+        jobs = await self._queue.jobs(quiet)
+        lost = [
+            t
+            for t, job in zip(quiet, jobs, strict=True)
+            if job is None or job.status in TERMINAL_STATUSES
+        ]
+        for thread_id in lost:
+            await self.adopt(thread_id)
+        return lost
+
+    async def keep_adopting(self, registry: Registry) -> None:
+        """Adopt lost runs once per lease period, for as long as the worker runs."""
+        while True:
+            await asyncio.sleep(self._lease)
+            try:
+                if lost := await self.adopt_lost(registry, self._lease):
+                    logger.warning("queued %d lost runs again: %s", len(lost), lost)
+            except Exception as exc:  # Redis away for a moment: try again next period
+                logger.warning("could not look for lost runs: %s", exc)
 
     async def stop(self, thread_id: str) -> None:
         """Abort the thread's job and wait until its worker has stopped it."""

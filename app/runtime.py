@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.deps import open_deps
 from app.execution import RunExecutor
-from app.launchers import Launcher, LocalLauncher
+from app.launchers import LocalLauncher
 from app.runs import RunManager
 from app.settings import Settings
 from app.signals import MemorySignals, RedisSignals
@@ -23,6 +23,8 @@ from graph.builder import build_graph
 
 if TYPE_CHECKING:
     from saq import Queue, Worker
+
+    from app.run_queue import QueueLauncher
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Runtime:
     executor: RunExecutor
     manager: RunManager
     queue: "Queue | None" = None
+    queued: "QueueLauncher | None" = None
 
     def worker(self, embedded: bool) -> "Worker[Any]":
         """A queue worker executing this process's share of the runs (Redis only)."""
@@ -88,9 +91,9 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         )
         stack.push_async_callback(_disconnect, queue)
         capacity = settings.max_concurrent_runs + settings.max_queued_runs
-        queued: Launcher = QueueLauncher(queue, capacity, settings.worker_lease_seconds)
+        queued = QueueLauncher(queue, capacity, settings.worker_lease_seconds)
         manager = RunManager(executor, queued, stores.saver.adelete_thread, sole_writer=False)
-        yield Runtime(settings, stores, executor, manager, queue)
+        yield Runtime(settings, stores, executor, manager, queue, queued)
 
 
 async def _disconnect(queue: "Queue") -> None:
@@ -102,14 +105,23 @@ async def _disconnect(queue: "Queue") -> None:
 
 
 @asynccontextmanager
-async def running_worker(runtime: Runtime) -> AsyncIterator[None]:
-    """A worker inside this process for as long as the context lasts (Redis only)."""
-    worker = runtime.worker(embedded=True)
+async def running_worker(
+    runtime: Runtime, embedded: bool = True
+) -> AsyncIterator["asyncio.Task[None]"]:
+    """A worker, and its look-out for lost runs, for as long as the context lasts.
+
+    Yields the worker's task, which ends when the worker stops (a standalone worker
+    stops on SIGTERM or SIGINT).
+    """
+    if runtime.queued is None:
+        raise RuntimeError("workers need RESEARCH_REDIS_URL: without it runs execute here")
+    worker = runtime.worker(embedded)
     task = asyncio.create_task(worker.start(), name="research-worker")
+    look_out = asyncio.create_task(runtime.queued.keep_adopting(runtime.stores.registry))
     try:
-        yield
+        yield task
     finally:
         await worker.stop()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        for running in (task, look_out):
+            running.cancel()
+        await asyncio.gather(task, look_out, return_exceptions=True)

@@ -1,13 +1,17 @@
 """The Redis run queue's sweep against a real server: abandoned jobs only."""
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from saq import Job
 from saq.job import Status
 from saq.utils import now
 
-from app.run_queue import JOB_FUNCTION, ResearchQueue, abandoned
+from app.execution import RunInput
+from app.redis_registry import RedisRegistry
+from app.registry import RunStatus, ThreadRecord
+from app.run_queue import JOB_FUNCTION, QueueLauncher, ResearchQueue, abandoned
 from graph.redis_saver import redis_client
 
 HEARTBEAT_S = 5
@@ -58,3 +62,38 @@ async def test_the_sweep_leaves_a_job_a_worker_just_took_and_requeues_a_dead_one
     again = await queue.job("taken")
     assert again is not None and again.status == Status.QUEUED
     assert await queue.count("queued") == 1 and await queue.count("active") == 0
+
+
+async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue) -> None:
+    registry = RedisRegistry(queue.redis, prefix=f"{queue.name}:")
+    launcher = QueueLauncher(queue, capacity=10, lease_seconds=HEARTBEAT_S)
+    long_ago = datetime.now(UTC) - timedelta(seconds=HEARTBEAT_S * 3)
+
+    async def register(thread_id: str, status: RunStatus, at: datetime) -> None:
+        await registry.create(
+            ThreadRecord(
+                thread_id=thread_id,
+                owner="o",
+                topic="t",
+                status=status,
+                created_at=at,
+                updated_at=at,
+                options={},
+            )
+        )
+
+    await register("lost", "running", long_ago)  # its worker's job ran out of attempts
+    await register("carried", "running", long_ago)  # a long leg, its job still running
+    await launcher.launch("carried", RunInput())
+    await register("just-started", "queued", datetime.now(UTC))  # its job is on its way
+    await register("waiting", "waiting_for_approval", long_ago)  # nothing to execute
+
+    assert await launcher.adopt_lost(registry, quiet_for_s=HEARTBEAT_S) == ["lost"]
+    adopted = await queue.job("lost")
+    assert adopted is not None and adopted.kwargs == {
+        "thread_id": "lost",
+        "decision": None,
+        "after": None,
+        "recovered": True,
+    }
+    assert await launcher.adopt_lost(registry, quiet_for_s=HEARTBEAT_S) == [], "once only"
