@@ -45,6 +45,8 @@ JOB_ATTEMPTS = 20
 JOB_TTL_S = 600
 # How long cancel waits for the worker that holds the run to stop it.
 STOP_WAIT_S = 10.0
+# How often cancel looks whether the job it aborted has closed.
+CLOSE_POLL_S = 0.05
 # How long the sweep waits for an abandoned job's worker to confirm the abort.
 SWEEP_ABORT_WAIT_S = 0.5
 # Look for abandoned jobs, aborts and due retries every second: takeovers and cancels are quick.
@@ -209,13 +211,20 @@ class QueueLauncher:
         await self._wait_closed(thread_id, STOP_WAIT_S)
 
     async def _wait_closed(self, thread_id: str, seconds: float) -> None:
-        job = await self._queue.job(thread_id)
-        if job is None or job.status in TERMINAL_STATUSES:
-            return
-        try:
-            await job.refresh(until_complete=seconds)
-        except (TimeoutError, RuntimeError):  # still open, or its record expired
-            logger.info("job of %s did not close within %.1f s", thread_id, seconds)
+        """Poll the job until it is closed (or gone), for at most `seconds`.
+
+        Polling, not saq's `refresh(until_complete=)`: that subscribes only after reading
+        the job, and misses a close that falls in between (it then waits the whole time).
+        """
+        deadline = asyncio.get_running_loop().time() + seconds
+        while True:
+            job = await self._queue.job(thread_id)
+            if job is None or job.status in TERMINAL_STATUSES:
+                return
+            if asyncio.get_running_loop().time() >= deadline:
+                logger.info("job of %s did not close within %.1f s", thread_id, seconds)
+                return
+            await asyncio.sleep(CLOSE_POLL_S)
 
     async def close(self) -> None:
         """Nothing runs here: the workers keep the runs."""
