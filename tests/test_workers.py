@@ -10,8 +10,8 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import ExitStack, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +48,11 @@ def environment(tmp_path: Path, corpus_index: Path) -> dict[str, str]:
     }
 
 
-@contextmanager
-def deployment(
+@asynccontextmanager
+async def deployment(
     env: dict[str, str], logs: Path, workers: int = 2
-) -> Iterator[tuple[list[int], list[Any]]]:
-    """Two API processes without workers, and `workers` worker processes."""
+) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient, list[Any]]]:
+    """Two API processes without workers (a client for each), and `workers` workers."""
     ports = [free_port(), free_port()]
     with ExitStack() as stack:
         for n, port in enumerate(ports):
@@ -60,16 +60,11 @@ def deployment(
         running = [
             stack.enter_context(worker(env, logs / f"worker{n}.log")) for n in range(workers)
         ]
-        yield ports, running
-
-
-@asynccontextmanager
-async def clients(ports: list[int]) -> AsyncIterator[list[httpx.AsyncClient]]:
-    async with (
-        httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[0]}", timeout=30) as a,
-        httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[1]}", timeout=30) as b,
-    ):
-        yield [a, b]
+        async with (
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[0]}", timeout=30) as a,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[1]}", timeout=30) as b,
+        ):
+            yield a, b, running
 
 
 async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
@@ -99,11 +94,9 @@ async def checkpoint_history(url: str, thread_id: str) -> list[dict[str, Any]]:
 async def test_runs_through_two_apis_survive_a_killed_worker(
     environment: dict[str, str], tmp_path: Path
 ) -> None:
-    with (
-        redis_server() as url,
-        deployment(environment | {"RESEARCH_REDIS_URL": url}, tmp_path) as (ports, workers),
-    ):
-        async with clients(ports) as (a, b):
+    with redis_server() as url:
+        env = environment | {"RESEARCH_REDIS_URL": url}
+        async with deployment(env, tmp_path) as (a, b, workers):
             started = [
                 (await a.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
                 for _ in range(10)
@@ -136,11 +129,9 @@ async def test_runs_through_two_apis_survive_a_killed_worker(
 async def test_approve_pause_resume_and_cancel_across_processes(
     environment: dict[str, str], tmp_path: Path
 ) -> None:
-    with (
-        redis_server() as url,
-        deployment(environment | {"RESEARCH_REDIS_URL": url}, tmp_path) as (ports, _),
-    ):
-        async with clients(ports) as (a, b):
+    with redis_server() as url:
+        env = environment | {"RESEARCH_REDIS_URL": url}
+        async with deployment(env, tmp_path) as (a, b, _):
             # Approval: asked through B's stream, answered through A.
             body = {"topic": TOPIC, "options": {"approval": "plan"}}
             waiting = (await b.post("/v1/research", json=body)).json()["thread_id"]
@@ -187,31 +178,28 @@ async def test_redis_stopped_mid_run_gives_503s_then_the_run_completes(
     with redis_server(data_dir=data) as url:
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         env = environment | {"RESEARCH_REDIS_URL": url}
-        with deployment(env, tmp_path, workers=1) as (ports, _):
-            async with clients(ports) as (a, _b):
-                thread_id = (await a.post("/v1/research", json={"topic": TOPIC})).json()[
-                    "thread_id"
-                ]
-                await collect(a, f"/v1/research/{thread_id}/events", until="node_finished")
-                with contextlib.suppress(redis.ConnectionError):
-                    redis.Redis.from_url(url).shutdown(save=True)  # away mid-run, data kept
-                during = await a.get(f"/v1/research/{thread_id}")
-                ready = await a.get("/readyz")
-                # Away longer than the client's own retries and the worker's lease: the
-                # worker's writes fail for real, and its hold on the run lapses.
-                await asyncio.sleep(OUTAGE_S)
-                with redis_server(port=port, data_dir=data):  # back: same port, same data
+        async with deployment(env, tmp_path, workers=1) as (a, _b, _):
+            thread_id = (await a.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+            await collect(a, f"/v1/research/{thread_id}/events", until="node_finished")
+            with contextlib.suppress(redis.ConnectionError):
+                redis.Redis.from_url(url).shutdown(save=True)  # away mid-run, data kept
+            during = await a.get(f"/v1/research/{thread_id}")
+            ready = await a.get("/readyz")
+            # Away longer than the client's own retries and the worker's lease: the
+            # worker's writes fail for real, and its hold on the run lapses.
+            await asyncio.sleep(OUTAGE_S)
+            with redis_server(port=port, data_dir=data):  # back: same port, same data
 
-                    async def completed() -> bool:
-                        answer = await a.get(f"/v1/research/{thread_id}")
-                        return answer.status_code == 200 and answer.json()["status"] in (
-                            "completed",
-                            "failed",
-                        )
+                async def completed() -> bool:
+                    answer = await a.get(f"/v1/research/{thread_id}")
+                    return answer.status_code == 200 and answer.json()["status"] in (
+                        "completed",
+                        "failed",
+                    )
 
-                    await until(completed, "the run to finish after Redis came back")
-                    frames = await collect(a, f"/v1/research/{thread_id}/events")
-                    detail = (await a.get(f"/v1/research/{thread_id}")).json()
+                await until(completed, "the run to finish after Redis came back")
+                frames = await collect(a, f"/v1/research/{thread_id}/events")
+                detail = (await a.get(f"/v1/research/{thread_id}")).json()
     assert during.status_code == 503 and ready.status_code == 503
     assert during.json()["error"]["code"] == "backend_unavailable"
     assert detail["status"] == "completed" and detail["report"]
