@@ -63,6 +63,7 @@ class RedisRegistry:
             "updated_at": stamp(record.updated_at),
             "error": json.dumps(record.error),
             "options": json.dumps(record.options, ensure_ascii=False),
+            "metadata": json.dumps(record.metadata, ensure_ascii=False),
         }
         score = _micros(record.created_at)
         pipe = self._client.pipeline(transaction=True)
@@ -99,6 +100,7 @@ class RedisRegistry:
             updated_at=datetime.fromisoformat(values["updated_at"] or ""),
             error=json.loads(values.get("error") or "null"),
             options=json.loads(values.get("options") or "{}"),
+            metadata=json.loads(values.get("metadata") or "{}"),
         )
 
     async def set_status(
@@ -120,6 +122,32 @@ class RedisRegistry:
             pipe.zrem(self._active, thread_id)
         await pipe.execute()
         return record.model_copy(update={"status": status, "error": error, "updated_at": now})
+
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        topic: str | None = None,
+        options: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> ThreadRecord:
+        """Replace the fields given, stamp `updated_at`; KeyError for an unknown thread."""
+        record = await self.get(thread_id)
+        if record is None:
+            raise KeyError(thread_id)
+        now = datetime.now(UTC)
+        fields: dict[Any, Any] = {"updated_at": stamp(now)}
+        changes: dict[str, Any] = {"updated_at": now}
+        if topic is not None:
+            fields["topic"] = changes["topic"] = topic
+        if options is not None:
+            fields["options"] = json.dumps(options, ensure_ascii=False)
+            changes["options"] = options
+        if metadata is not None:
+            fields["metadata"] = json.dumps(metadata, ensure_ascii=False)
+            changes["metadata"] = metadata
+        await awaited(self._client.hset(self._thread(thread_id), mapping=fields))
+        return record.model_copy(update=changes)
 
     async def delete(self, thread_id: str) -> bool:
         """Remove the thread's record; return whether there was one."""

@@ -30,24 +30,25 @@ __all__ = [
     "open_sqlite_registry",
 ]
 
+# `new`: a thread created (through the LangGraph Platform API) before its first run.
 RunStatus = Literal[
-    "queued", "running", "waiting_for_approval", "paused", "completed", "failed", "cancelled"
+    "new", "queued", "running", "waiting_for_approval", "paused", "completed", "failed", "cancelled"
 ]
 ACTIVE: frozenset[RunStatus] = frozenset({"queued", "running"})
 TERMINAL: frozenset[RunStatus] = frozenset({"completed", "failed", "cancelled"})
 
-_COLUMNS = "thread_id, owner, topic, status, created_at, updated_at, error, options"
+_COLUMNS = "thread_id, owner, topic, status, created_at, updated_at, error, options, metadata"
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS thread_registry ("
     "thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, topic TEXT NOT NULL, "
     "status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
-    "error TEXT, options TEXT NOT NULL)",
+    "error TEXT, options TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '{}')",
     "CREATE INDEX IF NOT EXISTS thread_registry_by_owner "
     "ON thread_registry (owner, created_at DESC, thread_id DESC)",
     "CREATE INDEX IF NOT EXISTS thread_registry_active "
     "ON thread_registry (created_at, thread_id) WHERE status IN ('queued', 'running')",
 )
-_INSERT = f"INSERT INTO thread_registry ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = f"INSERT INTO thread_registry ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _GET = f"SELECT {_COLUMNS} FROM thread_registry WHERE thread_id = ?"
 _FIRST_PAGE = (
     f"SELECT {_COLUMNS} FROM thread_registry WHERE owner = ? "
@@ -61,7 +62,13 @@ _SET_STATUS = (
     "UPDATE thread_registry SET status = ?, error = ?, updated_at = ? WHERE thread_id = ? "
     f"RETURNING {_COLUMNS}"
 )
+_UPDATE = (
+    "UPDATE thread_registry SET topic = ?, options = ?, metadata = ?, updated_at = ? "
+    f"WHERE thread_id = ? RETURNING {_COLUMNS}"
+)
 _DELETE = "DELETE FROM thread_registry WHERE thread_id = ?"
+# Files made before threads had metadata get the column.
+_ADD_METADATA = "ALTER TABLE thread_registry ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'"
 # Must match the partial index above so SQLite can use it.
 _ACTIVE = (
     f"SELECT {_COLUMNS} FROM thread_registry WHERE status IN ('queued', 'running') "
@@ -85,6 +92,7 @@ class ThreadRecord(BaseModel):
     updated_at: datetime
     error: str | None = None
     options: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
 
     @field_validator("created_at", "updated_at")
     @classmethod
@@ -109,6 +117,17 @@ class Registry(Protocol):
         self, thread_id: str, status: RunStatus, error: str | None = None
     ) -> ThreadRecord:
         """Set the run status and error; KeyError for an unknown thread."""
+        ...
+
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        topic: str | None = None,
+        options: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> ThreadRecord:
+        """Replace the fields given, stamp `updated_at`; KeyError for an unknown thread."""
         ...
 
     async def delete(self, thread_id: str) -> bool:
@@ -147,6 +166,7 @@ class SqliteRegistry:
             stamp(record.updated_at),
             record.error,
             json.dumps(record.options, ensure_ascii=False),
+            json.dumps(record.metadata, ensure_ascii=False),
         )
         try:
             async with self._conn.execute(_INSERT, row):
@@ -170,6 +190,30 @@ class SqliteRegistry:
         now = stamp(datetime.now(UTC))
         rows = await self._conn.execute_fetchall(_SET_STATUS, (status, error, now, thread_id))
         records = _records(rows)
+        if not records:
+            raise KeyError(thread_id)
+        return records[0]
+
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        topic: str | None = None,
+        options: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> ThreadRecord:
+        """Replace the fields given, stamp `updated_at`; KeyError for an unknown thread."""
+        record = await self.get(thread_id)
+        if record is None:
+            raise KeyError(thread_id)
+        row = (
+            record.topic if topic is None else topic,
+            json.dumps(record.options if options is None else options, ensure_ascii=False),
+            json.dumps(record.metadata if metadata is None else metadata, ensure_ascii=False),
+            stamp(datetime.now(UTC)),
+            thread_id,
+        )
+        records = _records(await self._conn.execute_fetchall(_UPDATE, row))
         if not records:
             raise KeyError(thread_id)
         return records[0]
@@ -230,6 +274,7 @@ def _records(rows: Iterable[Any]) -> list[ThreadRecord]:
             updated_at=datetime.fromisoformat(row[5]),
             error=row[6],
             options=json.loads(row[7]),
+            metadata=json.loads(row[8]),
         )
         for row in rows
     ]
@@ -270,4 +315,9 @@ async def open_sqlite_registry(path: Path) -> AsyncIterator[SqliteRegistry]:
         await conn.execute("PRAGMA synchronous=NORMAL")
         for statement in _SCHEMA:
             await conn.execute(statement)
+        columns = [
+            row[1] for row in await conn.execute_fetchall("PRAGMA table_info(thread_registry)")
+        ]
+        if "metadata" not in columns:
+            await conn.execute(_ADD_METADATA)
         yield SqliteRegistry(conn)
