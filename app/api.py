@@ -21,6 +21,7 @@ from app.errors import (
 )
 from app.events import EventLog
 from app.metrics import ServiceMetrics
+from app.platform_api import platform_router
 from app.registry import RunStatus, ThreadRecord
 from app.report_html import report_html
 from app.runner import pending_interrupt, thread_config
@@ -288,6 +289,7 @@ def create_app(settings: Settings) -> FastAPI:
         return list(values.get("notes", []))
 
     app.include_router(router)
+    app.include_router(platform_router(manager, auth))
     mount_web(app)
 
     @app.get("/healthz", tags=["ops"])

@@ -3,11 +3,13 @@
 ResearchError
 ├── NotFound            unknown thread, or another key's thread        404 not_found
 ├── InvalidState        resume a run that is not paused or waiting    409 invalid_state
+├── Unprocessable       a Platform run's input that is no topic       422 validation_error
 ├── TooManyRuns         the run queue is full                         429 too_many_runs
 ├── Unauthorized        a missing or unknown API key                  401 unauthorized
 └── BackendUnavailable  checkpointer or event log unreachable         503 backend_unavailable
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -36,6 +38,10 @@ class InvalidState(ResearchError):
     """The thread is not in a state that allows this call."""
 
 
+class Unprocessable(ResearchError):
+    """A well-formed request the service cannot act on (a run input that is no topic)."""
+
+
 class TooManyRuns(ResearchError):
     """The queue of runs is full."""
 
@@ -51,6 +57,7 @@ class BackendUnavailable(ResearchError):
 _STATUS: dict[type[ResearchError], tuple[int, str]] = {
     NotFound: (404, "not_found"),
     InvalidState: (409, "invalid_state"),
+    Unprocessable: (422, "validation_error"),
     TooManyRuns: (429, "too_many_runs"),
     Unauthorized: (401, "unauthorized"),
     BackendUnavailable: (503, "backend_unavailable"),
@@ -94,9 +101,27 @@ _HTTP_CODES = {
 }
 
 
+# Paths of the LangGraph Platform API (app/platform_api.py): its clients expect the
+# Platform's own error shape, `{"detail": message}`, with the same status codes.
+PLATFORM_PREFIXES = ("/assistants", "/threads", "/runs")
+
+
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     """The JSON shape of every error answer."""
     return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def _answer(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    if request.url.path.startswith(PLATFORM_PREFIXES):
+        return JSONResponse({"detail": message}, status, headers=headers)
+    return JSONResponse(error_body(code, message, details), status, headers=headers)
 
 
 async def _research_error(request: Request, exc: Exception) -> JSONResponse:
@@ -105,7 +130,7 @@ async def _research_error(request: Request, exc: Exception) -> JSONResponse:
         (value for kind, value in _STATUS.items() if isinstance(exc, kind)), (500, "internal")
     )
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(error_body(code, exc.message, exc.details), status, headers=headers)
+    return _answer(request, status, code, exc.message, exc.details, headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -115,19 +140,19 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         for e in exc.errors()
     ]
     message = "; ".join(f"{f['field'] or 'body'}: {f['message']}" for f in fields)
-    return JSONResponse(error_body("validation_error", message, {"fields": fields}), 422)
+    return _answer(request, 422, "validation_error", message, {"fields": fields})
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+    return _answer(request, exc.status_code, code, str(exc.detail), headers=exc.headers)
 
 
 async def _store_down(request: Request, exc: Exception) -> JSONResponse:
     # Redis is down or restarting: the client may retry; the pool reconnects by itself.
     message = f"the store does not answer ({type(exc).__name__}); retry in a few seconds"
-    return JSONResponse(error_body("backend_unavailable", message), 503)
+    return _answer(request, 503, "backend_unavailable", message)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict
 __all__ = [
     "TERMINAL_EVENT",
     "Event",
+    "EventData",
     "EventLog",
     "EventLogClosed",
     "SqliteEventLog",
@@ -67,6 +68,10 @@ _FOLLOW_PAGE = 256
 _RECENT_EVENTS = 64
 
 
+# An event's payload: an object, or a list (a Platform run's messages-tuple chunk).
+EventData = dict[str, Any] | list[Any]
+
+
 class Event(BaseModel):
     """One entry of a thread's log; `id` is the SSE event id."""
 
@@ -75,7 +80,7 @@ class Event(BaseModel):
     id: int
     thread_id: str
     name: str
-    data: dict[str, Any]
+    data: EventData
     created_at: datetime
 
 
@@ -86,11 +91,11 @@ class EventLogClosed(RuntimeError):
 class EventLog(Protocol):
     """Where a thread's events are appended, read back and followed."""
 
-    async def append(self, thread_id: str, name: str, data: dict[str, Any]) -> Event:
+    async def append(self, thread_id: str, name: str, data: EventData) -> Event:
         """Store an event under the thread's next id and return it."""
         ...
 
-    def emit(self, thread_id: str, name: str, data: dict[str, Any]) -> Awaitable[int]:
+    def emit(self, thread_id: str, name: str, data: EventData) -> Awaitable[int]:
         """Queue an event now (its place in the order is fixed); await the result for its id."""
         ...
 
@@ -122,7 +127,7 @@ class _Append:
     data: str
     created_at: str
     done: asyncio.Future[int] = field(repr=False)
-    payload: dict[str, Any] = field(default_factory=dict, repr=False)
+    payload: EventData = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -152,13 +157,13 @@ class SqliteEventLog:
         self._recent: dict[str, deque[Event]] = {}
         self._closed = False
 
-    async def append(self, thread_id: str, name: str, data: dict[str, Any]) -> Event:
+    async def append(self, thread_id: str, name: str, data: EventData) -> Event:
         """Store an event under the thread's next id and return it."""
         created_at = datetime.now(UTC)
         event_id = await self._queue(thread_id, name, data, created_at)
         return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
 
-    def emit(self, thread_id: str, name: str, data: dict[str, Any]) -> asyncio.Future[int]:
+    def emit(self, thread_id: str, name: str, data: EventData) -> asyncio.Future[int]:
         """Queue an event now, without waiting for its commit; the future gives its id.
 
         Events of one caller keep the order in which they were emitted.
@@ -166,7 +171,7 @@ class SqliteEventLog:
         return self._queue(thread_id, name, data, datetime.now(UTC))
 
     def _queue(
-        self, thread_id: str, name: str, data: dict[str, Any], created_at: datetime
+        self, thread_id: str, name: str, data: EventData, created_at: datetime
     ) -> asyncio.Future[int]:
         self._check_open()
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()

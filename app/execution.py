@@ -13,9 +13,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langgraph.types import Command, StateSnapshot, StreamMode
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.events import TERMINAL_EVENT, EventLog
+from app.platform_runs import STREAM_MODES as PLATFORM_MODES
+from app.platform_runs import PlatformRuns
 from app.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
 from app.runner import is_finished, pending_interrupt, thread_config
 from app.signals import RunSignals
@@ -43,6 +45,11 @@ class RunInput(BaseModel):
     after: str | None = None
     # Taken up after its executor stopped or died: said so in the run's status event.
     recovered: bool = False
+    # A LangGraph Platform run: its id, the stream modes it asked for, where to stop.
+    run_id: str | None = None
+    stream_modes: list[str] = Field(default_factory=list)
+    interrupt_before: list[str] | None = None
+    interrupt_after: list[str] | None = None
 
 
 def checkpoint_id(snapshot: StateSnapshot) -> str | None:
@@ -63,6 +70,7 @@ class RunExecutor:
         signals: RunSignals,
         transient: tuple[type[Exception], ...] = (),
     ) -> None:
+        self.platform = PlatformRuns(events)
         self.graph = graph
         self.deps = deps
         self.events = events
@@ -91,6 +99,7 @@ class RunExecutor:
         process stops) propagates and leaves the run `running`, to be taken up again, as
         does a transient store failure.
         """
+        ended = True  # False: the leg is left to a retry, its Platform run stays open
         try:
             record = await self.registry.get(thread_id)
             if record is None or record.status not in ACTIVE:
@@ -98,15 +107,19 @@ class RunExecutor:
             if await self.signals.take_pause(thread_id):
                 await self.set_status(thread_id, "paused")
                 return
+            if run_input.run_id is not None:
+                await self.platform.mark_running(thread_id, run_input.run_id)
             payload = await self._payload(record, run_input)
             await self.set_status(thread_id, "running", recovered=run_input.recovered)
-            paused = await self._stream(thread_id, payload)
+            paused = await self._stream(thread_id, payload, run_input)
             await self._settle(thread_id, paused)
         except asyncio.CancelledError:
             if not await self.signals.cancel_requested(thread_id):
+                ended = False
                 raise  # the process stops: the run stays `running` and is taken up later
             await self.finish(thread_id, "cancelled")
         except self._transient as exc:
+            ended = False
             logger.warning("research run %s left for a retry: %s", thread_id, exc)
             raise
         except Exception as exc:  # a failed run is a status and an event, never a crash
@@ -124,6 +137,13 @@ class RunExecutor:
             leftover = self._unsettled.pop(thread_id, [])
             if leftover:
                 await asyncio.gather(*leftover, return_exceptions=True)
+            if ended and run_input.run_id is not None:
+                await self._close_platform_run(thread_id, run_input.run_id)
+
+    async def _close_platform_run(self, thread_id: str, run_id: str) -> None:
+        record = await self.registry.get(thread_id)
+        if record is not None:
+            await self.platform.close(thread_id, run_id, record.status, record.error)
 
     async def _payload(self, record: ThreadRecord, run_input: RunInput) -> Any:
         """The graph input: a new thread's first state, an answer, or None to continue."""
@@ -136,13 +156,32 @@ class RunExecutor:
             return Command(resume=run_input.decision)
         return None
 
-    async def _stream(self, thread_id: str, payload: Any) -> bool:
-        """Run the graph, publishing its events; True when stopped by a pause request."""
+    async def _stream(self, thread_id: str, payload: Any, run_input: RunInput) -> bool:
+        """Run the graph, publishing its events; True when stopped by a pause request.
+
+        A Platform run also gets the chunks of the stream modes it asked for, in its own
+        stream.
+        """
         config = thread_config(thread_id)
+        wanted: dict[str, list[str]] = {}
+        for name in run_input.stream_modes:
+            wanted.setdefault(PLATFORM_MODES[name], []).append(name)
+        modes: list[StreamMode] = list(
+            dict.fromkeys([*STREAM_MODES, *(PLATFORM_MODES[n] for n in run_input.stream_modes)])
+        )
         async for mode, chunk in self.graph.astream(
-            payload, config, context=self.deps, stream_mode=STREAM_MODES
+            payload,
+            config,
+            context=self.deps,
+            stream_mode=modes,
+            interrupt_before=run_input.interrupt_before,
+            interrupt_after=run_input.interrupt_after,
         ):
-            self._translate(thread_id, str(mode), chunk)
+            if mode in STREAM_MODES:
+                self._translate(thread_id, str(mode), chunk)
+            if run_input.run_id is not None:
+                for name in wanted.get(mode, ()):
+                    self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))
             if mode == "updates" and await self.signals.take_pause(thread_id):
                 await self._settle_events(thread_id)
                 return True
@@ -172,7 +211,7 @@ class RunExecutor:
             # find the run waiting, not still running (it would get a 409).
             await self.set_status(thread_id, "waiting_for_approval")
             await self.publish(thread_id, "approval_required", question)
-        elif paused and not is_finished(snapshot):
+        elif not is_finished(snapshot):  # a pause, or a Platform run's interrupt_before/after
             await self.set_status(thread_id, "paused")
         else:
             await self.finish(thread_id, "completed")
@@ -185,7 +224,10 @@ class RunExecutor:
 
     def _emit(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
         """Queue a progress event without waiting for its commit (`_settle_events` waits)."""
-        self._unsettled.setdefault(thread_id, []).append(self.events.emit(thread_id, name, data))
+        self._track(thread_id, self.events.emit(thread_id, name, data))
+
+    def _track(self, thread_id: str, pending: Awaitable[int]) -> None:
+        self._unsettled.setdefault(thread_id, []).append(pending)
 
     async def _settle_events(self, thread_id: str) -> None:
         """Wait until every event emitted for the thread is stored (raise if one failed)."""
@@ -219,4 +261,7 @@ class RunExecutor:
         await self.signals.clear(thread_id)
         record = await self.set_status(thread_id, status, error)
         await self.publish(thread_id, TERMINAL_EVENT, {"status": status})
+        # A Platform run closed while it waited or was queued: its stream ends here too.
+        for run in await self.platform.list(thread_id):
+            await self.platform.close(thread_id, run.run_id, status, error)
         return record

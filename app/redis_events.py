@@ -21,7 +21,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from app.events import TERMINAL_EVENT, Event, EventLogClosed
+from app.events import TERMINAL_EVENT, Event, EventData, EventLogClosed
 from graph.redis_saver import awaited
 
 _FOLLOW_PAGE = 256
@@ -73,18 +73,18 @@ class RedisEventLog:
         if self._closed:
             raise EventLogClosed("the event log is closed")
 
-    async def append(self, thread_id: str, name: str, data: dict[str, Any]) -> Event:
+    async def append(self, thread_id: str, name: str, data: EventData) -> Event:
         """Store an event under the thread's next id and return it."""
         created_at = datetime.now(UTC)
         event_id = await self._queue(thread_id, name, data, created_at)
         return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
 
-    def emit(self, thread_id: str, name: str, data: dict[str, Any]) -> asyncio.Future[int]:
+    def emit(self, thread_id: str, name: str, data: EventData) -> asyncio.Future[int]:
         """Queue an event now, without waiting for its write; the future gives its id."""
         return self._queue(thread_id, name, data, datetime.now(UTC))
 
     def _queue(
-        self, thread_id: str, name: str, data: dict[str, Any], created_at: datetime
+        self, thread_id: str, name: str, data: EventData, created_at: datetime
     ) -> asyncio.Future[int]:
         self._check_open()
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()

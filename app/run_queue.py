@@ -243,11 +243,9 @@ class LegRunner:
         ctx: dict[str, Any],
         *,
         thread_id: str,
-        decision: dict[str, Any] | None = None,
-        after: str | None = None,
-        recovered: bool = False,
+        **leg_input: Any,
     ) -> None:
-        """Execute the leg while holding the run's lease."""
+        """Execute the leg (`leg_input`: a `RunInput`'s fields) while holding the run's lease."""
         job: Job = ctx["job"]
         lease = self._client.lock(
             f"research:lease:{thread_id}",
@@ -262,9 +260,9 @@ class LegRunner:
         assert leg is not None
         beat = asyncio.create_task(self._heartbeat(job, lease, leg))
         try:
-            # A second attempt means the first one's worker stopped or died.
-            retaken = recovered or job.attempts > 1
-            run_input = RunInput(decision=decision, after=after, recovered=retaken)
+            run_input = RunInput.model_validate(leg_input)
+            if job.attempts > 1:  # a second attempt: the first one's worker stopped or died
+                run_input = run_input.model_copy(update={"recovered": True})
             await self._executor.execute(thread_id, run_input)
         finally:
             beat.cancel()

@@ -10,11 +10,13 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from app.errors import InvalidState, NotFound
 from app.execution import RunExecutor, RunInput, checkpoint_id
 from app.launchers import Launcher
-from app.registry import TERMINAL, ThreadRecord
+from app.platform_runs import PlatformRun
+from app.registry import ACTIVE, TERMINAL, ThreadExists, ThreadRecord
 from app.runner import thread_config
 from graph.models import ApprovalDecision, ResearchRequest
 
@@ -127,9 +129,82 @@ class RunManager:
             raise InvalidState(
                 f"only a paused or waiting run can resume; this one is {record.status}"
             )
+        return await self._queue_leg(thread_id, run_input)
+
+    async def _queue_leg(self, thread_id: str, run_input: RunInput) -> ThreadRecord:
         record = await self.executor.set_status(thread_id, "queued")
         await self.launcher.launch(thread_id, run_input)
         return record
+
+    # -- the LangGraph Platform API's view ---------------------------------------------
+
+    async def create_thread(
+        self, owner: str, thread_id: str | None, metadata: dict[str, Any], if_exists: str
+    ) -> ThreadRecord:
+        """Register a thread before its first run (status `new`, no topic yet).
+
+        With `if_exists="do_nothing"` an existing thread of the caller is returned as it is.
+        """
+        now = datetime.now(UTC)
+        record = ThreadRecord(
+            thread_id=thread_id or str(uuid.uuid4()),
+            owner=owner,
+            topic="",
+            status="new",
+            created_at=now,
+            updated_at=now,
+            metadata=metadata,
+        )
+        try:
+            await self.registry.create(record)
+        except ThreadExists:
+            existing = await self.registry.get(record.thread_id)
+            if if_exists == "do_nothing" and existing is not None and existing.owner == owner:
+                return existing
+            raise InvalidState(f"thread {record.thread_id!r} already exists") from None
+        return record
+
+    async def start_platform_run(
+        self,
+        owner: str,
+        run: PlatformRun,
+        request: ResearchRequest | None,
+        decision: ApprovalDecision | None,
+        run_input: RunInput,
+    ) -> ThreadRecord:
+        """Start a Platform run: a new thread's topic, an answer, or the continuation of a pause."""
+        thread_id = run.thread_id
+        record = await self.get(owner, thread_id)
+        if record.status in ACTIVE:
+            raise InvalidState(
+                "the thread is busy with a run: join it, cancel it, or send this run later"
+            )
+        if request is not None:
+            if record.status != "new":
+                raise InvalidState(
+                    "this thread has researched its topic already: create a new thread for a "
+                    "new topic, or answer its pending question with a command"
+                )
+            await self.launcher.ensure_capacity()
+            await self.registry.update(
+                thread_id, topic=request.topic, options=request.options.model_dump(mode="json")
+            )
+        elif decision is not None:
+            if record.status != "waiting_for_approval":
+                raise InvalidState(f"nothing waits for an answer: the thread is {record.status}")
+            snapshot = await self.graph.aget_state(thread_config(thread_id))
+            run_input = run_input.model_copy(
+                update={
+                    "decision": decision.model_dump(mode="json"),
+                    "after": checkpoint_id(snapshot),
+                }
+            )
+        elif record.status != "paused":
+            raise InvalidState(
+                "give an input with a topic to start the thread, or a command to resume it"
+            )
+        await self.executor.platform.start(run)
+        return await self._queue_leg(thread_id, run_input)
 
     async def cancel(self, owner: str, thread_id: str) -> ThreadRecord:
         """Stop the run now; a paused or waiting run is closed."""
@@ -152,6 +227,7 @@ class RunManager:
         if self._delete_checkpoints is not None:
             await self._delete_checkpoints(thread_id)
         await self.events.delete(thread_id)
+        await self.executor.platform.delete_thread(thread_id)
         await self.registry.delete(thread_id)
         await self.signals.clear(thread_id)
         self._records.pop(thread_id, None)

@@ -1,0 +1,582 @@
+"""The LangGraph Platform API, so that `langgraph_sdk` and RemoteGraph clients work unchanged.
+
+Mounted by the same app under the paths the SDK uses, on the same run manager, event
+log, registry, auth and checkpointer as `/v1/research`. One assistant, graph `research`.
+A thread is a research thread: its first run's `input` is a research request
+(`{"topic": ..., "options": {...}}`), and a run with `command={"resume": decision}`
+answers the plan approval it waits on. A run streams `metadata`, then one event per
+chunk of each stream mode asked for (`values`, `updates`, `custom`, `messages-tuple`,
+`debug`), `error` if it failed, and `end`; every event has an id for `Last-Event-ID`.
+"""
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Response
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import StateSnapshot
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from sse_starlette import EventSourceResponse
+
+from app.errors import InvalidState, NotFound, Unprocessable
+from app.execution import RunInput
+from app.platform_runs import (
+    END_EVENT,
+    FINISHED,
+    STREAM_MODES,
+    PlatformRun,
+    jsonable,
+    stream_key,
+    thread_status,
+)
+from app.registry import ThreadRecord
+from app.runner import thread_config
+from app.runs import RunManager
+from graph.models import ApprovalDecision, ResearchRequest
+
+GRAPH_ID = "research"
+ASSISTANT_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "research-agent/graphs/research"))
+_CREATED = datetime(2026, 1, 1, tzinfo=UTC)
+HEARTBEAT_S = 15
+# How far `threads/search` reads the registry, page by page, for its filters.
+_SEARCH_PAGE = 100
+
+ManagerGetter = Callable[[], RunManager]
+
+
+class _Lenient(BaseModel):
+    """SDK bodies carry options this service has no use for: they are accepted, unused."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class ThreadCreate(_Lenient):
+    """POST /threads."""
+
+    thread_id: str | None = Field(None, min_length=1, max_length=128)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+
+
+class ThreadPatch(_Lenient):
+    """PATCH /threads/{id}."""
+
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ThreadSearch(_Lenient):
+    """POST /threads/search."""
+
+    metadata: dict[str, Any] | None = None
+    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+class HistoryQuery(_Lenient):
+    """POST /threads/{id}/history."""
+
+    limit: int = Field(10, ge=1, le=1000)
+    before: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class CheckpointQuery(_Lenient):
+    """POST /threads/{id}/state/checkpoint."""
+
+    checkpoint: dict[str, Any] = Field(default_factory=dict)
+
+
+class AssistantSearch(_Lenient):
+    """POST /assistants/search."""
+
+    graph_id: str | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0)
+
+
+class RunCreate(_Lenient):
+    """The body of every run-starting call."""
+
+    assistant_id: str
+    input: dict[str, Any] | None = None
+    command: dict[str, Any] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    stream_mode: list[str] = Field(default_factory=lambda: ["values"])
+    stream_subgraphs: bool = False
+    interrupt_before: list[str] | Literal["*"] | None = None
+    interrupt_after: list[str] | Literal["*"] | None = None
+    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = "reject"
+    on_disconnect: Literal["cancel", "continue"] = "continue"
+    on_completion: Literal["delete", "keep"] = "delete"
+    if_not_exists: Literal["reject", "create"] = "reject"
+
+    @field_validator("stream_mode", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("stream_mode")
+    @classmethod
+    def _known_modes(cls, value: list[str]) -> list[str]:
+        unknown = [m for m in value if m not in STREAM_MODES]
+        if unknown:
+            raise ValueError(f"stream modes {unknown} are not served; use {sorted(STREAM_MODES)}")
+        return list(dict.fromkeys(value))
+
+    @field_validator("multitask_strategy")
+    @classmethod
+    def _served_strategies(cls, value: str) -> str:
+        if value not in ("reject",):
+            raise ValueError(
+                f"multitask_strategy {value!r} is not served yet: a busy thread rejects a new run (409)"
+            )
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _resume_only(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and set(value) - {"resume"}:
+            raise ValueError("only command.resume (an approval decision) is served")
+        return value
+
+    def research_request(self) -> ResearchRequest | None:
+        """The input as a research request; a ValueError says what is wrong with it."""
+        if self.input is None:
+            return None
+        try:
+            return ResearchRequest.model_validate(self.input)
+        except ValidationError as exc:
+            raise InvalidInput(f"input: {_explain(exc)}") from None
+
+    def decision(self) -> ApprovalDecision | None:
+        """The approval decision `command.resume` carries."""
+        if self.command is None:
+            return None
+        try:
+            return ApprovalDecision.model_validate(self.command.get("resume"))
+        except ValidationError as exc:
+            raise InvalidInput(f"command.resume: {_explain(exc)}") from None
+
+    def stops(self, names: list[str] | Literal["*"] | None) -> list[str] | None:
+        """interrupt_before/after as the graph takes them."""
+        return None if names is None else list(names) if names != "*" else ["*"]
+
+
+class InvalidInput(ValueError):
+    """A run's input or command does not fit the research graph."""
+
+
+def _explain(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+def assistant_json() -> dict[str, Any]:
+    """The one assistant, as the SDK reads it."""
+    return {
+        "assistant_id": ASSISTANT_ID,
+        "graph_id": GRAPH_ID,
+        "name": GRAPH_ID,
+        "description": "Deep research: plan, search, write a cited report, review it.",
+        "config": {},
+        "context": {},
+        "metadata": {},
+        "version": 1,
+        "created_at": _CREATED.isoformat(),
+        "updated_at": _CREATED.isoformat(),
+    }
+
+
+def _checkpoint(config: Any) -> dict[str, Any] | None:
+    if not config:
+        return None
+    configurable = config.get("configurable", {})
+    return {
+        "thread_id": configurable.get("thread_id"),
+        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        "checkpoint_id": configurable.get("checkpoint_id"),
+        "checkpoint_map": configurable.get("checkpoint_map"),
+    }
+
+
+def _interrupts(snapshot: StateSnapshot) -> list[dict[str, Any]]:
+    return [
+        {"value": jsonable(i.value), "id": i.id} for task in snapshot.tasks for i in task.interrupts
+    ]
+
+
+def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
+    """A checkpoint as the SDK's ThreadState."""
+    return {
+        "values": jsonable(snapshot.values or {}),
+        "next": list(snapshot.next),
+        "checkpoint": _checkpoint(snapshot.config),
+        "metadata": jsonable(snapshot.metadata or {}),
+        "created_at": snapshot.created_at,
+        "parent_checkpoint": _checkpoint(snapshot.parent_config),
+        "tasks": [
+            {
+                "id": task.id,
+                "name": task.name,
+                "error": repr(task.error) if task.error else None,
+                "interrupts": [{"value": jsonable(i.value), "id": i.id} for i in task.interrupts],
+                "checkpoint": None,
+                "state": None,
+                "result": jsonable(task.result) if task.result is not None else None,
+            }
+            for task in snapshot.tasks
+        ],
+        "interrupts": _interrupts(snapshot),
+    }
+
+
+def run_json(run: PlatformRun) -> dict[str, Any]:
+    """A run as the SDK reads it."""
+    body = run.model_dump(mode="json", exclude={"request"})
+    return body | {"kwargs": run.request}
+
+
+def _matches(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
+    return not wanted or all(metadata.get(k) == v for k, v in wanted.items())
+
+
+def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
+    """The Platform API's routes, bound to the app's run manager and auth."""
+    # Outside /openapi.json: these routes follow LangGraph's published API, not ours.
+    router = APIRouter(tags=["langgraph platform"], include_in_schema=False)
+    Owner = Annotated[str, Depends(owner_dependency)]
+
+    async def thread_json(record: ThreadRecord) -> dict[str, Any]:
+        snapshot = await manager().graph.aget_state(thread_config(record.thread_id))
+        interrupts: dict[str, list[dict[str, Any]]] = {}
+        for task in snapshot.tasks:
+            if task.interrupts:
+                interrupts[task.id] = [
+                    {"value": jsonable(i.value), "id": i.id} for i in task.interrupts
+                ]
+        return {
+            "thread_id": record.thread_id,
+            "created_at": record.created_at.isoformat(),
+            "updated_at": record.updated_at.isoformat(),
+            "metadata": record.metadata,
+            "status": thread_status(record.status),
+            "values": jsonable(snapshot.values or {}),
+            "interrupts": interrupts,
+        }
+
+    def check_assistant(assistant_id: str) -> None:
+        if assistant_id not in (ASSISTANT_ID, GRAPH_ID):
+            raise NotFound(f"no assistant {assistant_id!r}: the one assistant is {GRAPH_ID!r}")
+
+    # -- assistants ----------------------------------------------------------------------
+
+    @router.post("/assistants/search")
+    async def search_assistants(body: AssistantSearch, owner: Owner) -> list[dict[str, Any]]:
+        """The one assistant (graph `research`), if it matches."""
+        found = [assistant_json()] if body.graph_id in (None, GRAPH_ID) else []
+        return found[body.offset : body.offset + body.limit]
+
+    @router.get("/assistants/{assistant_id}")
+    async def get_assistant(assistant_id: str, owner: Owner) -> dict[str, Any]:
+        """The assistant, by its id or its graph id."""
+        check_assistant(assistant_id)
+        return assistant_json()
+
+    @router.get("/assistants/{assistant_id}/graph")
+    async def get_assistant_graph(assistant_id: str, owner: Owner) -> dict[str, Any]:
+        """The graph's nodes and edges."""
+        check_assistant(assistant_id)
+        drawable: dict[str, Any] = manager().graph.get_graph().to_json()
+        return drawable
+
+    @router.get("/assistants/{assistant_id}/schemas")
+    async def get_assistant_schemas(assistant_id: str, owner: Owner) -> dict[str, Any]:
+        """What a run's input takes (a research request) and what a decision looks like."""
+        check_assistant(assistant_id)
+        return {
+            "graph_id": GRAPH_ID,
+            "input_schema": ResearchRequest.model_json_schema(),
+            "output_schema": None,
+            "state_schema": None,
+            "config_schema": None,
+            "context_schema": None,
+            "resume_schema": ApprovalDecision.model_json_schema(),
+        }
+
+    # -- threads -------------------------------------------------------------------------
+
+    @router.post("/threads")
+    async def create_thread(body: ThreadCreate, owner: Owner) -> dict[str, Any]:
+        """A new thread, waiting for its first run."""
+        record = await manager().create_thread(owner, body.thread_id, body.metadata, body.if_exists)
+        return await thread_json(record)
+
+    @router.get("/threads/{thread_id}")
+    async def get_thread(thread_id: str, owner: Owner) -> dict[str, Any]:
+        """The thread: status, metadata, values, pending interrupts."""
+        return await thread_json(await manager().get(owner, thread_id))
+
+    @router.patch("/threads/{thread_id}")
+    async def patch_thread(thread_id: str, body: ThreadPatch, owner: Owner) -> dict[str, Any]:
+        """Merge metadata into the thread's."""
+        record = await manager().get(owner, thread_id)
+        updated = await manager().registry.update(
+            thread_id, metadata=record.metadata | body.metadata
+        )
+        return await thread_json(updated)
+
+    @router.delete("/threads/{thread_id}", status_code=204)
+    async def delete_thread(thread_id: str, owner: Owner) -> Response:
+        """Remove the thread, its runs, checkpoints and events."""
+        await manager().delete(owner, thread_id)
+        return Response(status_code=204)
+
+    @router.post("/threads/search")
+    async def search_threads(body: ThreadSearch, owner: Owner) -> list[dict[str, Any]]:
+        """The caller's threads, newest first, filtered by status and metadata."""
+        wanted: list[ThreadRecord] = []
+        cursor: str | None = None
+        while len(wanted) < body.offset + body.limit:
+            page, cursor = await manager().registry.list(owner, _SEARCH_PAGE, cursor)
+            wanted += [
+                r
+                for r in page
+                if _matches(r.metadata, body.metadata)
+                and (body.status is None or thread_status(r.status) == body.status)
+            ]
+            if cursor is None:
+                break
+        chosen = wanted[body.offset : body.offset + body.limit]
+        return list(await asyncio.gather(*(thread_json(r) for r in chosen)))
+
+    @router.get("/threads/{thread_id}/state")
+    async def get_state(thread_id: str, owner: Owner) -> dict[str, Any]:
+        """The thread's latest checkpoint."""
+        await manager().get(owner, thread_id)
+        return state_json(await manager().graph.aget_state(thread_config(thread_id)))
+
+    async def state_at(thread_id: str, checkpoint_id: str | None) -> dict[str, Any]:
+        config = thread_config(thread_id)
+        if checkpoint_id:
+            config["configurable"]["checkpoint_id"] = checkpoint_id
+        snapshot = await manager().graph.aget_state(config)
+        if (
+            checkpoint_id
+            and snapshot.config.get("configurable", {}).get("checkpoint_id") != checkpoint_id
+        ):
+            raise NotFound(f"no checkpoint {checkpoint_id!r} on thread {thread_id!r}")
+        return state_json(snapshot)
+
+    @router.get("/threads/{thread_id}/state/{checkpoint_id}")
+    async def get_state_at(thread_id: str, checkpoint_id: str, owner: Owner) -> dict[str, Any]:
+        """The thread's state at one checkpoint."""
+        await manager().get(owner, thread_id)
+        return await state_at(thread_id, checkpoint_id)
+
+    @router.post("/threads/{thread_id}/state/checkpoint")
+    async def post_state_at(thread_id: str, body: CheckpointQuery, owner: Owner) -> dict[str, Any]:
+        """The thread's state at the checkpoint given (the latest without an id)."""
+        await manager().get(owner, thread_id)
+        return await state_at(thread_id, body.checkpoint.get("checkpoint_id"))
+
+    @router.post("/threads/{thread_id}/history")
+    async def get_history(thread_id: str, body: HistoryQuery, owner: Owner) -> list[dict[str, Any]]:
+        """The thread's checkpoints, newest first."""
+        await manager().get(owner, thread_id)
+        before: RunnableConfig | None = {"configurable": body.before} if body.before else None
+        snapshots = manager().graph.aget_state_history(
+            thread_config(thread_id), limit=body.limit, before=before, filter=body.metadata
+        )
+        return [state_json(s) async for s in snapshots]
+
+    # -- runs ----------------------------------------------------------------------------
+
+    async def start_run(owner: str, thread_id: str, body: RunCreate) -> PlatformRun:
+        check_assistant(body.assistant_id)
+        try:
+            request, decision = body.research_request(), body.decision()
+        except InvalidInput as exc:
+            raise Unprocessable(str(exc)) from None
+        now = datetime.now(UTC)
+        run = PlatformRun(
+            run_id=str(uuid.uuid4()),
+            thread_id=thread_id,
+            assistant_id=ASSISTANT_ID,
+            created_at=now,
+            updated_at=now,
+            metadata=body.metadata,
+            multitask_strategy=body.multitask_strategy,
+            request=body.model_dump(mode="json", include=_KWARGS, exclude_none=True),
+        )
+        run_input = RunInput(
+            run_id=run.run_id,
+            stream_modes=body.stream_mode,
+            interrupt_before=body.stops(body.interrupt_before),
+            interrupt_after=body.stops(body.interrupt_after),
+        )
+        await manager().start_platform_run(owner, run, request, decision, run_input)
+        return run
+
+    async def own_run(owner: str, thread_id: str, run_id: str) -> PlatformRun:
+        await manager().get(owner, thread_id)
+        run = await manager().executor.platform.get(thread_id, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} on thread {thread_id!r}")
+        return run
+
+    async def until_end(run_id: str) -> None:
+        async for event in manager().events.follow(stream_key(run_id)):
+            if event.name == END_EVENT:
+                return
+
+    def stream_response(
+        owner: str,
+        run: PlatformRun,
+        after: int = 0,
+        on_disconnect: str = "continue",
+        then_delete: bool = False,
+    ) -> EventSourceResponse:
+        async def frames() -> AsyncIterator[dict[str, str]]:
+            ended = False
+            try:
+                async for event in manager().events.follow(stream_key(run.run_id), after):
+                    yield {"id": str(event.id), "event": event.name, "data": json.dumps(event.data)}
+                    if event.name == END_EVENT:
+                        ended = True
+                        return
+            finally:
+                if not ended and on_disconnect == "cancel":
+                    _background(manager().cancel(owner, run.thread_id))
+                elif then_delete:
+                    _background(_delete_after(manager(), owner, run))
+
+        headers = {"Content-Location": f"/threads/{run.thread_id}/runs/{run.run_id}"}
+        return EventSourceResponse(frames(), ping=HEARTBEAT_S, headers=headers)
+
+    async def values_of(thread_id: str) -> dict[str, Any]:
+        snapshot = await manager().graph.aget_state(thread_config(thread_id))
+        result: dict[str, Any] = jsonable(snapshot.values or {})
+        if interrupts := _interrupts(snapshot):
+            result["__interrupt__"] = interrupts
+        return result
+
+    async def thread_for(owner: str, thread_id: str, body: RunCreate) -> str:
+        if body.if_not_exists == "create":
+            await manager().create_thread(owner, thread_id, {}, "do_nothing")
+        return thread_id
+
+    @router.post("/threads/{thread_id}/runs")
+    async def create_run(thread_id: str, body: RunCreate, owner: Owner) -> dict[str, Any]:
+        """Start a run in the background."""
+        return run_json(await start_run(owner, await thread_for(owner, thread_id, body), body))
+
+    @router.post("/threads/{thread_id}/runs/stream", response_class=EventSourceResponse)
+    async def stream_run(thread_id: str, body: RunCreate, owner: Owner) -> EventSourceResponse:
+        """Start a run and stream it."""
+        run = await start_run(owner, await thread_for(owner, thread_id, body), body)
+        return stream_response(owner, run, on_disconnect=body.on_disconnect)
+
+    @router.post("/threads/{thread_id}/runs/wait")
+    async def wait_run(thread_id: str, body: RunCreate, owner: Owner) -> dict[str, Any]:
+        """Start a run and answer with the thread's values once it ends."""
+        run = await start_run(owner, await thread_for(owner, thread_id, body), body)
+        await until_end(run.run_id)
+        return await values_of(thread_id)
+
+    @router.post("/runs/stream", response_class=EventSourceResponse)
+    async def stream_stateless(body: RunCreate, owner: Owner) -> EventSourceResponse:
+        """A run on a thread of its own, removed once the run ends (`on_completion`)."""
+        record = await manager().create_thread(owner, None, {}, "raise")
+        run = await start_run(owner, record.thread_id, body)
+        return stream_response(
+            owner, run, on_disconnect=body.on_disconnect, then_delete=body.on_completion == "delete"
+        )
+
+    @router.post("/runs/wait")
+    async def wait_stateless(body: RunCreate, owner: Owner) -> dict[str, Any]:
+        """A run on a thread of its own; answers with its final values."""
+        record = await manager().create_thread(owner, None, {}, "raise")
+        run = await start_run(owner, record.thread_id, body)
+        await until_end(run.run_id)
+        values = await values_of(record.thread_id)
+        if body.on_completion == "delete":
+            await manager().delete(owner, record.thread_id)
+        return values
+
+    @router.get("/threads/{thread_id}/runs")
+    async def list_runs(
+        thread_id: str, owner: Owner, limit: int = 10, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        """The thread's runs, newest first."""
+        await manager().get(owner, thread_id)
+        runs = await manager().executor.platform.list(thread_id)
+        return [run_json(r) for r in runs[offset : offset + limit]]
+
+    @router.get("/threads/{thread_id}/runs/{run_id}")
+    async def get_run(thread_id: str, run_id: str, owner: Owner) -> dict[str, Any]:
+        """One run."""
+        return run_json(await own_run(owner, thread_id, run_id))
+
+    @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+    async def cancel_run(thread_id: str, run_id: str, owner: Owner, wait: bool = False) -> Response:
+        """Cancel the run (the thread's research stops where it is)."""
+        run = await own_run(owner, thread_id, run_id)
+        if run.status in FINISHED:
+            raise InvalidState(f"the run has ended already ({run.status})")
+        await manager().cancel(owner, thread_id)
+        return Response(status_code=202 if not wait else 204)
+
+    @router.get("/threads/{thread_id}/runs/{run_id}/join")
+    async def join_run(thread_id: str, run_id: str, owner: Owner) -> dict[str, Any]:
+        """Wait for the run to end; answer with the thread's values."""
+        await own_run(owner, thread_id, run_id)
+        await until_end(run_id)
+        return await values_of(thread_id)
+
+    @router.get("/threads/{thread_id}/runs/{run_id}/stream", response_class=EventSourceResponse)
+    async def join_stream(
+        thread_id: str,
+        run_id: str,
+        owner: Owner,
+        last_event_id: Annotated[str | None, Header()] = None,
+    ) -> EventSourceResponse:
+        """The run's stream from the start, or after `Last-Event-ID`."""
+        run = await own_run(owner, thread_id, run_id)
+        after = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+        return stream_response(owner, run, after)
+
+    return router
+
+
+# What a run record keeps of its request (the SDK's `kwargs`).
+_KWARGS = {
+    "input",
+    "command",
+    "config",
+    "context",
+    "stream_mode",
+    "interrupt_before",
+    "interrupt_after",
+    "on_disconnect",
+}
+
+_tasks: set["asyncio.Task[Any]"] = set()
+
+
+def _background(work: Any) -> None:
+    """Run `work` to its end though the request that started it is gone."""
+    task = asyncio.ensure_future(work)
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+
+
+async def _delete_after(manager: RunManager, owner: str, run: PlatformRun) -> None:
+    await manager.delete(owner, run.thread_id)

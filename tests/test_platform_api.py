@@ -1,0 +1,218 @@
+"""The LangGraph Platform API, driven by the real `langgraph_sdk` client over loopback."""
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.pregel.remote import RemoteGraph
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.schema import StreamPart
+
+from app.api import create_app
+from app.platform_api import ASSISTANT_ID
+from app.settings import Settings
+
+from .servers import serve_port
+from .support import TOPIC
+
+KEYS = ["key-a", "key-b"]
+
+
+Clients = Callable[..., LangGraphClient]
+
+
+@pytest.fixture
+async def client(tmp_path: Path, corpus_index: Path) -> AsyncIterator[Clients]:
+    """An SDK client of a live server, for a key (closed after the test)."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        corpus_index=corpus_index,
+        search_provider="local",
+        api_keys=KEYS,
+    )
+    opened: list[LangGraphClient] = []
+
+    def connect(key: str = KEYS[0]) -> LangGraphClient:
+        sdk = get_client(url=url, api_key=None, headers={"Authorization": f"Bearer {key}"})
+        opened.append(sdk)
+        return sdk
+
+    with serve_port(create_app(settings), lifespan="on") as port:
+        url = f"http://127.0.0.1:{port}"
+        try:
+            yield connect
+        finally:
+            for sdk in opened:
+                await sdk.aclose()
+
+
+async def collect(parts: AsyncIterator[StreamPart]) -> list[StreamPart]:
+    return [part async for part in parts]
+
+
+def well_formed(parts: list[StreamPart], run_id: str | None = None) -> None:
+    """Framing as the SDK expects it: metadata first, end last, no unparsed data."""
+    assert parts[0].event == "metadata" and parts[0].data["run_id"]
+    if run_id is not None:
+        assert parts[0].data["run_id"] == run_id
+    assert parts[-1].event == "end"
+    assert all(p.data is not None for p in parts), "every event carries JSON the SDK parsed"
+    ids = [int(p.id) for p in parts if p.id]
+    assert ids == sorted(ids) and len(ids) == len(set(ids))
+
+
+async def test_a_research_thread_through_the_sdk_with_plan_approval(client: Clients) -> None:
+    sdk = client()
+    assistants = await sdk.assistants.search(graph_id="research")
+    assert [a["assistant_id"] for a in assistants] == [ASSISTANT_ID]
+    schemas = await sdk.assistants.get_schemas(ASSISTANT_ID)
+    assert "topic" in schemas["input_schema"]["properties"]
+
+    thread = await sdk.threads.create(metadata={"team": "history"})
+    assert thread["status"] == "idle"
+    asked = await collect(
+        sdk.runs.stream(
+            thread["thread_id"],
+            "research",
+            input={"topic": TOPIC, "options": {"approval": "plan"}},
+            stream_mode=["updates", "custom", "values"],
+        )
+    )
+    well_formed(asked)
+    kinds = {p.event for p in asked}
+    assert {"updates", "custom", "values"} <= kinds
+    interrupt = [p for p in asked if p.event == "updates" and "__interrupt__" in p.data]
+    assert interrupt and interrupt[0].data["__interrupt__"][0]["value"]["type"] == "plan"
+    custom = [p.data for p in asked if p.event == "custom"]
+    assert any(c.get("event") == "plan" for c in custom), "the graph's own progress events"
+
+    waiting = await sdk.threads.get(thread["thread_id"])
+    assert waiting["status"] == "interrupted" and waiting["interrupts"]
+    state = await sdk.threads.get_state(thread["thread_id"])
+    assert state["next"] == ["approve_plan"] and state["values"]["task_plan"]["search_queries"]
+
+    answered = await collect(
+        sdk.runs.stream(
+            thread["thread_id"],
+            "research",
+            command={"resume": {"decision": "approve"}},
+            stream_mode="updates",
+        )
+    )
+    well_formed(answered)
+    assert answered[-1].data["status"] == "success"
+    done = await sdk.threads.get(thread["thread_id"])
+    assert done["status"] == "idle" and done["values"]["final_report"]
+    assert done["metadata"] == {"team": "history"}
+
+    runs = await sdk.runs.list(thread["thread_id"])
+    assert [r["status"] for r in runs] == ["success", "interrupted"]
+    replay = await collect(sdk.runs.join_stream(thread["thread_id"], runs[0]["run_id"]))
+    assert [(p.event, p.data) for p in replay] == [(p.event, p.data) for p in answered]
+    history = await sdk.threads.get_history(thread["thread_id"], limit=100)
+    assert history[0]["values"]["final_report"] and len(history) > 5
+
+
+async def test_background_runs_join_cancel_and_reject_a_second_run(client: Clients) -> None:
+    sdk = client()
+    thread = await sdk.threads.create()
+    run = await sdk.runs.create(thread["thread_id"], "research", input={"topic": TOPIC})
+    assert run["status"] in ("pending", "running")
+    with pytest.raises(httpx.HTTPStatusError) as busy:
+        await sdk.runs.create(
+            thread["thread_id"], "research", input={"topic": TOPIC}, multitask_strategy="reject"
+        )
+    assert busy.value.response.status_code == 409
+    values = await sdk.runs.join(thread["thread_id"], run["run_id"])
+    assert values["final_report"]
+    assert (await sdk.runs.get(thread["thread_id"], run["run_id"]))["status"] == "success"
+
+    slow = await sdk.threads.create()
+    started = await sdk.runs.create(
+        slow["thread_id"], "research", input={"topic": TOPIC, "options": {"approval": "plan"}}
+    )
+    await sdk.runs.join(slow["thread_id"], started["run_id"])  # waits at the plan
+    answer = await sdk.runs.create(
+        slow["thread_id"], "research", command={"resume": {"decision": "approve"}}
+    )
+    await sdk.runs.cancel(slow["thread_id"], answer["run_id"], wait=True)
+    cancelled = await sdk.runs.get(slow["thread_id"], answer["run_id"])
+    assert cancelled["status"] == "interrupted"
+
+
+async def test_stateless_runs_and_bad_bodies(client: Clients) -> None:
+    sdk = client()
+    parts = await collect(
+        sdk.runs.stream(None, "research", input={"topic": TOPIC}, stream_mode=["updates"])
+    )
+    well_formed(parts)
+    assert parts[-1].data["status"] == "success"
+    waited: Any = await sdk.runs.wait(None, "research", input={"topic": TOPIC})
+    assert waited["final_report"]
+
+    thread = await sdk.threads.create()
+    for body, fragment in (
+        ({"input": {"topic": ""}}, "topic"),
+        ({"input": {"topic": TOPIC}, "stream_mode": ["events"]}, "stream modes"),
+        ({"command": {"goto": "writer"}}, "command.resume"),
+    ):
+        answer = await sdk.http.client.post(
+            f"/threads/{thread['thread_id']}/runs", json={"assistant_id": "research", **body}
+        )
+        assert answer.status_code == 422, answer.text
+        assert fragment in answer.json()["detail"]
+    missing = await sdk.http.client.get("/threads/no-such-thread")
+    assert missing.status_code == 404 and "no research thread" in missing.json()["detail"]
+
+
+async def test_a_key_cannot_see_another_keys_threads_through_these_routes(
+    client: Clients,
+) -> None:
+    mine = await client(KEYS[0]).threads.create(metadata={"owner": "a"})
+    other = client(KEYS[1])
+    assert await other.threads.search() == []
+    for call in (
+        other.threads.get(mine["thread_id"]),
+        other.threads.get_state(mine["thread_id"]),
+        other.runs.list(mine["thread_id"]),
+        other.runs.create(mine["thread_id"], "research", input={"topic": TOPIC}),
+    ):
+        with pytest.raises(httpx.HTTPStatusError) as hidden:
+            await call
+        assert hidden.value.response.status_code == 404
+    found = await client(KEYS[0]).threads.search(metadata={"owner": "a"})
+    assert [t["thread_id"] for t in found] == [mine["thread_id"]]
+
+
+async def test_remote_graph_streams_and_invokes_end_to_end(client: Clients) -> None:
+    sdk = client()
+    remote = RemoteGraph("research", client=sdk)
+    thread = await sdk.threads.create()
+    config: RunnableConfig = {"configurable": {"thread_id": thread["thread_id"]}}
+    updates = [chunk async for chunk in remote.astream({"topic": TOPIC}, config)]
+    nodes = [name for chunk in updates for name in chunk]
+    assert nodes[0] == "supervisor" and "writer" in nodes and nodes[-1] == "finalize"
+    state = await remote.aget_state(config)
+    assert state.values["final_report"] and not state.next
+
+    result = await remote.ainvoke({"topic": TOPIC})
+    assert result["final_report"].startswith("---")
+
+
+async def test_every_served_stream_mode_at_once(client: Clients) -> None:
+    sdk = client()
+    parts = await collect(
+        sdk.runs.stream(
+            None,
+            "research",
+            input={"topic": TOPIC},
+            stream_mode=["values", "updates", "custom", "messages-tuple", "debug"],
+        )
+    )
+    well_formed(parts)
+    assert {"values", "updates", "custom", "debug"} <= {p.event for p in parts}
+    assert parts[-1].data["status"] == "success"
