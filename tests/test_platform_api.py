@@ -1,6 +1,7 @@
 """The LangGraph Platform API, driven by the real `langgraph_sdk` client over loopback."""
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +26,15 @@ KEYS = ["key-a", "key-b"]
 Clients = Callable[..., LangGraphClient]
 
 
-@pytest.fixture
-async def client(tmp_path: Path, corpus_index: Path) -> AsyncIterator[Clients]:
-    """An SDK client of a live server, for a key (closed after the test)."""
+@asynccontextmanager
+async def served(tmp_path: Path, corpus_index: Path, **overrides: Any) -> AsyncIterator[Clients]:
+    """A live server with these settings, and SDK clients of it for a key (closed after)."""
     settings = Settings(
         data_dir=tmp_path / "data",
         corpus_index=corpus_index,
         search_provider="local",
         api_keys=KEYS,
+        **overrides,
     )
     opened: list[LangGraphClient] = []
 
@@ -48,6 +50,12 @@ async def client(tmp_path: Path, corpus_index: Path) -> AsyncIterator[Clients]:
         finally:
             for sdk in opened:
                 await sdk.aclose()
+
+
+@pytest.fixture
+async def client(tmp_path: Path, corpus_index: Path) -> AsyncIterator[Clients]:
+    async with served(tmp_path, corpus_index) as connect:
+        yield connect
 
 
 async def collect(parts: AsyncIterator[StreamPart]) -> list[StreamPart]:
@@ -216,3 +224,24 @@ async def test_every_served_stream_mode_at_once(client: Clients) -> None:
     well_formed(parts)
     assert {"values", "updates", "custom", "debug"} <= {p.event for p in parts}
     assert parts[-1].data["status"] == "success"
+
+
+async def test_a_stream_dropped_with_on_disconnect_cancel_cancels_the_run(
+    tmp_path: Path, corpus_index: Path
+) -> None:
+    async with served(tmp_path, corpus_index, search_delay_ms=300) as connect:
+        sdk = connect()
+        thread = await sdk.threads.create()
+        parts = sdk.runs.stream(
+            thread["thread_id"], "research", input={"topic": TOPIC}, on_disconnect="cancel"
+        )
+        first = await anext(parts)
+        assert first.event == "metadata"
+        await parts.aclose()  # the client goes away mid-run
+        run_id = first.data["run_id"]
+        ended = await collect(sdk.runs.join_stream(thread["thread_id"], run_id))
+        run = await sdk.runs.get(thread["thread_id"], run_id)
+        after = await sdk.threads.get(thread["thread_id"])
+    assert ended[-1].event == "end" and ended[-1].data["status"] == "interrupted"
+    assert run["status"] == "interrupted" and after["status"] == "idle"
+    assert "final_report" not in after["values"] or not after["values"]["final_report"]
