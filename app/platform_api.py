@@ -10,6 +10,7 @@ chunk of each stream mode asked for (`values`, `updates`, `custom`, `messages-tu
 """
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sse_starlette import EventSourceResponse
 
 from app.errors import InvalidState, NotFound, Unprocessable
+from app.events import EventLog
 from app.execution import RunInput
 from app.platform_runs import (
     END_EVENT,
@@ -432,11 +434,6 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
             raise NotFound(f"no run {run_id!r} on thread {thread_id!r}")
         return run
 
-    async def until_end(run_id: str) -> None:
-        async for event in manager().events.follow(stream_key(run_id)):
-            if event.name == END_EVENT:
-                return
-
     def stream_response(
         owner: str,
         run: PlatformRun,
@@ -454,8 +451,8 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
                         return
             finally:
                 if not ended and on_disconnect == "cancel":
-                    _background(manager().cancel(owner, run.thread_id))
-                elif then_delete:
+                    _background(_cancel_quietly(manager(), owner, run))
+                if then_delete:
                     _background(_delete_after(manager(), owner, run))
 
         headers = {"Content-Location": f"/threads/{run.thread_id}/runs/{run.run_id}"}
@@ -488,7 +485,7 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
     async def wait_run(thread_id: str, body: RunCreate, owner: Owner) -> dict[str, Any]:
         """Start a run and answer with the thread's values once it ends."""
         run = await start_run(owner, await thread_for(owner, thread_id, body), body)
-        await until_end(run.run_id)
+        await until_end(manager().events, run.run_id)
         return await values_of(thread_id)
 
     @router.post("/runs/stream", response_class=EventSourceResponse)
@@ -505,7 +502,7 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         """A run on a thread of its own; answers with its final values."""
         record = await manager().create_thread(owner, None, {}, "raise")
         run = await start_run(owner, record.thread_id, body)
-        await until_end(run.run_id)
+        await until_end(manager().events, run.run_id)
         values = await values_of(record.thread_id)
         if body.on_completion == "delete":
             await manager().delete(owner, record.thread_id)
@@ -538,7 +535,7 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
     async def join_run(thread_id: str, run_id: str, owner: Owner) -> dict[str, Any]:
         """Wait for the run to end; answer with the thread's values."""
         await own_run(owner, thread_id, run_id)
-        await until_end(run_id)
+        await until_end(manager().events, run_id)
         return await values_of(thread_id)
 
     @router.get("/threads/{thread_id}/runs/{run_id}/stream", response_class=EventSourceResponse)
@@ -578,5 +575,20 @@ def _background(work: Any) -> None:
     task.add_done_callback(_tasks.discard)
 
 
+async def until_end(events: EventLog, run_id: str) -> None:
+    """Wait until the run's stream has its `end` event."""
+    async for event in events.follow(stream_key(run_id)):
+        if event.name == END_EVENT:
+            return
+
+
+async def _cancel_quietly(manager: RunManager, owner: str, run: PlatformRun) -> None:
+    """Cancel the run its client left, unless it has ended (or gone) meanwhile."""
+    with contextlib.suppress(InvalidState, NotFound):
+        await manager.cancel(owner, run.thread_id)
+
+
 async def _delete_after(manager: RunManager, owner: str, run: PlatformRun) -> None:
+    """Remove a stateless run's thread once the run has ended (its client may be gone)."""
+    await until_end(manager.events, run.run_id)
     await manager.delete(owner, run.thread_id)
