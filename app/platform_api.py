@@ -329,11 +329,7 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
     @router.patch("/threads/{thread_id}")
     async def patch_thread(thread_id: str, body: ThreadPatch, owner: Owner) -> dict[str, Any]:
         """Merge metadata into the thread's."""
-        record = await manager().get(owner, thread_id)
-        updated = await manager().registry.update(
-            thread_id, metadata=record.metadata | body.metadata
-        )
-        return await thread_json(updated)
+        return await thread_json(await manager().merge_metadata(owner, thread_id, body.metadata))
 
     @router.delete("/threads/{thread_id}", status_code=204)
     async def delete_thread(thread_id: str, owner: Owner) -> Response:

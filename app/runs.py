@@ -164,6 +164,16 @@ class RunManager:
             raise InvalidState(f"thread {record.thread_id!r} already exists") from None
         return record
 
+    async def merge_metadata(
+        self, owner: str, thread_id: str, metadata: dict[str, Any]
+    ) -> ThreadRecord:
+        """Merge `metadata` into the thread's."""
+        record = await self.get(owner, thread_id)
+        updated = await self.registry.update(thread_id, metadata=record.metadata | metadata)
+        if thread_id in self._records:  # the memory of a live thread must not go stale
+            self._records[thread_id] = updated
+        return updated
+
     async def start_platform_run(
         self,
         owner: str,

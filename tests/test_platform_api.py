@@ -108,8 +108,10 @@ async def test_a_research_thread_through_the_sdk_with_plan_approval(client: Clie
     custom = [p.data for p in asked if p.event == "custom"]
     assert any(c.get("event") == "plan" for c in custom), "the graph's own progress events"
 
+    await sdk.threads.update(thread["thread_id"], metadata={"stage": "plan review"})
     waiting = await sdk.threads.get(thread["thread_id"])
     assert waiting["status"] == "interrupted" and waiting["interrupts"]
+    assert waiting["metadata"] == {"team": "history", "stage": "plan review"}
     state = await sdk.threads.get_state(thread["thread_id"])
     assert state["next"] == ["approve_plan"] and state["values"]["task_plan"]["search_queries"]
 
@@ -125,7 +127,7 @@ async def test_a_research_thread_through_the_sdk_with_plan_approval(client: Clie
     assert answered[-1].data["status"] == "success"
     done = await sdk.threads.get(thread["thread_id"])
     assert done["status"] == "idle" and done["values"]["final_report"]
-    assert done["metadata"] == {"team": "history"}
+    assert done["metadata"] == {"team": "history", "stage": "plan review"}
 
     runs = await sdk.runs.list(thread["thread_id"])
     assert [r["status"] for r in runs] == ["success", "interrupted"]
