@@ -10,7 +10,7 @@ what is already done.
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.types import Command, StateSnapshot, StreamMode
 from pydantic import BaseModel, Field
@@ -48,8 +48,8 @@ class RunInput(BaseModel):
     # A LangGraph Platform run: its id, the stream modes it asked for, where to stop.
     run_id: str | None = None
     stream_modes: list[str] = Field(default_factory=list)
-    interrupt_before: list[str] | None = None
-    interrupt_after: list[str] | None = None
+    interrupt_before: list[str] | Literal["*"] | None = None
+    interrupt_after: list[str] | Literal["*"] | None = None
 
 
 def checkpoint_id(snapshot: StateSnapshot) -> str | None:

@@ -166,10 +166,6 @@ class RunCreate(_Lenient):
         except ValidationError as exc:
             raise InvalidInput(f"command.resume: {_explain(exc)}") from None
 
-    def stops(self, names: list[str] | Literal["*"] | None) -> list[str] | None:
-        """interrupt_before/after as the graph takes them."""
-        return None if names is None else list(names) if names != "*" else ["*"]
-
 
 class InvalidInput(ValueError):
     """A run's input or command does not fit the research graph."""
@@ -417,8 +413,8 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         run_input = RunInput(
             run_id=run.run_id,
             stream_modes=body.stream_mode,
-            interrupt_before=body.stops(body.interrupt_before),
-            interrupt_after=body.stops(body.interrupt_after),
+            interrupt_before=body.interrupt_before,
+            interrupt_after=body.interrupt_after,
         )
         await manager().start_platform_run(owner, run, request, decision, run_input)
         return run

@@ -266,3 +266,22 @@ async def test_a_stream_dropped_with_on_disconnect_cancel_cancels_the_run(
     assert ended[-1].event == "end" and ended[-1].data["status"] == "interrupted"
     assert run["status"] == "interrupted" and after["status"] == "idle"
     assert "final_report" not in after["values"] or not after["values"]["final_report"]
+
+
+async def test_interrupt_before_a_node_stops_there_and_an_empty_run_continues(
+    client: Clients,
+) -> None:
+    sdk = client()
+    thread = await sdk.threads.create()
+    stopped = await collect(
+        sdk.runs.stream(
+            thread["thread_id"], "research", input={"topic": TOPIC}, interrupt_before=["writer"]
+        )
+    )
+    assert stopped[-1].data["status"] == "interrupted"
+    state = await sdk.threads.get_state(thread["thread_id"])
+    assert state["next"] == ["writer"] and not state["values"].get("final_report")
+    assert (await sdk.threads.get(thread["thread_id"]))["status"] == "interrupted"
+
+    values: Any = await sdk.runs.wait(thread["thread_id"], "research")
+    assert values["final_report"]
