@@ -69,6 +69,7 @@ from bench.service_load import (  # noqa: E402
     server_peak_rss_mb,
     verdict,
 )
+from bench.service_load import Batch as ServiceBatch  # noqa: E402
 from bench.stats import percentile  # noqa: E402
 
 GRAPH = "research"
@@ -92,17 +93,10 @@ MODE_WIDTH = 13  # "langgraph dev"
 
 
 @dataclass
-class Batch:
-    """What one batch of N concurrent runs measured."""
+class Batch(ServiceBatch):
+    """What one batch measured, with the time to each stream's `metadata` event."""
 
-    wall_s: float
-    ttfe_s: list[float] = field(default_factory=list)
     meta_s: list[float] = field(default_factory=list)
-    done_s: list[float] = field(default_factory=list)
-    errors: Counter[str] = field(default_factory=Counter)
-    client_cpu_s: float = 0.0
-    server_cpu_s: float | None = None
-    server_rss_mb: float | None = None
 
 
 # -- processes -------------------------------------------------------------------------
@@ -421,14 +415,7 @@ async def main(latency_ms: float, sizes: list[int], skip_dev: bool) -> None:
     verdicts: list[str] = []
     for n in sizes:
         measured = await in_process(n, latency, "bench")
-        local = Batch(
-            measured.wall_s,
-            measured.ttfe_s,
-            [],
-            measured.done_s,
-            measured.errors,
-            client_cpu_s=measured.client_cpu_s,
-        )
+        local = Batch(**vars(measured))  # no metadata event in process
         if local.errors:
             notes.append(f"{n:>5} in-process errors: {dict(local.errors)}")
         print(row(n, "in-process", local), flush=True)
