@@ -138,12 +138,13 @@ class RunExecutor:
             if leftover:
                 await asyncio.gather(*leftover, return_exceptions=True)
             if ended and run_input.run_id is not None:
-                await self._close_platform_run(thread_id, run_input.run_id)
+                await self._close_platform_runs(thread_id)
 
-    async def _close_platform_run(self, thread_id: str, run_id: str) -> None:
+    async def _close_platform_runs(self, thread_id: str) -> None:
+        """End a Platform run whose leg stopped short of the end (`finish` ends the rest)."""
         record = await self.registry.get(thread_id)
-        if record is not None:
-            await self.platform.close(thread_id, run_id, record.status, record.error)
+        if record is not None and record.status not in TERMINAL:
+            await self.platform.close_open(thread_id, record.status, record.error)
 
     async def _payload(self, record: ThreadRecord, run_input: RunInput) -> Any:
         """The graph input: a new thread's first state, an answer, or None to continue."""
@@ -261,7 +262,6 @@ class RunExecutor:
         await self.signals.clear(thread_id)
         record = await self.set_status(thread_id, status, error)
         await self.publish(thread_id, TERMINAL_EVENT, {"status": status})
-        # A Platform run closed while it waited or was queued: its stream ends here too.
-        for run in await self.platform.list(thread_id):
-            await self.platform.close(thread_id, run.run_id, status, error)
+        # The thread's Platform run, executing, waiting or queued, ends here too.
+        await self.platform.close_open(thread_id, status, error)
         return record

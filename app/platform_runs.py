@@ -139,22 +139,27 @@ class PlatformRuns:
         """Queue one chunk of the run's stream, named as the SDK expects."""
         return self.events.emit(stream_key(run_id), EVENT_NAMES.get(mode, mode), jsonable(chunk))
 
-    async def close(
-        self, thread_id: str, run_id: str, status: RunStatus, error: str | None
-    ) -> None:
-        """End the run's stream (`error` first if it failed) and record how it ended."""
-        run = await self.get(thread_id, run_id)
-        if run is None or run.status in FINISHED:
-            return  # deleted, or closed by an earlier delivery of the same leg
+    async def close_open(self, thread_id: str, status: RunStatus, error: str | None) -> None:
+        """End the thread's open runs now that it stopped in `status`.
+
+        Each stream gets `error` first if the thread failed, then `end`, and the record
+        how the run ended. A run closed already (an earlier delivery of the same leg) is
+        left as it is.
+        """
         final = _RUN_STATUS[status]
-        if final == "error":
+        for run in await self.list(thread_id):
+            if run.status in FINISHED:
+                continue
+            if final == "error":
+                await self.events.append(
+                    stream_key(run.run_id),
+                    "error",
+                    {"error": "RunFailed", "message": error or "the run failed"},
+                )
+            await self.set_status(run, final)
             await self.events.append(
-                stream_key(run_id),
-                "error",
-                {"error": "RunFailed", "message": error or "the run failed"},
+                stream_key(run.run_id), END_EVENT, {"run_id": run.run_id, "status": final}
             )
-        await self.set_status(run, final)
-        await self.events.append(stream_key(run_id), END_EVENT, {"run_id": run_id, "status": final})
 
     async def mark_running(self, thread_id: str, run_id: str) -> None:
         """Record that a worker started executing the run."""
