@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Response
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import StateSnapshot
+from langgraph.types import PregelTask, StateSnapshot
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sse_starlette import EventSourceResponse
 
@@ -205,10 +205,13 @@ def _checkpoint(config: Any) -> dict[str, Any] | None:
     }
 
 
+def _task_interrupts(task: PregelTask) -> list[dict[str, Any]]:
+    """A task's pending interrupts as the SDK reads them."""
+    return [{"value": jsonable(i.value), "id": i.id} for i in task.interrupts]
+
+
 def _interrupts(snapshot: StateSnapshot) -> list[dict[str, Any]]:
-    return [
-        {"value": jsonable(i.value), "id": i.id} for task in snapshot.tasks for i in task.interrupts
-    ]
+    return [i for task in snapshot.tasks for i in _task_interrupts(task)]
 
 
 def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
@@ -225,7 +228,7 @@ def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
                 "id": task.id,
                 "name": task.name,
                 "error": repr(task.error) if task.error else None,
-                "interrupts": [{"value": jsonable(i.value), "id": i.id} for i in task.interrupts],
+                "interrupts": _task_interrupts(task),
                 "checkpoint": None,
                 "state": None,
                 "result": jsonable(task.result) if task.result is not None else None,
@@ -254,12 +257,7 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
 
     async def thread_json(record: ThreadRecord) -> dict[str, Any]:
         snapshot = await manager().graph.aget_state(thread_config(record.thread_id))
-        interrupts: dict[str, list[dict[str, Any]]] = {}
-        for task in snapshot.tasks:
-            if task.interrupts:
-                interrupts[task.id] = [
-                    {"value": jsonable(i.value), "id": i.id} for i in task.interrupts
-                ]
+        interrupts = {t.id: _task_interrupts(t) for t in snapshot.tasks if t.interrupts}
         return {
             "thread_id": record.thread_id,
             "created_at": record.created_at.isoformat(),

@@ -62,9 +62,10 @@ _SET_STATUS = (
     "UPDATE thread_registry SET status = ?, error = ?, updated_at = ? WHERE thread_id = ? "
     f"RETURNING {_COLUMNS}"
 )
+# A NULL leaves its column as it is.
 _UPDATE = (
-    "UPDATE thread_registry SET topic = ?, options = ?, metadata = ?, updated_at = ? "
-    f"WHERE thread_id = ? RETURNING {_COLUMNS}"
+    "UPDATE thread_registry SET topic = COALESCE(?, topic), options = COALESCE(?, options), "
+    f"metadata = COALESCE(?, metadata), updated_at = ? WHERE thread_id = ? RETURNING {_COLUMNS}"
 )
 _DELETE = "DELETE FROM thread_registry WHERE thread_id = ?"
 # Files made before threads had metadata get the column.
@@ -203,13 +204,10 @@ class SqliteRegistry:
         metadata: dict[str, Any] | None = None,
     ) -> ThreadRecord:
         """Replace the fields given, stamp `updated_at`; KeyError for an unknown thread."""
-        record = await self.get(thread_id)
-        if record is None:
-            raise KeyError(thread_id)
         row = (
-            record.topic if topic is None else topic,
-            json.dumps(record.options if options is None else options, ensure_ascii=False),
-            json.dumps(record.metadata if metadata is None else metadata, ensure_ascii=False),
+            topic,
+            None if options is None else json.dumps(options, ensure_ascii=False),
+            None if metadata is None else json.dumps(metadata, ensure_ascii=False),
             stamp(datetime.now(UTC)),
             thread_id,
         )

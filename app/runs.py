@@ -16,7 +16,7 @@ from app.errors import InvalidState, NotFound
 from app.execution import RunExecutor, RunInput, checkpoint_id
 from app.launchers import Launcher
 from app.platform_runs import PlatformRun
-from app.registry import ACTIVE, TERMINAL, ThreadExists, ThreadRecord
+from app.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 from app.runner import thread_config
 from graph.models import ApprovalDecision, ResearchRequest
 
@@ -69,14 +69,11 @@ class RunManager:
     async def start(self, owner: str, request: ResearchRequest) -> ThreadRecord:
         """Register a new thread and queue its run."""
         await self.launcher.ensure_capacity()
-        now = datetime.now(UTC)
-        record = ThreadRecord(
-            thread_id=uuid.uuid4().hex,
-            owner=owner,
+        record = _new_thread(
+            uuid.uuid4().hex,
+            owner,
+            "queued",
             topic=request.topic,
-            status="queued",
-            created_at=now,
-            updated_at=now,
             options=request.options.model_dump(mode="json"),
         )
         # The registry row and the first event are independent writes: one wait for both.
@@ -113,10 +110,7 @@ class RunManager:
         if record.status == "paused" and decision is None:
             run_input = RunInput()
         elif record.status == "waiting_for_approval" and decision is not None:
-            snapshot = await self.graph.aget_state(thread_config(thread_id))
-            run_input = RunInput(
-                decision=decision.model_dump(mode="json"), after=checkpoint_id(snapshot)
-            )
+            run_input = await self._answering(thread_id, decision, RunInput())
         elif record.status == "waiting_for_approval":
             raise InvalidState(
                 "this run waits for approval: send a decision (approve, edit or reject)"
@@ -130,6 +124,15 @@ class RunManager:
                 f"only a paused or waiting run can resume; this one is {record.status}"
             )
         return await self._queue_leg(thread_id, run_input)
+
+    async def _answering(
+        self, thread_id: str, decision: ApprovalDecision, run_input: RunInput
+    ) -> RunInput:
+        """`run_input` carrying the decision for the question the thread waits on now."""
+        snapshot = await self.graph.aget_state(thread_config(thread_id))
+        return run_input.model_copy(
+            update={"decision": decision.model_dump(mode="json"), "after": checkpoint_id(snapshot)}
+        )
 
     async def _queue_leg(self, thread_id: str, run_input: RunInput) -> ThreadRecord:
         record = await self.executor.set_status(thread_id, "queued")
@@ -145,16 +148,7 @@ class RunManager:
 
         With `if_exists="do_nothing"` an existing thread of the caller is returned as it is.
         """
-        now = datetime.now(UTC)
-        record = ThreadRecord(
-            thread_id=thread_id or str(uuid.uuid4()),
-            owner=owner,
-            topic="",
-            status="new",
-            created_at=now,
-            updated_at=now,
-            metadata=metadata,
-        )
+        record = _new_thread(thread_id or str(uuid.uuid4()), owner, "new", metadata=metadata)
         try:
             await self.registry.create(record)
         except ThreadExists:
@@ -202,13 +196,7 @@ class RunManager:
         elif decision is not None:
             if record.status != "waiting_for_approval":
                 raise InvalidState(f"nothing waits for an answer: the thread is {record.status}")
-            snapshot = await self.graph.aget_state(thread_config(thread_id))
-            run_input = run_input.model_copy(
-                update={
-                    "decision": decision.model_dump(mode="json"),
-                    "after": checkpoint_id(snapshot),
-                }
-            )
+            run_input = await self._answering(thread_id, decision, run_input)
         elif record.status != "paused":
             raise InvalidState(
                 "give an input with a topic to start the thread, or a command to resume it"
@@ -241,3 +229,25 @@ class RunManager:
         await self.registry.delete(thread_id)
         await self.signals.clear(thread_id)
         self._records.pop(thread_id, None)
+
+
+def _new_thread(
+    thread_id: str,
+    owner: str,
+    status: RunStatus,
+    topic: str = "",
+    options: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> ThreadRecord:
+    """The record of a thread registered now."""
+    now = datetime.now(UTC)
+    return ThreadRecord(
+        thread_id=thread_id,
+        owner=owner,
+        topic=topic,
+        status=status,
+        created_at=now,
+        updated_at=now,
+        options=options or {},
+        metadata=metadata or {},
+    )
