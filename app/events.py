@@ -26,6 +26,7 @@ import asyncio
 import json
 import sqlite3
 import weakref
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
@@ -139,7 +140,30 @@ class _Delete:
 _Op = _Append | _Delete
 
 
-class SqliteEventLog:
+class QueuedAppends(ABC):
+    """`append` and `emit` of a log whose writes are queued and batched (`_queue`)."""
+
+    @abstractmethod
+    def _queue(
+        self, thread_id: str, name: str, data: EventData, created_at: datetime
+    ) -> asyncio.Future[int]:
+        """Queue one event for the next batch; the future gives its id."""
+
+    async def append(self, thread_id: str, name: str, data: EventData) -> Event:
+        """Store an event under the thread's next id and return it."""
+        created_at = datetime.now(UTC)
+        event_id = await self._queue(thread_id, name, data, created_at)
+        return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
+
+    def emit(self, thread_id: str, name: str, data: EventData) -> asyncio.Future[int]:
+        """Queue an event now, without waiting for its write; the future gives its id.
+
+        Events of one caller keep the order in which they were emitted.
+        """
+        return self._queue(thread_id, name, data, datetime.now(UTC))
+
+
+class SqliteEventLog(QueuedAppends):
     """An `EventLog` kept in one SQLite file (which may hold other tables too)."""
 
     def __init__(self, reader: aiosqlite.Connection, writer: sqlite3.Connection) -> None:
@@ -156,19 +180,6 @@ class SqliteEventLog:
         # from memory instead of a database round trip per event; dropped at "done".
         self._recent: dict[str, deque[Event]] = {}
         self._closed = False
-
-    async def append(self, thread_id: str, name: str, data: EventData) -> Event:
-        """Store an event under the thread's next id and return it."""
-        created_at = datetime.now(UTC)
-        event_id = await self._queue(thread_id, name, data, created_at)
-        return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
-
-    def emit(self, thread_id: str, name: str, data: EventData) -> asyncio.Future[int]:
-        """Queue an event now, without waiting for its commit; the future gives its id.
-
-        Events of one caller keep the order in which they were emitted.
-        """
-        return self._queue(thread_id, name, data, datetime.now(UTC))
 
     def _queue(
         self, thread_id: str, name: str, data: EventData, created_at: datetime

@@ -16,12 +16,12 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from redis.asyncio import Redis
 
-from app.events import TERMINAL_EVENT, Event, EventData, EventLogClosed
+from app.events import TERMINAL_EVENT, Event, EventData, EventLogClosed, QueuedAppends
 from graph.redis_saver import awaited
 
 _FOLLOW_PAGE = 256
@@ -46,7 +46,7 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class RedisEventLog:
+class RedisEventLog(QueuedAppends):
     """`EventLog` on Redis Streams (see the module docstring)."""
 
     def __init__(
@@ -72,16 +72,6 @@ class RedisEventLog:
     def _check_open(self) -> None:
         if self._closed:
             raise EventLogClosed("the event log is closed")
-
-    async def append(self, thread_id: str, name: str, data: EventData) -> Event:
-        """Store an event under the thread's next id and return it."""
-        created_at = datetime.now(UTC)
-        event_id = await self._queue(thread_id, name, data, created_at)
-        return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
-
-    def emit(self, thread_id: str, name: str, data: EventData) -> asyncio.Future[int]:
-        """Queue an event now, without waiting for its write; the future gives its id."""
-        return self._queue(thread_id, name, data, datetime.now(UTC))
 
     def _queue(
         self, thread_id: str, name: str, data: EventData, created_at: datetime
