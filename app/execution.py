@@ -15,6 +15,7 @@ from typing import Any, Literal
 from langgraph.types import Command, StateSnapshot, StreamMode
 from pydantic import BaseModel, Field
 
+from app.errors import InvalidState
 from app.events import TERMINAL_EVENT, EventLog
 from app.platform_runs import STREAM_MODES as PLATFORM_MODES
 from app.platform_runs import PlatformRuns
@@ -23,7 +24,7 @@ from app.runner import is_finished, pending_interrupt, thread_config
 from app.signals import RunSignals
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
-from graph.models import RunOptions
+from graph.models import ApprovalDecision, ResearchRequest, RunOptions
 from graph.state import initial_state
 from nodes.context import Deps
 
@@ -50,6 +51,14 @@ class RunInput(BaseModel):
     stream_modes: list[str] = Field(default_factory=list)
     interrupt_before: list[str] | Literal["*"] | None = None
     interrupt_after: list[str] | Literal["*"] | None = None
+
+
+class Admission(BaseModel):
+    """A Platform run's work: a new thread's topic, an answer, or (neither) a continuation."""
+
+    request: ResearchRequest | None = None
+    decision: ApprovalDecision | None = None
+    run_input: RunInput = Field(default_factory=RunInput)
 
 
 def checkpoint_id(snapshot: StateSnapshot) -> str | None:
@@ -97,16 +106,25 @@ class RunExecutor:
 
         A cancellation the owner asked for ends the run as `cancelled`; any other (the
         process stops) propagates and leaves the run `running`, to be taken up again, as
-        does a transient store failure.
+        does a transient store failure. A Platform run enqueued behind this one starts
+        once it stops, in the same execution.
         """
+        next_input: RunInput | None = run_input
+        while next_input is not None:
+            if not await self._leg(thread_id, next_input):
+                return
+            next_input = await self.admit_next(thread_id)
+
+    async def _leg(self, thread_id: str, run_input: RunInput) -> bool:
+        """One leg; False when it was cancelled (what waits behind it is the canceller's)."""
         ended = True  # False: the leg is left to a retry, its Platform run stays open
         try:
             record = await self.registry.get(thread_id)
             if record is None or record.status not in ACTIVE:
-                return  # deleted, finished, or settled by an earlier delivery of this leg
+                return True  # deleted, finished, or settled by an earlier delivery of this leg
             if await self.signals.take_pause(thread_id):
                 await self.set_status(thread_id, "paused")
-                return
+                return True
             if run_input.run_id is not None:
                 await self.platform.mark_running(thread_id, run_input.run_id)
             payload = await self._payload(record, run_input)
@@ -118,6 +136,7 @@ class RunExecutor:
                 ended = False
                 raise  # the process stops: the run stays `running` and is taken up later
             await self.finish(thread_id, "cancelled")
+            return False
         except self._transient as exc:
             ended = False
             logger.warning("research run %s left for a retry: %s", thread_id, exc)
@@ -139,6 +158,69 @@ class RunExecutor:
                 await asyncio.gather(*leftover, return_exceptions=True)
             if ended and run_input.run_id is not None:
                 await self._close_platform_runs(thread_id)
+        return True
+
+    # -- Platform runs: admission, and the runs waiting for a busy thread ----------------
+
+    async def admit(self, record: ThreadRecord, admission: Admission) -> RunInput:
+        """The leg input of a Platform run on this idle thread, or InvalidState saying why not.
+
+        A topic starts a new thread (and becomes its topic), a decision answers the
+        question the thread waits on, and a run with neither continues a paused thread.
+        """
+        run_input = admission.run_input
+        if admission.request is not None:
+            if record.status != "new":
+                raise InvalidState(
+                    "this thread has researched its topic already: create a new thread for a "
+                    "new topic, or answer its pending question with a command"
+                )
+            request = admission.request
+            await self.registry.update(
+                record.thread_id,
+                topic=request.topic,
+                options=request.options.model_dump(mode="json"),
+            )
+        elif admission.decision is not None:
+            if record.status != "waiting_for_approval":
+                raise InvalidState(f"nothing waits for an answer: the thread is {record.status}")
+            run_input = await self.answering(record.thread_id, admission.decision, run_input)
+        elif record.status != "paused":
+            raise InvalidState(
+                "give an input with a topic to start the thread, or a command to resume it"
+            )
+        return run_input
+
+    async def answering(
+        self, thread_id: str, decision: ApprovalDecision, run_input: RunInput
+    ) -> RunInput:
+        """`run_input` carrying the decision for the question the thread waits on now."""
+        snapshot = await self.graph.aget_state(thread_config(thread_id))
+        return run_input.model_copy(
+            update={"decision": decision.model_dump(mode="json"), "after": checkpoint_id(snapshot)}
+        )
+
+    async def admit_next(self, thread_id: str) -> RunInput | None:
+        """Start the oldest run enqueued for this thread, now idle; its leg input, or None.
+
+        A waiting run that no longer fits the thread (an answer, but nothing is asked)
+        ends in `error` saying why, and the next one is tried.
+        """
+        while (run := await self.platform.next_enqueued(thread_id)) is not None:
+            record = await self.registry.get(thread_id)
+            if record is None or record.status in ACTIVE:
+                return None  # gone, or busy again: a later stop admits it
+            admission = Admission.model_validate(run.enqueued)
+            try:
+                run_input = await self.admit(record, admission)
+            except InvalidState as exc:
+                await self.platform.close(run, "error", exc.message)
+                continue
+            await self.platform.save(run.model_copy(update={"enqueued": None}))
+            await self.signals.clear(thread_id)  # a pause asked of the run before it
+            await self.set_status(thread_id, "queued")
+            return run_input
+        return None
 
     async def _close_platform_runs(self, thread_id: str) -> None:
         """End a Platform run whose leg stopped short of the end (`finish` ends the rest)."""
@@ -216,6 +298,19 @@ class RunExecutor:
             await self.set_status(thread_id, "paused")
         else:
             await self.finish(thread_id, "completed")
+
+    async def restate(self, thread_id: str) -> None:
+        """Make an idle thread's status follow its checkpoint (after its state was edited)."""
+        snapshot = await self.graph.aget_state(thread_config(thread_id))
+        if pending_interrupt(snapshot) is not None:
+            status: RunStatus = "waiting_for_approval"
+        elif not is_finished(snapshot):
+            status = "paused"
+        else:
+            return  # nothing left to run: it stays as it ended
+        record = await self.registry.get(thread_id)
+        if record is not None and record.status != status:
+            await self.set_status(thread_id, status)
 
     # -- records and events --------------------------------------------------------------
 

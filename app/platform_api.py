@@ -25,10 +25,9 @@ from sse_starlette import EventSourceResponse
 
 from app.errors import InvalidState, NotFound, Unprocessable
 from app.events import EventLog
-from app.execution import RunInput
+from app.execution import Admission, RunInput
 from app.platform_runs import (
     END_EVENT,
-    FINISHED,
     STREAM_MODES,
     PlatformRun,
     jsonable,
@@ -93,6 +92,15 @@ class CheckpointQuery(_Lenient):
     checkpoint: dict[str, Any] = Field(default_factory=dict)
 
 
+class StateUpdate(_Lenient):
+    """POST /threads/{id}/state."""
+
+    values: dict[str, Any] | None = None
+    as_node: str | None = None
+    checkpoint: dict[str, Any] | None = None
+    checkpoint_id: str | None = None
+
+
 class AssistantSearch(_Lenient):
     """POST /assistants/search."""
 
@@ -135,9 +143,10 @@ class RunCreate(_Lenient):
     @field_validator("multitask_strategy")
     @classmethod
     def _served_strategies(cls, value: str) -> str:
-        if value not in ("reject",):
+        if value == "rollback":
             raise ValueError(
-                f"multitask_strategy {value!r} is not served yet: a busy thread rejects a new run (409)"
+                "multitask_strategy 'rollback' is not served: research already done is kept; "
+                "use reject, enqueue or interrupt"
             )
         return value
 
@@ -148,27 +157,25 @@ class RunCreate(_Lenient):
             raise ValueError("only command.resume (an approval decision) is served")
         return value
 
-    def research_request(self) -> ResearchRequest | None:
-        """The input as a research request; a ValueError says what is wrong with it."""
-        if self.input is None:
-            return None
+    def admission(self, run_id: str) -> Admission:
+        """What the run asks of the thread; Unprocessable says what is wrong with it."""
+        request = decision = None
         try:
-            return ResearchRequest.model_validate(self.input)
+            if self.input is not None:
+                field = "input"
+                request = ResearchRequest.model_validate(self.input)
+            if self.command is not None:
+                field = "command.resume"
+                decision = ApprovalDecision.model_validate(self.command.get("resume"))
         except ValidationError as exc:
-            raise InvalidInput(f"input: {_explain(exc)}") from None
-
-    def decision(self) -> ApprovalDecision | None:
-        """The approval decision `command.resume` carries."""
-        if self.command is None:
-            return None
-        try:
-            return ApprovalDecision.model_validate(self.command.get("resume"))
-        except ValidationError as exc:
-            raise InvalidInput(f"command.resume: {_explain(exc)}") from None
-
-
-class InvalidInput(ValueError):
-    """A run's input or command does not fit the research graph."""
+            raise Unprocessable(f"{field}: {_explain(exc)}") from None
+        run_input = RunInput(
+            run_id=run_id,
+            stream_modes=self.stream_mode,
+            interrupt_before=self.interrupt_before,
+            interrupt_after=self.interrupt_after,
+        )
+        return Admission(request=request, decision=decision, run_input=run_input)
 
 
 def _explain(exc: ValidationError) -> str:
@@ -241,7 +248,7 @@ def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
 
 def run_json(run: PlatformRun) -> dict[str, Any]:
     """A run as the SDK reads it."""
-    body = run.model_dump(mode="json", exclude={"request"})
+    body = run.model_dump(mode="json", exclude={"request", "enqueued"})
     return body | {"kwargs": run.request}
 
 
@@ -355,6 +362,13 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         await manager().get(owner, thread_id)
         return state_json(await manager().graph.aget_state(thread_config(thread_id)))
 
+    @router.post("/threads/{thread_id}/state")
+    async def update_state(thread_id: str, body: StateUpdate, owner: Owner) -> dict[str, Any]:
+        """Edit an idle thread's state (as node `as_node`); answers the new checkpoint."""
+        at = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+        written = await manager().update_state(owner, thread_id, body.values, body.as_node, at)
+        return {"checkpoint": _checkpoint(written)}
+
     async def state_at(thread_id: str, checkpoint_id: str | None) -> dict[str, Any]:
         config = thread_config(thread_id)
         if checkpoint_id:
@@ -393,13 +407,11 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
 
     async def start_run(owner: str, thread_id: str, body: RunCreate) -> PlatformRun:
         check_assistant(body.assistant_id)
-        try:
-            request, decision = body.research_request(), body.decision()
-        except InvalidInput as exc:
-            raise Unprocessable(str(exc)) from None
+        run_id = str(uuid.uuid4())
+        admission = body.admission(run_id)
         now = datetime.now(UTC)
         run = PlatformRun(
-            run_id=str(uuid.uuid4()),
+            run_id=run_id,
             thread_id=thread_id,
             assistant_id=ASSISTANT_ID,
             created_at=now,
@@ -408,13 +420,7 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
             multitask_strategy=body.multitask_strategy,
             request=body.model_dump(mode="json", include=_KWARGS, exclude_none=True),
         )
-        run_input = RunInput(
-            run_id=run.run_id,
-            stream_modes=body.stream_mode,
-            interrupt_before=body.interrupt_before,
-            interrupt_after=body.interrupt_after,
-        )
-        await manager().start_platform_run(owner, run, request, decision, run_input)
+        await manager().start_platform_run(owner, run, admission)
         return run
 
     async def own_run(owner: str, thread_id: str, run_id: str) -> PlatformRun:
@@ -514,11 +520,8 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
 
     @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
     async def cancel_run(thread_id: str, run_id: str, owner: Owner, wait: bool = False) -> Response:
-        """Cancel the run (the thread's research stops where it is)."""
-        run = await own_run(owner, thread_id, run_id)
-        if run.status in FINISHED:
-            raise InvalidState(f"the run has ended already ({run.status})")
-        await manager().cancel(owner, thread_id)
+        """Cancel the run (the thread's research stops where it is); drop it if it waits."""
+        await manager().cancel_platform_run(owner, run_id, thread_id)
         return Response(status_code=202 if not wait else 204)
 
     @router.get("/threads/{thread_id}/runs/{run_id}/join")
@@ -575,7 +578,7 @@ async def until_end(events: EventLog, run_id: str) -> None:
 async def _cancel_quietly(manager: RunManager, owner: str, run: PlatformRun) -> None:
     """Cancel the run its client left, unless it has ended (or gone) meanwhile."""
     with contextlib.suppress(InvalidState, NotFound):
-        await manager.cancel(owner, run.thread_id)
+        await manager.cancel_platform_run(owner, run.run_id, run.thread_id)
 
 
 async def _delete_after(manager: RunManager, owner: str, run: PlatformRun) -> None:

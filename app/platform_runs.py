@@ -84,6 +84,10 @@ class PlatformRun(BaseModel):
     multitask_strategy: str = "reject"
     # What the run was asked to do (input, command, stream modes, ...): the API's `kwargs`.
     request: dict[str, Any] = Field(default_factory=dict)
+    # A run sent to a busy thread with `multitask_strategy` enqueue or interrupt waits
+    # here, its work validated and ready (`app.execution.Admission`), until the thread is
+    # free; None once it has started.
+    enqueued: dict[str, Any] | None = None
 
 
 def records_key(thread_id: str) -> str:
@@ -140,26 +144,33 @@ class PlatformRuns:
         return self.events.emit(stream_key(run_id), EVENT_NAMES.get(mode, mode), jsonable(chunk))
 
     async def close_open(self, thread_id: str, status: RunStatus, error: str | None) -> None:
-        """End the thread's open runs now that it stopped in `status`.
+        """End the thread's started runs now that it stopped in `status`.
 
-        Each stream gets `error` first if the thread failed, then `end`, and the record
-        how the run ended. A run closed already (an earlier delivery of the same leg) is
-        left as it is.
+        A run closed already (an earlier delivery of the same leg) is left as it is, and
+        so is a run still waiting for its turn (enqueued).
         """
         final = _RUN_STATUS[status]
         for run in await self.list(thread_id):
-            if run.status in FINISHED:
-                continue
-            if final == "error":
-                await self.events.append(
-                    stream_key(run.run_id),
-                    "error",
-                    {"error": "RunFailed", "message": error or "the run failed"},
-                )
-            await self.set_status(run, final)
+            if run.status not in FINISHED and run.enqueued is None:
+                await self.close(run, final, error)
+
+    async def close(self, run: PlatformRun, final: PlatformRunStatus, error: str | None) -> None:
+        """End one run: its stream gets `error` first if it failed, then `end`."""
+        if final == "error":
             await self.events.append(
-                stream_key(run.run_id), END_EVENT, {"run_id": run.run_id, "status": final}
+                stream_key(run.run_id),
+                "error",
+                {"error": "RunFailed", "message": error or "the run failed"},
             )
+        await self.set_status(run.model_copy(update={"enqueued": None}), final)
+        await self.events.append(
+            stream_key(run.run_id), END_EVENT, {"run_id": run.run_id, "status": final}
+        )
+
+    async def next_enqueued(self, thread_id: str) -> PlatformRun | None:
+        """The thread's oldest run still waiting for its turn."""
+        waiting = [r for r in await self.list(thread_id) if r.enqueued is not None]
+        return waiting[-1] if waiting else None
 
     async def mark_running(self, thread_id: str, run_id: str) -> None:
         """Record that a worker started executing the run."""

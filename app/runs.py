@@ -12,13 +12,17 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from app.errors import InvalidState, NotFound
-from app.execution import RunExecutor, RunInput, checkpoint_id
+from langchain_core.runnables import RunnableConfig
+from langgraph.errors import InvalidUpdateError
+
+from app.errors import InvalidState, NotFound, Unprocessable
+from app.execution import Admission, RunExecutor, RunInput
 from app.launchers import Launcher
-from app.platform_runs import PlatformRun
+from app.platform_runs import FINISHED, PlatformRun
 from app.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 from app.runner import thread_config
 from graph.models import ApprovalDecision, ResearchRequest
+from graph.state import coerce_update
 
 
 class RunManager:
@@ -110,7 +114,7 @@ class RunManager:
         if record.status == "paused" and decision is None:
             run_input = RunInput()
         elif record.status == "waiting_for_approval" and decision is not None:
-            run_input = await self._answering(thread_id, decision, RunInput())
+            run_input = await self.executor.answering(thread_id, decision, RunInput())
         elif record.status == "waiting_for_approval":
             raise InvalidState(
                 "this run waits for approval: send a decision (approve, edit or reject)"
@@ -124,15 +128,6 @@ class RunManager:
                 f"only a paused or waiting run can resume; this one is {record.status}"
             )
         return await self._queue_leg(thread_id, run_input)
-
-    async def _answering(
-        self, thread_id: str, decision: ApprovalDecision, run_input: RunInput
-    ) -> RunInput:
-        """`run_input` carrying the decision for the question the thread waits on now."""
-        snapshot = await self.graph.aget_state(thread_config(thread_id))
-        return run_input.model_copy(
-            update={"decision": decision.model_dump(mode="json"), "after": checkpoint_id(snapshot)}
-        )
 
     async def _queue_leg(self, thread_id: str, run_input: RunInput) -> ThreadRecord:
         record = await self.executor.set_status(thread_id, "queued")
@@ -168,41 +163,89 @@ class RunManager:
             self._records[thread_id] = updated
         return updated
 
-    async def start_platform_run(
-        self,
-        owner: str,
-        run: PlatformRun,
-        request: ResearchRequest | None,
-        decision: ApprovalDecision | None,
-        run_input: RunInput,
-    ) -> ThreadRecord:
-        """Start a Platform run: a new thread's topic, an answer, or the continuation of a pause."""
+    async def start_platform_run(self, owner: str, run: PlatformRun, admission: Admission) -> None:
+        """Start a Platform run: a new thread's topic, an answer, or the continuation of a pause.
+
+        On a busy thread the run is rejected (409), or with `multitask_strategy` enqueue
+        waits for the thread's current run to stop; interrupt also asks that run to pause
+        at its next node boundary.
+        """
         thread_id = run.thread_id
         record = await self.get(owner, thread_id)
         if record.status in ACTIVE:
-            raise InvalidState(
-                "the thread is busy with a run: join it, cancel it, or send this run later"
-            )
-        if request is not None:
-            if record.status != "new":
+            if run.multitask_strategy == "reject":
                 raise InvalidState(
-                    "this thread has researched its topic already: create a new thread for a "
-                    "new topic, or answer its pending question with a command"
+                    "the thread is busy with a run: join it, cancel it, or send this run "
+                    "with multitask_strategy enqueue"
                 )
+            await self._enqueue(run, admission)
+            return
+        if admission.request is not None:
             await self.launcher.ensure_capacity()
-            await self.registry.update(
-                thread_id, topic=request.topic, options=request.options.model_dump(mode="json")
-            )
-        elif decision is not None:
-            if record.status != "waiting_for_approval":
-                raise InvalidState(f"nothing waits for an answer: the thread is {record.status}")
-            run_input = await self._answering(thread_id, decision, run_input)
-        elif record.status != "paused":
-            raise InvalidState(
-                "give an input with a topic to start the thread, or a command to resume it"
-            )
+        run_input = await self.executor.admit(record, admission)
         await self.executor.platform.start(run)
-        return await self._queue_leg(thread_id, run_input)
+        await self._queue_leg(thread_id, run_input)
+
+    async def _enqueue(self, run: PlatformRun, admission: Admission) -> None:
+        """Keep the run until the thread's current run stops (its executor starts it then)."""
+        await self.executor.platform.start(
+            run.model_copy(update={"enqueued": admission.model_dump(mode="json")})
+        )
+        if run.multitask_strategy == "interrupt":
+            await self.signals.request_pause(run.thread_id)
+        # The current run may have stopped before the enqueued one was stored: then nothing
+        # is left to start it but this call.
+        record = await self.registry.get(run.thread_id)
+        if record is not None and record.status not in ACTIVE:
+            await self._admit_next(run.thread_id)
+
+    async def _admit_next(self, thread_id: str) -> None:
+        run_input = await self.executor.admit_next(thread_id)
+        if run_input is not None:
+            await self.launcher.launch(thread_id, run_input)
+
+    async def update_state(
+        self,
+        owner: str,
+        thread_id: str,
+        values: dict[str, Any] | None,
+        as_node: str | None,
+        at_checkpoint: str | None,
+    ) -> RunnableConfig:
+        """Write `values` into an idle thread's state as if node `as_node` returned them.
+
+        The thread's status then follows the new checkpoint: a question pending, steps
+        left to run (paused), or as it was when nothing is left. Returns the new
+        checkpoint's config. Unprocessable says what is wrong with the update.
+        """
+        record = await self.get(owner, thread_id)
+        if record.status in ACTIVE:
+            raise InvalidState("the thread is busy with a run: update its state once it stops")
+        if record.status == "new":
+            raise InvalidState("the thread has no state yet: start it with a run and a topic")
+        config = thread_config(thread_id)
+        if at_checkpoint:
+            config["configurable"]["checkpoint_id"] = at_checkpoint
+        try:
+            update = coerce_update(values) if values is not None else None
+            written = await self.graph.aupdate_state(config, update, as_node=as_node)
+        except (ValueError, InvalidUpdateError) as exc:  # ValidationError is a ValueError
+            raise Unprocessable(f"state update: {exc}") from None
+        await self.executor.restate(thread_id)
+        return written
+
+    async def cancel_platform_run(self, owner: str, run_id: str, thread_id: str) -> None:
+        """Cancel one Platform run: a waiting run is dropped, a started one stops its thread."""
+        await self.get(owner, thread_id)
+        run = await self.executor.platform.get(thread_id, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} on thread {thread_id!r}")
+        if run.status in FINISHED:
+            raise InvalidState(f"the run has ended already ({run.status})")
+        if run.enqueued is not None:
+            await self.executor.platform.close(run, "interrupted", None)
+        else:
+            await self.cancel(owner, thread_id)
 
     async def cancel(self, owner: str, thread_id: str) -> ThreadRecord:
         """Stop the run now; a paused or waiting run is closed."""
@@ -213,9 +256,10 @@ class RunManager:
         await self.launcher.stop(thread_id)
         # A run that was executing closed itself; one that was not is closed here.
         latest = await self.registry.get(thread_id)
-        if latest is not None and latest.status in TERMINAL:
-            return latest
-        return await self.executor.finish(thread_id, "cancelled")
+        if latest is None or latest.status not in TERMINAL:
+            latest = await self.executor.finish(thread_id, "cancelled")
+        await self._admit_next(thread_id)  # a run enqueued behind the cancelled one
+        return latest
 
     async def delete(self, owner: str, thread_id: str) -> None:
         """Remove the thread: its run, checkpoints, events and registry entry."""

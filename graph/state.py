@@ -1,10 +1,12 @@
 """The graph's shared state (seed 001 F001) and the reducers that merge node updates."""
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from functools import cache
+from typing import Annotated, Any, Literal, TypedDict, get_type_hints
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from pydantic import TypeAdapter, ValidationError
 
 from graph.models import (
     Action,
@@ -121,3 +123,29 @@ def initial_state(topic: str, options: RunOptions) -> ResearchState:
         final_report=None,
         report_status=None,
     )
+
+
+@cache
+def _field_adapters() -> dict[str, TypeAdapter[Any]]:
+    return {name: TypeAdapter(hint) for name, hint in get_type_hints(ResearchState).items()}
+
+
+def coerce_update(values: dict[str, Any]) -> dict[str, Any]:
+    """A state update from JSON as the graph's own types (plans, sources as models).
+
+    Raises ValueError naming an unknown field, or a field and what is wrong with its value.
+    """
+    adapters = _field_adapters()
+    unknown = sorted(set(values) - set(adapters))
+    if unknown:
+        raise ValueError(f"unknown state fields {unknown}; the state has {sorted(adapters)}")
+    coerced = {}
+    for name, value in values.items():
+        try:
+            coerced[name] = adapters[name].validate_python(value)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, (name, *e['loc'])))}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(problems) from None
+    return coerced

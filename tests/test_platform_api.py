@@ -285,3 +285,102 @@ async def test_interrupt_before_a_node_stops_there_and_an_empty_run_continues(
 
     values: Any = await sdk.runs.wait(thread["thread_id"], "research")
     assert values["final_report"]
+
+
+async def test_enqueued_runs_start_in_turn_and_one_that_no_longer_fits_ends_in_error(
+    client: Clients,
+) -> None:
+    sdk = client()
+    thread = await sdk.threads.create()
+    thread_id = thread["thread_id"]
+    asking = await sdk.runs.create(
+        thread_id, "research", input={"topic": TOPIC, "options": {"approval": "plan"}}
+    )
+    # Sent while the first run still plans: the answer waits for the question.
+    answer = await sdk.runs.create(
+        thread_id,
+        "research",
+        command={"resume": {"decision": "approve"}},
+        multitask_strategy="enqueue",
+    )
+    late = await sdk.runs.create(
+        thread_id,
+        "research",
+        command={"resume": {"decision": "approve"}},
+        multitask_strategy="enqueue",
+    )
+    assert answer["status"] == "pending" and answer["multitask_strategy"] == "enqueue"
+    values = await sdk.runs.join(thread_id, answer["run_id"])
+    assert values["final_report"]
+    streamed = await collect(sdk.runs.join_stream(thread_id, late["run_id"]))
+    well_formed(streamed, late["run_id"])
+    error = [p.data for p in streamed if p.event == "error"]
+    assert error and "nothing waits for an answer" in error[0]["message"]
+    runs = {r["run_id"]: r["status"] for r in await sdk.runs.list(thread_id)}
+    assert runs == {
+        asking["run_id"]: "interrupted",
+        answer["run_id"]: "success",
+        late["run_id"]: "error",
+    }
+    assert (await sdk.threads.get(thread_id))["status"] == "idle"
+
+
+async def test_interrupt_pauses_the_current_run_and_the_new_one_continues_it(
+    tmp_path: Path, corpus_index: Path, stores: dict[str, Any]
+) -> None:
+    async with served(tmp_path, corpus_index, search_delay_ms=300, **stores) as connect:
+        sdk = connect()
+        thread_id = (await sdk.threads.create())["thread_id"]
+        first = await sdk.runs.create(thread_id, "research", input={"topic": TOPIC})
+        dropped = await sdk.runs.create(thread_id, "research", multitask_strategy="enqueue")
+        await sdk.runs.cancel(thread_id, dropped["run_id"])  # waiting: only it is dropped
+        second = await sdk.runs.create(thread_id, "research", multitask_strategy="interrupt")
+        values = await sdk.runs.join(thread_id, second["run_id"])
+        runs = {r["run_id"]: r["status"] for r in await sdk.runs.list(thread_id)}
+        ended = await collect(sdk.runs.join_stream(thread_id, dropped["run_id"]))
+    assert values["final_report"]
+    assert runs == {
+        first["run_id"]: "interrupted",
+        dropped["run_id"]: "interrupted",
+        second["run_id"]: "success",
+    }
+    assert [p.event for p in ended] == ["metadata", "end"]
+
+
+async def test_editing_the_plan_through_the_thread_state(client: Clients) -> None:
+    sdk = client()
+    thread_id = (await sdk.threads.create())["thread_id"]
+    body = {"topic": TOPIC, "options": {"approval": "plan"}}
+    await sdk.runs.wait(thread_id, "research", input=body)
+    state = await sdk.threads.get_state(thread_id)
+    plan = state["values"]["task_plan"]
+    plan["search_queries"] = plan["search_queries"][:1]
+
+    written = await sdk.threads.update_state(thread_id, {"task_plan": plan}, as_node="supervisor")
+    edited = await sdk.threads.get_state(thread_id)
+    assert edited["checkpoint"]["checkpoint_id"] == written["checkpoint"]["checkpoint_id"]
+    assert edited["values"]["task_plan"]["search_queries"] == plan["search_queries"]
+    assert edited["next"] == ["approve_plan"]
+    assert (await sdk.threads.get(thread_id))["status"] == "interrupted"
+
+    asked: Any = await sdk.runs.wait(thread_id, "research")  # the question, on the new plan
+    assert asked["__interrupt__"][0]["value"]["plan"]["search_queries"] == plan["search_queries"]
+    done: Any = await sdk.runs.wait(
+        thread_id, "research", command={"resume": {"decision": "approve"}}
+    )
+    assert done["final_report"] and done["queries_done"] == plan["search_queries"]
+
+    for values, as_node, fragment in (
+        ({"no_such_field": 1}, "supervisor", "unknown state fields"),
+        ({"iteration_count": "many"}, "supervisor", "iteration_count"),
+        ({"topic": "x"}, "no_such_node", "no_such_node"),
+    ):
+        answer = await sdk.http.client.post(
+            f"/threads/{thread_id}/state", json={"values": values, "as_node": as_node}
+        )
+        assert answer.status_code == 422, answer.text
+        assert fragment in answer.json()["detail"]
+    new = await sdk.threads.create()
+    with pytest.raises(httpx.HTTPStatusError) as unstarted:
+        await sdk.threads.update_state(new["thread_id"], {"topic": TOPIC})
+    assert unstarted.value.response.status_code == 409
