@@ -10,6 +10,7 @@ what is already done.
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph.types import Command, StateSnapshot, StreamMode
@@ -20,7 +21,7 @@ from app.events import TERMINAL_EVENT, EventLog
 from app.platform_runs import STREAM_MODES as PLATFORM_MODES
 from app.platform_runs import PlatformRuns
 from app.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
-from app.runner import is_finished, pending_interrupt, thread_config
+from app.runner import is_finished, pending_interrupt, question_of, thread_config
 from app.signals import RunSignals
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
@@ -30,6 +31,8 @@ from nodes.context import Deps
 
 logger = logging.getLogger(__name__)
 
+# The key of an `updates` chunk that says the graph stopped at an interrupt.
+INTERRUPT = "__interrupt__"
 # LangGraph's stream modes the events are made from.
 STREAM_MODES: list[StreamMode] = ["tasks", "updates", "custom"]
 
@@ -59,6 +62,15 @@ class Admission(BaseModel):
     request: ResearchRequest | None = None
     decision: ApprovalDecision | None = None
     run_input: RunInput = Field(default_factory=RunInput)
+
+
+@dataclass
+class LegStop:
+    """How a leg's stream ended; none of these set: the graph finished."""
+
+    paused: bool = False  # by a pause request, at a node boundary
+    interrupted: bool = False  # by an interrupt (a question, or interrupt_before/after)
+    question: dict[str, Any] | None = None  # what the thread waits to have answered
 
 
 def checkpoint_id(snapshot: StateSnapshot) -> str | None:
@@ -129,8 +141,7 @@ class RunExecutor:
                 await self.platform.mark_running(thread_id, run_input.run_id)
             payload = await self._payload(record, run_input)
             await self.set_status(thread_id, "running", recovered=run_input.recovered)
-            paused = await self._stream(thread_id, payload, run_input)
-            await self._settle(thread_id, paused)
+            await self._settle(thread_id, await self._stream(thread_id, payload, run_input))
         except asyncio.CancelledError:
             if not await self.signals.cancel_requested(thread_id):
                 ended = False
@@ -239,12 +250,13 @@ class RunExecutor:
             return Command(resume=run_input.decision)
         return None
 
-    async def _stream(self, thread_id: str, payload: Any, run_input: RunInput) -> bool:
-        """Run the graph, publishing its events; True when stopped by a pause request.
+    async def _stream(self, thread_id: str, payload: Any, run_input: RunInput) -> LegStop:
+        """Run the graph, publishing its events; how it stopped.
 
         A Platform run also gets the chunks of the stream modes it asked for, in its own
         stream.
         """
+        stop = LegStop()
         config = thread_config(thread_id)
         wanted: dict[str, list[str]] = {}
         for name in run_input.stream_modes:
@@ -265,11 +277,17 @@ class RunExecutor:
             if run_input.run_id is not None:
                 for name in wanted.get(mode, ()):
                     self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))
-            if mode == "updates" and await self.signals.take_pause(thread_id):
-                await self._settle_events(thread_id)
-                return True
+            if mode != "updates":
+                continue
+            if isinstance(chunk, dict) and INTERRUPT in chunk:  # a question, or a stop
+                stop.interrupted = True  # before/after a node (an empty tuple then)
+                if chunk[INTERRUPT] and stop.question is None:
+                    stop.question = question_of(chunk[INTERRUPT][0])
+            if await self.signals.take_pause(thread_id):
+                stop.paused = True
+                break
         await self._settle_events(thread_id)
-        return False
+        return stop
 
     def _translate(self, thread_id: str, mode: str, chunk: Any) -> None:
         if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
@@ -285,16 +303,15 @@ class RunExecutor:
                     data["iteration"] = result["iteration_count"]
                 self._emit(thread_id, "node_finished", data)
 
-    async def _settle(self, thread_id: str, paused: bool) -> None:
-        snapshot = await self.graph.aget_state(thread_config(thread_id))
-        question = pending_interrupt(snapshot)
-        if question is not None:
+    async def _settle(self, thread_id: str, stop: LegStop) -> None:
+        """The status the leg leaves: told by the stream, so no state read is needed."""
+        if stop.question is not None:
             await self.signals.clear(thread_id)
             # Status first: a client that answers as soon as it sees the question must
             # find the run waiting, not still running (it would get a 409).
             await self.set_status(thread_id, "waiting_for_approval")
-            await self.publish(thread_id, "approval_required", question)
-        elif not is_finished(snapshot):  # a pause, or a Platform run's interrupt_before/after
+            await self.publish(thread_id, "approval_required", stop.question)
+        elif stop.paused or stop.interrupted:  # a pause, or interrupt_before/after
             await self.set_status(thread_id, "paused")
         else:
             await self.finish(thread_id, "completed")

@@ -4,7 +4,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from graph.builder import ResearchGraph
 from graph.models import ApprovalDecision
@@ -37,9 +37,14 @@ def pending_interrupt(snapshot: StateSnapshot) -> dict[str, Any] | None:
     """The payload of the interrupt the thread waits on, if any."""
     for task in snapshot.tasks:
         for pending in task.interrupts:
-            value = pending.value
-            return value if isinstance(value, dict) else {"value": value}
+            return question_of(pending)
     return None
+
+
+def question_of(pending: Interrupt) -> dict[str, Any]:
+    """An interrupt's payload as an object (the approval question)."""
+    value = pending.value
+    return value if isinstance(value, dict) else {"value": value}
 
 
 async def drive(
