@@ -1,6 +1,5 @@
 """The HTTP face of the run manager: `/v1/research`, its SSE stream, health and readiness."""
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
@@ -222,7 +221,7 @@ def create_app(settings: Settings) -> FastAPI:
             metrics.sse_clients.inc()
             try:
                 async for event in log.follow(thread_id, start_after):
-                    yield {"id": str(event.id), "event": event.name, "data": json.dumps(event.data)}
+                    yield {"id": str(event.id), "event": event.name, "data": event.text}
                     metrics.events_sent.inc()
             finally:
                 metrics.sse_clients.dec()

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import aiosqlite
-from pydantic import BaseModel, ConfigDict
+from pydantic_core import PydanticSerializationError, to_json
 
 __all__ = [
     "TERMINAL_EVENT",
@@ -44,6 +44,8 @@ __all__ = [
     "EventData",
     "EventLog",
     "EventLogClosed",
+    "QueuedAppends",
+    "QueuedEvent",
     "SqliteEventLog",
     "open_sqlite_event_log",
 ]
@@ -73,16 +75,33 @@ _RECENT_EVENTS = 64
 EventData = dict[str, Any] | list[Any]
 
 
-class Event(BaseModel):
-    """One entry of a thread's log; `id` is the SSE event id."""
+def encode(data: Any, lenient: bool = False) -> str:
+    """An event's payload as JSON, once: stored so, and sent so over SSE.
 
-    model_config = ConfigDict(frozen=True)
+    Pydantic models, messages and dataclasses (a Platform run's chunks) are encoded as the
+    SDK reads them. Another type raises TypeError, or with `lenient` becomes its repr.
+    """
+    try:
+        return to_json(data, fallback=repr if lenient else None).decode()
+    except PydanticSerializationError as exc:
+        raise TypeError(f"an event's payload must be JSON: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a thread's log; `id` is the SSE event id, `text` its payload's JSON."""
 
     id: int
     thread_id: str
     name: str
-    data: EventData
+    text: str
     created_at: datetime
+
+    @property
+    def data(self) -> EventData:
+        """The payload, parsed from its JSON."""
+        parsed: EventData = json.loads(self.text)
+        return parsed
 
 
 class EventLogClosed(RuntimeError):
@@ -92,12 +111,15 @@ class EventLogClosed(RuntimeError):
 class EventLog(Protocol):
     """Where a thread's events are appended, read back and followed."""
 
-    async def append(self, thread_id: str, name: str, data: EventData) -> Event:
+    async def append(self, thread_id: str, name: str, data: Any) -> Event:
         """Store an event under the thread's next id and return it."""
         ...
 
-    def emit(self, thread_id: str, name: str, data: EventData) -> Awaitable[int]:
-        """Queue an event now (its place in the order is fixed); await the result for its id."""
+    def emit(self, thread_id: str, name: str, data: Any, lenient: bool = False) -> Awaitable[int]:
+        """Queue an event now (its place in the order is fixed); await the result for its id.
+
+        `lenient`: a payload of types JSON has no name for is stored with their repr.
+        """
         ...
 
     async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
@@ -122,13 +144,14 @@ class EventLog(Protocol):
 
 
 @dataclass
-class _Append:
+class QueuedEvent:
+    """An event on its way to the store (both logs queue these)."""
+
     thread_id: str
     name: str
-    data: str
-    created_at: str
+    text: str
+    created_at: datetime
     done: asyncio.Future[int] = field(repr=False)
-    payload: EventData = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -137,30 +160,43 @@ class _Delete:
     done: asyncio.Future[None] = field(repr=False)
 
 
-_Op = _Append | _Delete
+_Op = QueuedEvent | _Delete
 
 
 class QueuedAppends(ABC):
     """`append` and `emit` of a log whose writes are queued and batched (`_queue`)."""
 
+    _closed: bool
+
     @abstractmethod
-    def _queue(
-        self, thread_id: str, name: str, data: EventData, created_at: datetime
-    ) -> asyncio.Future[int]:
-        """Queue one event for the next batch; the future gives its id."""
+    def _queue(self, op: QueuedEvent) -> None:
+        """Queue one event for the next batch; `op.done` gives its id."""
 
-    async def append(self, thread_id: str, name: str, data: EventData) -> Event:
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EventLogClosed("the event log is closed")
+
+    def _append(self, thread_id: str, name: str, data: Any, lenient: bool = False) -> QueuedEvent:
+        self._check_open()
+        text = encode(data, lenient)  # a bad payload fails here, alone
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        op = QueuedEvent(thread_id, name, text, datetime.now(UTC), done)
+        self._queue(op)
+        return op
+
+    async def append(self, thread_id: str, name: str, data: Any) -> Event:
         """Store an event under the thread's next id and return it."""
-        created_at = datetime.now(UTC)
-        event_id = await self._queue(thread_id, name, data, created_at)
-        return Event(id=event_id, thread_id=thread_id, name=name, data=data, created_at=created_at)
+        op = self._append(thread_id, name, data)
+        return Event(await op.done, thread_id, name, op.text, op.created_at)
 
-    def emit(self, thread_id: str, name: str, data: EventData) -> asyncio.Future[int]:
+    def emit(
+        self, thread_id: str, name: str, data: Any, lenient: bool = False
+    ) -> asyncio.Future[int]:
         """Queue an event now, without waiting for its write; the future gives its id.
 
         Events of one caller keep the order in which they were emitted.
         """
-        return self._queue(thread_id, name, data, datetime.now(UTC))
+        return self._append(thread_id, name, data, lenient).done
 
 
 class SqliteEventLog(QueuedAppends):
@@ -181,14 +217,8 @@ class SqliteEventLog(QueuedAppends):
         self._recent: dict[str, deque[Event]] = {}
         self._closed = False
 
-    def _queue(
-        self, thread_id: str, name: str, data: EventData, created_at: datetime
-    ) -> asyncio.Future[int]:
-        self._check_open()
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        encoded = json.dumps(data, ensure_ascii=False)
-        self._enqueue(_Append(thread_id, name, encoded, created_at.isoformat(), done, data))
-        return done
+    def _queue(self, op: QueuedEvent) -> None:
+        self._enqueue(op)
 
     async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         """Return the thread's events with an id above `after`, oldest first."""
@@ -199,14 +229,7 @@ class SqliteEventLog(QueuedAppends):
             _READ, (thread_id, after, -1 if limit is None else limit)
         )
         return [
-            Event(
-                id=row[0],
-                thread_id=thread_id,
-                name=row[1],
-                data=json.loads(row[2]),
-                created_at=datetime.fromisoformat(row[3]),
-            )
-            for row in rows
+            Event(row[0], thread_id, row[1], row[2], datetime.fromisoformat(row[3])) for row in rows
         ]
 
     async def follow(self, thread_id: str, after: int = 0) -> AsyncGenerator[Event, None]:
@@ -263,27 +286,14 @@ class SqliteEventLog(QueuedAppends):
             return None
         return [event for event in recent if event.id > position]
 
-    def _remember(self, op: _Append, event_id: int) -> None:
+    def _remember(self, op: QueuedEvent, event_id: int) -> None:
         if op.name == TERMINAL_EVENT:
             self._recent.pop(op.thread_id, None)
             return
         recent = self._recent.setdefault(op.thread_id, deque(maxlen=_RECENT_EVENTS))
         if recent and recent[-1].id != event_id - 1:
             recent.clear()  # never leave a hole: memory must hold a contiguous run of ids
-        created = datetime.fromisoformat(op.created_at)
-        recent.append(
-            Event(
-                id=event_id,
-                thread_id=op.thread_id,
-                name=op.name,
-                data=op.payload,
-                created_at=created,
-            )
-        )
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise EventLogClosed("the event log is closed")
+        recent.append(Event(event_id, op.thread_id, op.name, op.text, op.created_at))
 
     def _waiter(self, thread_id: str) -> asyncio.Event:
         waiter = self._waiters.get(thread_id)
@@ -308,7 +318,7 @@ class SqliteEventLog(QueuedAppends):
                         op.done.set_exception(exc)
                 continue
             for op, result in zip(batch, results, strict=True):
-                if isinstance(op, _Append):
+                if isinstance(op, QueuedEvent):
                     self._remember(op, result)
                     if not op.done.done():
                         op.done.set_result(result)
@@ -336,7 +346,7 @@ class SqliteEventLog(QueuedAppends):
                     last = int(self._writer.execute(_LAST_ID, (op.thread_id,)).fetchone()[0])
                 event_id = last + 1
                 self._writer.execute(
-                    _INSERT, (op.thread_id, event_id, op.name, op.data, op.created_at)
+                    _INSERT, (op.thread_id, event_id, op.name, op.text, op.created_at.isoformat())
                 )
                 self._last_ids[op.thread_id] = event_id
                 results.append(event_id)

@@ -11,7 +11,6 @@ chunk of each stream mode asked for (`values`, `updates`, `custom`, `messages-tu
 
 import asyncio
 import contextlib
-import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -441,7 +440,7 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
             ended = False
             try:
                 async for event in manager().events.follow(stream_key(run.run_id), after):
-                    yield {"id": str(event.id), "event": event.name, "data": json.dumps(event.data)}
+                    yield {"id": str(event.id), "event": event.name, "data": event.text}
                     if event.name == END_EVENT:
                         ended = True
                         return

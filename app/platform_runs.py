@@ -141,7 +141,8 @@ class PlatformRuns:
 
     def emit(self, run_id: str, mode: str, chunk: Any) -> Awaitable[int]:
         """Queue one chunk of the run's stream, named as the SDK expects."""
-        return self.events.emit(stream_key(run_id), EVENT_NAMES.get(mode, mode), jsonable(chunk))
+        name = EVENT_NAMES.get(mode, mode)
+        return self.events.emit(stream_key(run_id), name, chunk, lenient=True)
 
     async def close_open(self, thread_id: str, status: RunStatus, error: str | None) -> None:
         """End the thread's started runs now that it stopped in `status`.

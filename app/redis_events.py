@@ -13,28 +13,17 @@ another process wakes them too.
 """
 
 import asyncio
-import json
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from redis.asyncio import Redis
 
-from app.events import TERMINAL_EVENT, Event, EventData, EventLogClosed, QueuedAppends
+from app.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from graph.redis_saver import awaited
 
 _FOLLOW_PAGE = 256
 _BLOCK_MS = 5_000
-
-
-@dataclass
-class _Append:
-    thread_id: str
-    name: str
-    encoded: str
-    created_at: str
-    done: asyncio.Future[int]
 
 
 def _seq(stream_id: bytes | str) -> int:
@@ -62,27 +51,17 @@ class RedisEventLog(QueuedAppends):
         self._follow_client = follow_client or client
         self._prefix = prefix
         self._max_events = max_events
-        self._pending: list[_Append] = []
+        self._pending: list[QueuedEvent] = []
         self._flusher: asyncio.Task[None] | None = None
         self._closed = False
 
     def _key(self, thread_id: str) -> str:
         return f"{self._prefix}{thread_id}"
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise EventLogClosed("the event log is closed")
-
-    def _queue(
-        self, thread_id: str, name: str, data: EventData, created_at: datetime
-    ) -> asyncio.Future[int]:
-        self._check_open()
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        encoded = json.dumps(data, ensure_ascii=False)  # a bad payload fails here, alone
-        self._pending.append(_Append(thread_id, name, encoded, created_at.isoformat(), done))
+    def _queue(self, op: QueuedEvent) -> None:
+        self._pending.append(op)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush())
-        return done
 
     async def _flush(self) -> None:
         while self._pending:
@@ -91,7 +70,7 @@ class RedisEventLog(QueuedAppends):
             for op in batch:
                 pipe.xadd(
                     self._key(op.thread_id),
-                    {"name": op.name, "data": op.encoded, "at": op.created_at},
+                    {"name": op.name, "data": op.text, "at": op.created_at.isoformat()},
                     id="0-*",
                     maxlen=self._max_events,
                     approximate=True,
@@ -112,15 +91,8 @@ class RedisEventLog(QueuedAppends):
         events = []
         for stream_id, fields in entries:
             values = {_text(k): _text(v) for k, v in fields.items()}
-            events.append(
-                Event(
-                    id=_seq(stream_id),
-                    thread_id=thread_id,
-                    name=values["name"],
-                    data=json.loads(values["data"]),
-                    created_at=datetime.fromisoformat(values["at"]),
-                )
-            )
+            at = datetime.fromisoformat(values["at"])
+            events.append(Event(_seq(stream_id), thread_id, values["name"], values["data"], at))
         return events
 
     async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
