@@ -6,13 +6,13 @@ restart of the process.
 
 Deliberate choices in the SQLite log:
 
-- Appends go through a group commit, as in `graph/checkpointer.py`: concurrent appends
-  queue up and one worker-thread call writes them all in one transaction. Ids are
-  assigned inside that transaction from a per-thread last-id cache that only the worker
-  touches, so appends to one thread never collide and appends to many threads never wait
-  on each other's round trips. The cache assumes this process is the only writer of the
-  log's table; after a failed transaction it forgets the threads involved and reads their
-  last id from the file again, so no id is skipped or reused.
+- Appends go through a group commit: concurrent appends queue up and are written
+  together, in the data file's shared transaction (`graph.sqlite_writer`). Ids are
+  assigned inside that transaction from a per-thread last-id cache that only the writer
+  touches while a batch is out, so appends to one thread never collide and appends to
+  many threads never wait on each other's round trips. The cache assumes this process is
+  the only writer of the log's table; after a failed transaction it forgets the threads
+  involved and reads their last id from the file again, so no id is skipped or reused.
 - A caller that is cancelled while waiting for its append still gets the event written:
   the write belongs to the shared transaction, not to the caller.
 - `delete` forgets the thread entirely: a later append to the same thread id starts
@@ -23,13 +23,14 @@ Deliberate choices in the SQLite log:
 """
 
 import asyncio
+import functools
 import json
 import sqlite3
 import weakref
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +38,8 @@ from typing import Any, Protocol
 
 import aiosqlite
 from pydantic_core import PydanticSerializationError, to_json
+
+from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, open_sqlite_writer
 
 __all__ = [
     "TERMINAL_EVENT",
@@ -64,7 +67,6 @@ _READ = (
     "SELECT id, name, data, created_at FROM event_log "
     "WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?"
 )
-_BUSY_TIMEOUT_S = 30.0
 # A follower reads its backlog in pages of this many events so a long history never
 # lands in memory at once.
 _FOLLOW_PAGE = 256
@@ -202,10 +204,10 @@ class QueuedAppends(ABC):
 class SqliteEventLog(QueuedAppends):
     """An `EventLog` kept in one SQLite file (which may hold other tables too)."""
 
-    def __init__(self, reader: aiosqlite.Connection, writer: sqlite3.Connection) -> None:
+    def __init__(self, reader: aiosqlite.Connection, writer: SqliteWriter) -> None:
         self._reader = reader
         self._writer = writer
-        self._last_ids: dict[str, int] = {}  # touched only by the worker thread in _commit
+        self._last_ids: dict[str, int] = {}  # touched only by _commit, or after it failed
         self._pending: list[_Op] = []
         self._flusher: asyncio.Task[None] | None = None
         # An entry lives while some follower holds it, so idle threads cost nothing.
@@ -311,8 +313,10 @@ class SqliteEventLog(QueuedAppends):
         while self._pending:
             batch, self._pending = self._pending, []
             try:
-                results = await asyncio.to_thread(self._commit, batch)
+                results = await self._writer.run(functools.partial(self._commit, batch=batch))
             except Exception as exc:  # every caller of the failed transaction learns of it
+                for op in batch:  # its ids were not taken: read them from the file again
+                    self._last_ids.pop(op.thread_id, None)
                 for op in batch:
                     if not op.done.done():
                         op.done.set_exception(exc)
@@ -330,58 +334,42 @@ class SqliteEventLog(QueuedAppends):
                     if not op.done.done():
                         op.done.set_result(None)
 
-    def _commit(self, batch: list[_Op]) -> list[int]:
-        """Write a batch in one transaction; return the id of each op (0 for deletes)."""
+    def _commit(self, conn: sqlite3.Connection, *, batch: list[_Op]) -> list[int]:
+        """Write a batch (in the writer's transaction); return each op's id (0 for deletes)."""
         results: list[int] = []
-        self._writer.execute("BEGIN IMMEDIATE")
-        try:
-            for op in batch:
-                if isinstance(op, _Delete):
-                    self._writer.execute(_DELETE, (op.thread_id,))
-                    self._last_ids.pop(op.thread_id, None)
-                    results.append(0)
-                    continue
-                last = self._last_ids.get(op.thread_id)
-                if last is None:
-                    last = int(self._writer.execute(_LAST_ID, (op.thread_id,)).fetchone()[0])
-                event_id = last + 1
-                self._writer.execute(
-                    _INSERT, (op.thread_id, event_id, op.name, op.text, op.created_at.isoformat())
-                )
-                self._last_ids[op.thread_id] = event_id
-                results.append(event_id)
-            self._writer.execute("COMMIT")
-        except BaseException:
-            if self._writer.in_transaction:
-                self._writer.execute("ROLLBACK")
-            for op in batch:
+        for op in batch:
+            if isinstance(op, _Delete):
+                conn.execute(_DELETE, (op.thread_id,))
                 self._last_ids.pop(op.thread_id, None)
-            raise
+                results.append(0)
+                continue
+            last = self._last_ids.get(op.thread_id)
+            if last is None:
+                last = int(conn.execute(_LAST_ID, (op.thread_id,)).fetchone()[0])
+            event_id = last + 1
+            conn.execute(
+                _INSERT, (op.thread_id, event_id, op.name, op.text, op.created_at.isoformat())
+            )
+            self._last_ids[op.thread_id] = event_id
+            results.append(event_id)
         return results
 
 
 @asynccontextmanager
-async def open_sqlite_event_log(path: Path) -> AsyncIterator[SqliteEventLog]:
-    """Open (creating if needed) the event log in the SQLite file at `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    writer = sqlite3.connect(
-        str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-    )
-    try:
-        # WAL without a sync per commit: a killed process loses nothing (the WAL is in
-        # the OS cache); only a power cut may lose the last events.
-        await asyncio.to_thread(_prepare, writer)
-        async with aiosqlite.connect(str(path), timeout=_BUSY_TIMEOUT_S) as reader:
-            log = SqliteEventLog(reader, writer)
-            try:
-                yield log
-            finally:
-                await log.close()
-    finally:
-        writer.close()
+async def open_sqlite_event_log(
+    path: Path, writer: SqliteWriter | None = None
+) -> AsyncIterator[SqliteEventLog]:
+    """Open (creating if needed) the event log in the SQLite file at `path`.
 
-
-def _prepare(writer: sqlite3.Connection) -> None:
-    writer.execute("PRAGMA journal_mode=WAL")
-    writer.execute("PRAGMA synchronous=NORMAL")
-    writer.execute(_SCHEMA)
+    `writer`: the file's writer, when other stores of the file share it.
+    """
+    async with AsyncExitStack() as stack:
+        if writer is None:
+            writer = await stack.enter_async_context(open_sqlite_writer(path))
+        await writer.run(lambda conn: conn.execute(_SCHEMA))
+        reader = await stack.enter_async_context(
+            aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S)
+        )
+        log = SqliteEventLog(reader, writer)
+        stack.push_async_callback(log.close)
+        yield log

@@ -11,13 +11,15 @@ import builtins
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import aiosqlite
 from pydantic import BaseModel, field_validator
+
+from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, open_sqlite_writer
 
 __all__ = [
     "ACTIVE",
@@ -75,7 +77,6 @@ _ACTIVE = (
     f"SELECT {_COLUMNS} FROM thread_registry WHERE status IN ('queued', 'running') "
     "ORDER BY created_at, thread_id"
 )
-_BUSY_TIMEOUT_S = 30.0
 
 
 class ThreadExists(Exception):
@@ -153,8 +154,13 @@ class Registry(Protocol):
 class SqliteRegistry:
     """The thread registry kept in one SQLite file (which may hold other tables too)."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._conn = conn
+    def __init__(self, conn: aiosqlite.Connection, writer: SqliteWriter) -> None:
+        self._conn = conn  # reads
+        self._writer = writer  # writes, in the data file's shared transaction
+
+    async def _write(self, sql: str, params: tuple[Any, ...]) -> builtins.list[ThreadRecord]:
+        """Run one statement in the writer's next transaction; the records it returns."""
+        return await self._writer.run(lambda conn: _records(conn.execute(sql, params).fetchall()))
 
     async def create(self, record: ThreadRecord) -> None:
         """Register a new thread; raise `ThreadExists` if its id is taken."""
@@ -170,8 +176,7 @@ class SqliteRegistry:
             json.dumps(record.metadata, ensure_ascii=False),
         )
         try:
-            async with self._conn.execute(_INSERT, row):
-                pass
+            await self._write(_INSERT, row)
         except sqlite3.IntegrityError as exc:
             raise ThreadExists(record.thread_id) from exc
 
@@ -189,8 +194,7 @@ class SqliteRegistry:
             KeyError: no thread has this id.
         """
         now = stamp(datetime.now(UTC))
-        rows = await self._conn.execute_fetchall(_SET_STATUS, (status, error, now, thread_id))
-        records = _records(rows)
+        records = await self._write(_SET_STATUS, (status, error, now, thread_id))
         if not records:
             raise KeyError(thread_id)
         return records[0]
@@ -211,15 +215,14 @@ class SqliteRegistry:
             stamp(datetime.now(UTC)),
             thread_id,
         )
-        records = _records(await self._conn.execute_fetchall(_UPDATE, row))
+        records = await self._write(_UPDATE, row)
         if not records:
             raise KeyError(thread_id)
         return records[0]
 
     async def delete(self, thread_id: str) -> bool:
         """Remove the thread's record; return whether there was one."""
-        async with self._conn.execute(_DELETE, (thread_id,)) as cursor:
-            return cursor.rowcount > 0
+        return await self._writer.run(lambda conn: conn.execute(_DELETE, (thread_id,)).rowcount > 0)
 
     async def active(self) -> builtins.list[ThreadRecord]:
         """Return the queued and running threads, oldest first (to resume after a restart)."""
@@ -305,17 +308,27 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
 
 
 @asynccontextmanager
-async def open_sqlite_registry(path: Path) -> AsyncIterator[SqliteRegistry]:
-    """Open (creating if needed) the thread registry in the SQLite file at `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    async with aiosqlite.connect(str(path), timeout=_BUSY_TIMEOUT_S, isolation_level=None) as conn:
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        for statement in _SCHEMA:
-            await conn.execute(statement)
-        columns = [
-            row[1] for row in await conn.execute_fetchall("PRAGMA table_info(thread_registry)")
-        ]
-        if "metadata" not in columns:
-            await conn.execute(_ADD_METADATA)
-        yield SqliteRegistry(conn)
+async def open_sqlite_registry(
+    path: Path, writer: SqliteWriter | None = None
+) -> AsyncIterator[SqliteRegistry]:
+    """Open (creating if needed) the thread registry in the SQLite file at `path`.
+
+    `writer`: the file's writer, when other stores of the file share it.
+    """
+    async with AsyncExitStack() as stack:
+        if writer is None:
+            writer = await stack.enter_async_context(open_sqlite_writer(path))
+        await writer.run(_prepare)
+        conn = await stack.enter_async_context(
+            aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        )
+        yield SqliteRegistry(conn, writer)
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    """Create the table, or add the columns later versions brought."""
+    for statement in _SCHEMA:
+        conn.execute(statement)
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(thread_registry)")]
+    if "metadata" not in columns:
+        conn.execute(_ADD_METADATA)

@@ -17,6 +17,7 @@ from app.events import EventLog, open_sqlite_event_log
 from app.registry import Registry, open_sqlite_registry
 from app.settings import Settings
 from graph.checkpointer import sqlite_saver
+from graph.sqlite_writer import SqliteWriter, open_sqlite_writer
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -37,10 +38,15 @@ class BackendSetupError(ValueError):
 
 
 @asynccontextmanager
-async def open_checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    """Redis when `RESEARCH_REDIS_URL` is set (its modules checked first), else the SQLite file."""
+async def open_checkpointer(
+    settings: Settings, writer: SqliteWriter | None = None
+) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """Redis when `RESEARCH_REDIS_URL` is set (its modules checked first), else the SQLite file.
+
+    `writer`: the SQLite file's writer, when the service's other stores share it.
+    """
     if settings.redis_url is None:
-        async with sqlite_saver(settings.checkpoint_path) as saver:
+        async with sqlite_saver(settings.checkpoint_path, writer) as saver:
             yield saver
         return
     # Imported here: redisvl is only needed, and only paid for, by Redis deployments.
@@ -76,13 +82,16 @@ def redact_url(url: str) -> str:
 async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
     """The checkpointer, event log and registry the settings choose; closed on exit."""
     async with AsyncExitStack() as stack:
-        saver = await stack.enter_async_context(open_checkpointer(settings))
         if settings.redis_url is None:
+            # One file, one writer: the three stores' writes share its transactions.
             path = settings.service_db_path
-            events: EventLog = await stack.enter_async_context(open_sqlite_event_log(path))
-            registry: Registry = await stack.enter_async_context(open_sqlite_registry(path))
+            writer = await stack.enter_async_context(open_sqlite_writer(path))
+            saver = await stack.enter_async_context(open_checkpointer(settings, writer))
+            events: EventLog = await stack.enter_async_context(open_sqlite_event_log(path, writer))
+            registry: Registry = await stack.enter_async_context(open_sqlite_registry(path, writer))
             yield Stores(saver, events, registry)
         else:
+            saver = await stack.enter_async_context(open_checkpointer(settings))
             from app.redis_events import RedisEventLog
             from app.redis_registry import RedisRegistry
             from graph.redis_saver import redis_client

@@ -1,11 +1,12 @@
 """Checkpointer factories; each one only deserialises the types our state is made of.
 
 The SQLite saver is LangGraph's `AsyncSqliteSaver` with one change: its writes go
-through a group commit. The stock saver makes several round trips to aiosqlite's thread
-and commits once per checkpoint; with hundreds of runs in one process that serial
-thread, not the disk, bounds throughput. Here concurrent writes queue up, one worker
-thread call writes them all in one transaction, and each caller returns only once its
-rows are committed, so durability is the same. The latest-checkpoint read that starts
+through a group commit (`graph.sqlite_writer`, shared with the service's other stores of
+the same file). The stock saver makes several round trips to aiosqlite's thread and
+commits once per checkpoint; with hundreds of runs in one process that serial thread,
+not the disk, bounds throughput. Here concurrent writes queue up, one worker thread call
+writes them all in one transaction, and each caller returns only once its rows are
+committed, so durability is the same. The latest-checkpoint read that starts
 every run is one worker-thread call of the sync saver; other reads are the stock ones.
 
 Channel values are stored once per version in `checkpoint_blobs`, as the in-memory saver
@@ -18,7 +19,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph import models
+from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, open_sqlite_writer
 
 # Everything a checkpoint of ResearchState may hold beyond LangGraph's own safe types.
 STATE_TYPES: tuple[type, ...] = (
@@ -80,7 +82,6 @@ _GET_BLOB = (
     "WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
 )
 _DELETE_BLOBS = "DELETE FROM checkpoint_blobs WHERE thread_id = ?"
-_BUSY_TIMEOUT_S = 30.0
 
 Rows = list[tuple[Any, ...]]
 
@@ -101,46 +102,26 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
     """`AsyncSqliteSaver` whose concurrent writes share one transaction."""
 
     def __init__(
-        self, conn: aiosqlite.Connection, writer: sqlite3.Connection, reader: sqlite3.Connection
+        self, conn: aiosqlite.Connection, writer: SqliteWriter, reader: sqlite3.Connection
     ) -> None:
         super().__init__(conn, serde=serializer())
         self._writer = writer
         self._reader = SqliteSaver(reader, serde=self.serde)
         self._blob_reader = reader
-        self._pending: list[tuple[str, Rows, asyncio.Future[None]]] = []
-        self._flusher: asyncio.Task[None] | None = None
 
-    async def _write(self, sql: str, rows: Rows) -> None:
-        """Queue rows and wait until the transaction holding them has committed."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((sql, rows, done))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush())
-        await done
+    async def _write(self, *statements: tuple[str, Rows]) -> None:
+        """Write rows in the next transaction; return once it has committed."""
 
-    async def _flush(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending, []
-            try:
-                await asyncio.to_thread(self._commit, [(sql, rows) for sql, rows, _ in batch])
-            except Exception as exc:  # every caller of the failed transaction learns of it
-                for _, _, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-            else:
-                for _, _, done in batch:
-                    if not done.done():
-                        done.set_result(None)
+        def work(conn: sqlite3.Connection) -> None:
+            for sql, rows in statements:
+                if rows:
+                    conn.executemany(sql, rows)
+
+        await self._writer.run(work)
 
     async def drain(self) -> None:
         """Wait until every queued write has been committed."""
-        while self._flusher is not None and not self._flusher.done():
-            await self._flusher
-
-    def _commit(self, batch: Sequence[tuple[str, Rows]]) -> None:
-        with self._writer:  # one transaction: commit, or roll back on error
-            for sql, rows in batch:
-                self._writer.executemany(sql, rows)
+        await self._writer.drain()
 
     def _dump_value(self, values: dict[str, Any], channel: str) -> tuple[str, bytes]:
         if channel not in values:
@@ -186,7 +167,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints, writes and channel values."""
         await super().adelete_thread(thread_id)
-        await self._write(_DELETE_BLOBS, [(str(thread_id),)])
+        await self._write((_DELETE_BLOBS, [(str(thread_id),)]))
 
     async def aput(
         self,
@@ -214,9 +195,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
             blob,
             meta.encode("utf-8", "ignore"),
         )
-        if blobs:
-            await self._write(_PUT_BLOB, blobs)
-        await self._write(_PUT_CHECKPOINT, [row])
+        await self._write((_PUT_BLOB, blobs), (_PUT_CHECKPOINT, [row]))
         return {
             "configurable": {
                 "thread_id": configurable["thread_id"],
@@ -248,26 +227,25 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
             )
             for idx, (channel, value) in enumerate(writes)
         ]
-        await self._write(_PUT_WRITES.format(conflict=conflict), rows)
+        await self._write((_PUT_WRITES.format(conflict=conflict), rows))
 
 
 @asynccontextmanager
-async def sqlite_saver(path: Path) -> AsyncIterator[GroupCommitSqliteSaver]:
-    """The embedded default: one SQLite file holds every thread's checkpoints."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    async with aiosqlite.connect(str(path), timeout=_BUSY_TIMEOUT_S) as conn:
-        writer = sqlite3.connect(str(path), timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
-        reader = sqlite3.connect(str(path), timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
-        # WAL without a sync per commit: a killed process loses nothing (the WAL is in
-        # the OS cache); only a power cut may lose the last steps.
-        writer.execute("PRAGMA journal_mode=WAL")
-        writer.execute("PRAGMA synchronous=NORMAL")
-        writer.execute(_BLOBS_SCHEMA)
+async def sqlite_saver(
+    path: Path, writer: SqliteWriter | None = None
+) -> AsyncIterator[GroupCommitSqliteSaver]:
+    """The embedded default: one SQLite file holds every thread's checkpoints.
+
+    `writer`: the file's writer, when other stores of the file share it.
+    """
+    async with AsyncExitStack() as stack:
+        if writer is None:
+            writer = await stack.enter_async_context(open_sqlite_writer(path))
+        conn = await stack.enter_async_context(aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S))
+        reader = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        stack.callback(reader.close)
+        await writer.run(lambda c: c.execute(_BLOBS_SCHEMA))
         saver = GroupCommitSqliteSaver(conn, writer, reader)
-        try:
-            await saver.setup()
-            yield saver
-        finally:
-            await saver.drain()
-            writer.close()
-            reader.close()
+        await saver.setup()
+        yield saver
+        await saver.drain()

@@ -1,0 +1,207 @@
+"""One writer for a SQLite file: concurrent writes of every store share one transaction.
+
+The service keeps checkpoints, events and the thread registry in one file. Measured with
+200 runs at once (bench/sdk_load.py), two designs before this one lost most of a second
+per commit though the disk was idle:
+
+- a writer connection per store: they took SQLite's one write lock in turn, and a writer
+  that found it taken slept in SQLite's busy handler (1, 2, 5, ... up to 100 ms);
+- one shared writer on a worker thread: every statement gives up the GIL and must win it
+  back from the busy event loop (up to the 5 ms switch interval each), so a batch of a
+  few hundred writes took seconds.
+
+So the writes queued while a transaction commits go together into the next one, run on
+the event loop itself: a batch takes a few milliseconds of C, with no lock wait, because
+this is the file's only writer in the process. A write lock held by another process is
+never waited for on the loop: the busy timeout is zero, and the batch is retried after
+an asyncio sleep. The WAL is copied back into the database (the part that fsyncs) by a
+worker thread, not by the commit that happens to cross the threshold. Each write runs in
+a savepoint, so one that fails (a duplicate key) fails alone; a failed commit fails all.
+"""
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_S = 30.0  # other connections (readers) may wait; the writer never does
+# Backoff while another process holds the write lock: first and largest sleep, seconds.
+_LOCKED_RETRY_S = (0.001, 0.05)
+# Copy the WAL back into the database at most this often (seconds) while writes go on.
+_WAL_CHECKPOINT_EVERY_S = 1.0
+
+
+@dataclass
+class _Work:
+    run: Callable[[sqlite3.Connection], Any]
+    done: asyncio.Future[Any] = field(repr=False)
+
+
+class SqliteWriter:
+    """Group commit over one connection (see the module docstring)."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        path: Path,
+        wal_checkpoint_every_s: float = _WAL_CHECKPOINT_EVERY_S,
+    ) -> None:
+        self._conn = conn
+        self._path = path
+        self._wal_checkpoint_every_s = wal_checkpoint_every_s
+        self._pending: list[_Work] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._wal_checkpoint: asyncio.Task[None] | None = None
+        self._last_wal_checkpoint = time.monotonic()
+        self._closed = False
+
+    def submit(self, work: Callable[[sqlite3.Connection], T]) -> "asyncio.Future[T]":
+        """Queue `work` for the next transaction; the future gives its result once committed.
+
+        `work` runs on the event loop with the connection inside a transaction: it only
+        executes statements (no waiting, no serialising of large values), and never
+        commits or rolls back itself. Its place in the order is fixed now.
+        """
+        if self._closed:
+            raise RuntimeError("the SQLite writer is closed")
+        done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Work(work, done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        return done
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` in the next transaction and return its result once committed."""
+        return await self.submit(work)
+
+    async def drain(self) -> None:
+        """Wait until every queued write has been committed."""
+        while self._flusher is not None and not self._flusher.done():
+            await self._flusher
+        if self._wal_checkpoint is not None:
+            await self._wal_checkpoint
+
+    async def close(self) -> None:
+        """Commit what is queued, then refuse further writes."""
+        await self.drain()
+        self._closed = True
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                outcomes = await self._commit_when_unlocked(batch)
+            except Exception as exc:  # the commit failed: so did every write in it
+                outcomes = [exc] * len(batch)
+            for work, outcome in zip(batch, outcomes, strict=True):
+                if work.done.done():
+                    continue  # its caller was cancelled; the write stands all the same
+                if isinstance(outcome, BaseException):
+                    work.done.set_exception(outcome)
+                else:
+                    work.done.set_result(outcome)
+
+    async def _commit_when_unlocked(self, batch: list[_Work]) -> list[Any]:
+        """Commit the batch; while another process holds the write lock, sleep and retry.
+
+        Only taking the lock is retried: once a write has run, its effects (an event
+        log's id cache) must not be repeated.
+        """
+        pause, longest = _LOCKED_RETRY_S
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                break
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, longest)
+        outcomes = self._commit(batch)
+        self._maybe_checkpoint_wal()
+        return outcomes
+
+    def _maybe_checkpoint_wal(self) -> None:
+        now = time.monotonic()
+        running = self._wal_checkpoint is not None and not self._wal_checkpoint.done()
+        if running or now - self._last_wal_checkpoint < self._wal_checkpoint_every_s:
+            return
+        self._last_wal_checkpoint = now
+        self._wal_checkpoint = asyncio.create_task(asyncio.to_thread(_checkpoint_wal, self._path))
+
+    def _commit(self, batch: list[_Work]) -> list[Any]:
+        """Run a batch in the open transaction, each write in a savepoint; commit."""
+        conn = self._conn
+        outcomes: list[Any] = []
+        try:
+            for work in batch:
+                conn.execute("SAVEPOINT work")
+                try:
+                    outcomes.append(work.run(conn))
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO work")
+                    outcomes.append(exc)
+                conn.execute("RELEASE work")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return outcomes
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _checkpoint_wal(path: Path) -> None:
+    """Copy the WAL's committed pages into the database, without blocking anyone."""
+    try:
+        with closing(sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except sqlite3.Error as exc:  # the next one catches up; the WAL keeps everything
+        logger.warning("WAL checkpoint of %s failed: %s", path, exc)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """The writer's connection to the data file, in WAL mode.
+
+    WAL without a sync per commit: a killed process loses nothing (the WAL is in the OS
+    cache); only a power cut may lose the last writes. No busy timeout (see the module
+    docstring) and no automatic WAL checkpoint: `SqliteWriter` runs those in a thread.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+    )
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("PRAGMA busy_timeout=0")
+    return conn
+
+
+@asynccontextmanager
+async def open_sqlite_writer(
+    path: Path, wal_checkpoint_every_s: float = _WAL_CHECKPOINT_EVERY_S
+) -> AsyncIterator[SqliteWriter]:
+    """The writer of the SQLite file at `path`; what is queued is committed on exit."""
+    conn = await asyncio.to_thread(connect, path)
+    writer = SqliteWriter(conn, path, wal_checkpoint_every_s)
+    try:
+        yield writer
+    finally:
+        try:
+            await writer.close()
+        finally:
+            conn.close()
