@@ -49,8 +49,15 @@ STOP_WAIT_S = 10.0
 CLOSE_POLL_S = 0.05
 # How long the sweep waits for an abandoned job's worker to confirm the abort.
 SWEEP_ABORT_WAIT_S = 0.5
-# Look for abandoned jobs, aborts and due retries every second: takeovers and cancels are quick.
-TIMERS: "PartialTimersDict" = {"sweep": 1, "abort": 1, "schedule": 1, "worker_info": 10}
+# Look for abandoned jobs and due retries every second, for aborts four times a second:
+# takeovers and cancels are quick. (saq also aborts only jobs that have run for at least
+# the abort period; its type says int, a fraction works.)
+TIMERS: "PartialTimersDict" = {
+    "sweep": 1,
+    "abort": 0.25,  # type: ignore[typeddict-item]
+    "schedule": 1,
+    "worker_info": 10,
+}
 
 
 # saq 0.26's sweep script: under a lock of `lock` seconds, every job id in the active
