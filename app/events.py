@@ -39,7 +39,7 @@ from typing import Any, Protocol
 import aiosqlite
 from pydantic_core import PydanticSerializationError, to_json
 
-from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, open_sqlite_writer
+from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, writer_for
 
 __all__ = [
     "TERMINAL_EVENT",
@@ -364,8 +364,7 @@ async def open_sqlite_event_log(
     `writer`: the file's writer, when other stores of the file share it.
     """
     async with AsyncExitStack() as stack:
-        if writer is None:
-            writer = await stack.enter_async_context(open_sqlite_writer(path))
+        writer = await writer_for(stack, path, writer)
         await writer.run(lambda conn: conn.execute(_SCHEMA))
         reader = await stack.enter_async_context(
             aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S)

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 import aiosqlite
 from pydantic import BaseModel, field_validator
 
-from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, open_sqlite_writer
+from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, writer_for
 
 __all__ = [
     "ACTIVE",
@@ -316,8 +316,7 @@ async def open_sqlite_registry(
     `writer`: the file's writer, when other stores of the file share it.
     """
     async with AsyncExitStack() as stack:
-        if writer is None:
-            writer = await stack.enter_async_context(open_sqlite_writer(path))
+        writer = await writer_for(stack, path, writer)
         await writer.run(_prepare)
         conn = await stack.enter_async_context(
             aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)

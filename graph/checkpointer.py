@@ -39,7 +39,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph import models
-from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, open_sqlite_writer
+from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, writer_for
 
 # Everything a checkpoint of ResearchState may hold beyond LangGraph's own safe types.
 STATE_TYPES: tuple[type, ...] = (
@@ -239,8 +239,7 @@ async def sqlite_saver(
     `writer`: the file's writer, when other stores of the file share it.
     """
     async with AsyncExitStack() as stack:
-        if writer is None:
-            writer = await stack.enter_async_context(open_sqlite_writer(path))
+        writer = await writer_for(stack, path, writer)
         conn = await stack.enter_async_context(aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S))
         reader = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         stack.callback(reader.close)

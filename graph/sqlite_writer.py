@@ -24,7 +24,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, closing
+from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -205,3 +205,12 @@ async def open_sqlite_writer(
             await writer.close()
         finally:
             conn.close()
+
+
+async def writer_for(
+    stack: AsyncExitStack, path: Path, writer: SqliteWriter | None
+) -> SqliteWriter:
+    """`writer` when the file's stores share one, else a writer of `path` closed by `stack`."""
+    if writer is not None:
+        return writer
+    return await stack.enter_async_context(open_sqlite_writer(path))
