@@ -26,8 +26,12 @@ class KeyAuth:
         """Whether callers must present a key."""
         return bool(self._keys)
 
-    def __call__(self, request: Request) -> str:
-        """The caller's owner id, or Unauthorized."""
+    async def __call__(self, request: Request) -> str:
+        """The caller's owner id, or Unauthorized.
+
+        A coroutine though it never waits: FastAPI runs a plain function dependency on its
+        thread pool, a thread hop for every request.
+        """
         if not self._keys:
             return LOCAL_OWNER
         header = request.headers.get("authorization", "")
