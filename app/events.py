@@ -36,10 +36,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-import aiosqlite
 from pydantic_core import PydanticSerializationError, to_json
 
-from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, writer_for
+from graph.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
 
 __all__ = [
     "TERMINAL_EVENT",
@@ -219,7 +218,7 @@ class QueuedAppends(ABC):
 class SqliteEventLog(QueuedAppends):
     """An `EventLog` kept in one SQLite file (which may hold other tables too)."""
 
-    def __init__(self, reader: aiosqlite.Connection, writer: SqliteWriter) -> None:
+    def __init__(self, reader: SqliteReader, writer: SqliteWriter) -> None:
         self._reader = reader
         self._writer = writer
         self._last_ids: dict[str, int] = {}  # touched only by _commit, or after it failed
@@ -242,7 +241,7 @@ class SqliteEventLog(QueuedAppends):
         self._check_open()
         if limit is not None and limit < 0:
             raise ValueError("limit must not be negative")
-        rows = await self._reader.execute_fetchall(
+        rows = await self._reader.fetchall(
             _READ, (thread_id, after, -1 if limit is None else limit)
         )
         return [
@@ -273,7 +272,7 @@ class SqliteEventLog(QueuedAppends):
     async def last_id(self, thread_id: str) -> int:
         """Return the thread's highest event id, 0 when it has none."""
         self._check_open()
-        rows = list(await self._reader.execute_fetchall(_LAST_ID, (thread_id,)))
+        rows = await self._reader.fetchall(_LAST_ID, (thread_id,))
         return int(rows[0][0])
 
     async def delete(self, thread_id: str) -> None:
@@ -286,7 +285,7 @@ class SqliteEventLog(QueuedAppends):
     async def ping(self) -> None:
         """Raise when the store cannot be reached."""
         self._check_open()
-        await self._reader.execute_fetchall("SELECT 1 FROM event_log LIMIT 1")
+        await self._reader.fetchall("SELECT 1 FROM event_log LIMIT 1")
 
     async def close(self) -> None:
         """Write what is queued, refuse further use and wake followers so they raise."""
@@ -381,9 +380,7 @@ async def open_sqlite_event_log(
     async with AsyncExitStack() as stack:
         writer = await writer_for(stack, path, writer)
         await writer.run(_prepare)
-        reader = await stack.enter_async_context(
-            aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S)
-        )
+        reader = await stack.enter_async_context(open_sqlite_reader(path))
         log = SqliteEventLog(reader, writer)
         stack.push_async_callback(log.close)
         yield log

@@ -16,10 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import aiosqlite
 from pydantic import BaseModel, field_validator
 
-from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, writer_for
+from graph.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
 
 __all__ = [
     "ACTIVE",
@@ -154,8 +153,8 @@ class Registry(Protocol):
 class SqliteRegistry:
     """The thread registry kept in one SQLite file (which may hold other tables too)."""
 
-    def __init__(self, conn: aiosqlite.Connection, writer: SqliteWriter) -> None:
-        self._conn = conn  # reads
+    def __init__(self, reader: SqliteReader, writer: SqliteWriter) -> None:
+        self._reader = reader
         self._writer = writer  # writes, in the data file's shared transaction
 
     async def _write(self, sql: str, params: tuple[Any, ...]) -> builtins.list[ThreadRecord]:
@@ -182,7 +181,7 @@ class SqliteRegistry:
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
         """Return the thread's record, or None when it is not registered."""
-        records = _records(await self._conn.execute_fetchall(_GET, (thread_id,)))
+        records = _records(await self._reader.fetchall(_GET, (thread_id,)))
         return records[0] if records else None
 
     async def set_status(
@@ -226,11 +225,11 @@ class SqliteRegistry:
 
     async def active(self) -> builtins.list[ThreadRecord]:
         """Return the queued and running threads, oldest first (to resume after a restart)."""
-        return _records(await self._conn.execute_fetchall(_ACTIVE))
+        return _records(await self._reader.fetchall(_ACTIVE))
 
     async def ping(self) -> None:
         """Raise when the store cannot be reached."""
-        await self._conn.execute_fetchall("SELECT 1 FROM thread_registry LIMIT 1")
+        await self._reader.fetchall("SELECT 1 FROM thread_registry LIMIT 1")
 
     async def list(
         self, owner: str, limit: int = 20, cursor: str | None = None
@@ -245,10 +244,10 @@ class SqliteRegistry:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         if cursor is None:
-            rows = await self._conn.execute_fetchall(_FIRST_PAGE, (owner, limit + 1))
+            rows = await self._reader.fetchall(_FIRST_PAGE, (owner, limit + 1))
         else:
             created_at, thread_id = decode_cursor(cursor)
-            rows = await self._conn.execute_fetchall(
+            rows = await self._reader.fetchall(
                 _NEXT_PAGE, (owner, created_at, thread_id, limit + 1)
             )
         records = _records(rows)
@@ -318,10 +317,8 @@ async def open_sqlite_registry(
     async with AsyncExitStack() as stack:
         writer = await writer_for(stack, path, writer)
         await writer.run(_prepare)
-        conn = await stack.enter_async_context(
-            aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        )
-        yield SqliteRegistry(conn, writer)
+        reader = await stack.enter_async_context(open_sqlite_reader(path))
+        yield SqliteRegistry(reader, writer)
 
 
 def _prepare(conn: sqlite3.Connection) -> None:

@@ -4,10 +4,10 @@ The SQLite saver is LangGraph's `AsyncSqliteSaver` with one change: its writes g
 through a group commit (`graph.sqlite_writer`, shared with the service's other stores of
 the same file). The stock saver makes several round trips to aiosqlite's thread and
 commits once per checkpoint; with hundreds of runs in one process that serial thread,
-not the disk, bounds throughput. Here concurrent writes queue up, one worker thread call
-writes them all in one transaction, and each caller returns only once its rows are
-committed, so durability is the same. The latest-checkpoint read that starts
-every run is one worker-thread call of the sync saver; other reads are the stock ones.
+not the disk, bounds throughput. Here concurrent writes queue up, are written together
+in one transaction, and each caller returns only once its rows are committed, so
+durability is the same. Reading a checkpoint (every run starts with one) is one call of
+the sync saver on the event loop; listing uses the stock query.
 
 Channel values are stored once per version in `checkpoint_blobs`, as the in-memory saver
 keeps them, not inside every checkpoint row as the stock saver does: a run's sources are
@@ -15,7 +15,7 @@ written when they change, not again at every step. Checkpoints that hold their v
 inline (files of the stock saver) are read as they are.
 """
 
-import asyncio
+import functools
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
@@ -39,7 +39,13 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph import models
-from graph.sqlite_writer import BUSY_TIMEOUT_S, SqliteWriter, writer_for
+from graph.sqlite_writer import (
+    BUSY_TIMEOUT_S,
+    SqliteReader,
+    SqliteWriter,
+    open_sqlite_reader,
+    writer_for,
+)
 
 # Everything a checkpoint of ResearchState may hold beyond LangGraph's own safe types.
 STATE_TYPES: tuple[type, ...] = (
@@ -102,12 +108,12 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
     """`AsyncSqliteSaver` whose concurrent writes share one transaction."""
 
     def __init__(
-        self, conn: aiosqlite.Connection, writer: SqliteWriter, reader: sqlite3.Connection
+        self, conn: aiosqlite.Connection, writer: SqliteWriter, reader: SqliteReader
     ) -> None:
         super().__init__(conn, serde=serializer())
         self._writer = writer
-        self._reader = SqliteSaver(reader, serde=self.serde)
-        self._blob_reader = reader
+        self._reads = reader
+        self._reader = SqliteSaver(reader.conn, serde=self.serde)
 
     async def _write(self, *statements: tuple[str, Rows]) -> None:
         """Write rows in the next transaction; return once it has committed."""
@@ -129,7 +135,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         return self.serde.dumps_typed(values[channel])
 
     def _with_values(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
-        """Put the channel values a checkpoint names back into it (runs on a worker thread)."""
+        """Put the channel values a checkpoint names back into it."""
         if found is None or found.checkpoint["channel_values"]:
             return found  # nothing stored, or a checkpoint written with values inline
         configurable = found.config["configurable"]
@@ -137,7 +143,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         values: dict[str, Any] = {}
         with self._reader.lock:  # the sync saver's lock: one user of the connection at a time
             for channel, version in found.checkpoint["channel_versions"].items():
-                row = self._blob_reader.execute(_GET_BLOB, (*key, channel, str(version))).fetchone()
+                row = self._reader.conn.execute(_GET_BLOB, (*key, channel, str(version))).fetchone()
                 if row is not None and row[0] != "empty":
                     values[channel] = self.serde.loads_typed((row[0], row[1]))
         found.checkpoint["channel_values"] = values
@@ -147,8 +153,8 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         return self._with_values(self._reader.get_tuple(config))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Read a checkpoint in one worker-thread call (every run starts with one)."""
-        return await asyncio.to_thread(self._get_tuple_sync, config)
+        """Read a checkpoint, on the event loop (`graph.sqlite_writer`: no thread hop)."""
+        return await self._reads.run(functools.partial(self._get_tuple_sync, config))
 
     async def alist(
         self,
@@ -160,7 +166,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
     ) -> AsyncIterator[CheckpointTuple]:
         """List checkpoints, newest first, each with its channel values."""
         async for found in super().alist(config, filter=filter, before=before, limit=limit):
-            complete = await asyncio.to_thread(self._with_values, found)
+            complete = await self._reads.run(functools.partial(self._with_values, found))
             if complete is not None:
                 yield complete
 
@@ -241,8 +247,7 @@ async def sqlite_saver(
     async with AsyncExitStack() as stack:
         writer = await writer_for(stack, path, writer)
         conn = await stack.enter_async_context(aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S))
-        reader = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
-        stack.callback(reader.close)
+        reader = await stack.enter_async_context(open_sqlite_reader(path))
         await writer.run(lambda c: c.execute(_BLOBS_SCHEMA))
         saver = GroupCommitSqliteSaver(conn, writer, reader)
         await saver.setup()

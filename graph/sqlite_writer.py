@@ -1,4 +1,4 @@
-"""One writer for a SQLite file: concurrent writes of every store share one transaction.
+"""One writer for a SQLite file (concurrent writes share one transaction), and its reads.
 
 The service keeps checkpoints, events and the thread registry in one file. Measured with
 200 runs at once (bench/sdk_load.py), two designs before this one lost most of a second
@@ -17,6 +17,11 @@ never waited for on the loop: the busy timeout is zero, and the batch is retried
 an asyncio sleep. The WAL is copied back into the database (the part that fsyncs) by a
 worker thread, not by the commit that happens to cross the threshold. Each write runs in
 a savepoint, so one that fails (a duplicate key) fails alone; a failed commit fails all.
+
+Reads run on the event loop too (`SqliteReader`): a WAL reader never waits for the
+writer, and a point read from the page cache takes microseconds, where a hop to a reader
+thread (aiosqlite's one thread per connection) queued behind every other read and had
+to win the GIL back from the loop.
 """
 
 import asyncio
@@ -38,6 +43,10 @@ BUSY_TIMEOUT_S = 30.0  # other connections (readers) may wait; the writer never 
 _LOCKED_RETRY_S = (0.001, 0.05)
 # Copy the WAL back into the database at most this often (seconds) while writes go on.
 _WAL_CHECKPOINT_EVERY_S = 1.0
+
+
+class StoreClosed(ValueError):
+    """The writer or reader was used after it was closed."""
 
 
 @dataclass
@@ -72,7 +81,7 @@ class SqliteWriter:
         commits or rolls back itself. Its place in the order is fixed now.
         """
         if self._closed:
-            raise RuntimeError("the SQLite writer is closed")
+            raise StoreClosed("the SQLite writer is closed")
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._pending.append(_Work(work, done))
         if self._flusher is None or self._flusher.done():
@@ -158,6 +167,50 @@ class SqliteWriter:
                 conn.execute("ROLLBACK")
             raise
         return outcomes
+
+
+class SqliteReader:
+    """Reads of the data file, run on the event loop (see the module docstring)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.closed = False
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """The result of `work` (reads of `conn` only); a busy file is retried later."""
+        if self.closed:
+            raise StoreClosed("the SQLite reader is closed")
+        pause, longest = _LOCKED_RETRY_S
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                return work()
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or time.monotonic() > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, longest)
+
+    async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """The rows of one query."""
+        return await self.run(lambda: self.conn.execute(sql, params).fetchall())
+
+
+@asynccontextmanager
+async def open_sqlite_reader(path: Path) -> AsyncIterator[SqliteReader]:
+    """A reader of the SQLite file at `path` (it waits for no lock on the loop)."""
+    reader = SqliteReader(await asyncio.to_thread(_connect_reader, path))
+    try:
+        yield reader
+    finally:
+        reader.closed = True
+        reader.conn.close()
+
+
+def _connect_reader(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=0")
+    return conn
 
 
 def _locked(exc: sqlite3.OperationalError) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.sqlite_writer import open_sqlite_writer
+from graph.sqlite_writer import StoreClosed, open_sqlite_writer
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value BLOB)"
 
@@ -84,5 +84,5 @@ async def test_the_wal_is_copied_into_the_database_by_a_worker_thread(tmp_path: 
 async def test_a_closed_writer_refuses_work(tmp_path: Path) -> None:
     async with open_sqlite_writer(tmp_path / "data.sqlite") as writer:
         pass
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(StoreClosed, match="closed"):
         writer.submit(lambda conn: None)
