@@ -212,11 +212,17 @@ class RunExecutor:
         )
 
     async def admit_next(self, thread_id: str) -> RunInput | None:
-        """Start the oldest run enqueued for this thread, now idle; its leg input, or None.
+        """Start the oldest run enqueued for this thread, if idle; its leg input, or None.
 
         A waiting run that no longer fits the thread (an answer, but nothing is asked)
-        ends in `error` saying why, and the next one is tried.
+        ends in `error` saying why, and the next one is tried. Decided under the thread's
+        admission lock, the thread left `queued` for the run that starts.
         """
+        async with self.signals.admission(thread_id):
+            return await self.admit_waiting(thread_id)
+
+    async def admit_waiting(self, thread_id: str) -> RunInput | None:
+        """`admit_next` for a caller that holds the thread's admission lock."""
         while (run := await self.platform.next_enqueued(thread_id)) is not None:
             record = await self.registry.get(thread_id)
             if record is None or record.status in ACTIVE:

@@ -109,29 +109,39 @@ class RunManager:
     async def resume(
         self, owner: str, thread_id: str, decision: ApprovalDecision | None
     ) -> ThreadRecord:
-        """Continue a paused run, or answer the approval a run waits for."""
-        record = await self.get(owner, thread_id)
-        if record.status == "paused" and decision is None:
-            run_input = RunInput()
-        elif record.status == "waiting_for_approval" and decision is not None:
-            run_input = await self.executor.answering(thread_id, decision, RunInput())
-        elif record.status == "waiting_for_approval":
-            raise InvalidState(
-                "this run waits for approval: send a decision (approve, edit or reject)"
-            )
-        elif record.status == "paused":
-            raise InvalidState(
-                "this run is paused, not waiting for approval: resume with an empty body"
-            )
-        else:
-            raise InvalidState(
-                f"only a paused or waiting run can resume; this one is {record.status}"
-            )
-        return await self._queue_leg(thread_id, run_input)
+        """Continue a paused run, or answer the approval a run waits for.
 
-    async def _queue_leg(self, thread_id: str, run_input: RunInput) -> ThreadRecord:
-        record = await self.executor.set_status(thread_id, "queued")
+        Decided under the thread's admission lock: of two answers to one question, or an
+        answer and a Platform run waiting for the thread, exactly one starts.
+        """
+        await self.get(owner, thread_id)
+        async with self.signals.admission(thread_id):
+            record = await self._latest(thread_id)
+            if record.status == "paused" and decision is None:
+                run_input = RunInput()
+            elif record.status == "waiting_for_approval" and decision is not None:
+                run_input = await self.executor.answering(thread_id, decision, RunInput())
+            elif record.status == "waiting_for_approval":
+                raise InvalidState(
+                    "this run waits for approval: send a decision (approve, edit or reject)"
+                )
+            elif record.status == "paused":
+                raise InvalidState(
+                    "this run is paused, not waiting for approval: resume with an empty body"
+                )
+            else:
+                raise InvalidState(
+                    f"only a paused or waiting run can resume; this one is {record.status}"
+                )
+            record = await self.executor.set_status(thread_id, "queued")
         await self.launcher.launch(thread_id, run_input)
+        return record
+
+    async def _latest(self, thread_id: str) -> ThreadRecord:
+        """The thread's record as the registry has it now (not this process's memory)."""
+        record = await self.registry.get(thread_id)
+        if record is None:
+            raise NotFound(f"no research thread {thread_id!r}: it was deleted")
         return record
 
     # -- the LangGraph Platform API's view ---------------------------------------------
@@ -167,37 +177,40 @@ class RunManager:
         """Start a Platform run: a new thread's topic, an answer, or the continuation of a pause.
 
         On a busy thread the run is rejected (409), or with `multitask_strategy` enqueue
-        waits for the thread's current run to stop; interrupt also asks that run to pause
-        at its next node boundary.
+        waits for the thread's current run to stop (its executor starts it then);
+        interrupt also asks that run to pause at its next node boundary. Decided under
+        the thread's admission lock, as `resume` is.
         """
         thread_id = run.thread_id
-        record = await self.get(owner, thread_id)
-        if record.status in ACTIVE:
-            if run.multitask_strategy == "reject":
-                raise InvalidState(
-                    "the thread is busy with a run: join it, cancel it, or send this run "
-                    "with multitask_strategy enqueue"
-                )
-            await self._enqueue(run, admission)
-            return
-        if admission.request is not None:
-            await self.launcher.ensure_capacity()
-        run_input = await self.executor.admit(record, admission)
-        await self.executor.platform.start(run)
-        await self._queue_leg(thread_id, run_input)
-
-    async def _enqueue(self, run: PlatformRun, admission: Admission) -> None:
-        """Keep the run until the thread's current run stops (its executor starts it then)."""
-        await self.executor.platform.start(
-            run.model_copy(update={"enqueued": admission.model_dump(mode="json")})
-        )
-        if run.multitask_strategy == "interrupt":
-            await self.signals.request_pause(run.thread_id)
-        # The current run may have stopped before the enqueued one was stored: then nothing
-        # is left to start it but this call.
-        record = await self.registry.get(run.thread_id)
-        if record is not None and record.status not in ACTIVE:
-            await self._admit_next(run.thread_id)
+        await self.get(owner, thread_id)
+        async with self.signals.admission(thread_id):
+            record = await self._latest(thread_id)
+            # Runs already waiting keep their turn: a new one queues behind them.
+            waiting = await self.executor.platform.next_enqueued(thread_id) is not None
+            if record.status in ACTIVE or waiting:
+                if run.multitask_strategy == "reject":
+                    raise InvalidState(
+                        "the thread is busy with a run: join it, cancel it, or send this run "
+                        "with multitask_strategy enqueue"
+                    )
+                # Stored under the lock: the executor, as the current run stops, takes the
+                # same lock before it looks for waiting runs, so it finds this one.
+                queued = admission.model_dump(mode="json")
+                await self.executor.platform.start(run.model_copy(update={"enqueued": queued}))
+                if record.status in ACTIVE:
+                    if run.multitask_strategy == "interrupt":
+                        await self.signals.request_pause(thread_id)
+                    return
+                # Idle with runs waiting: their executor stopped before it took them up.
+                next_input = await self.executor.admit_waiting(thread_id)
+            else:
+                if admission.request is not None:
+                    await self.launcher.ensure_capacity()
+                next_input = await self.executor.admit(record, admission)
+                await self.executor.platform.start(run)
+                await self.executor.set_status(thread_id, "queued")
+        if next_input is not None:
+            await self.launcher.launch(thread_id, next_input)
 
     async def _admit_next(self, thread_id: str) -> None:
         run_input = await self.executor.admit_next(thread_id)
@@ -216,22 +229,28 @@ class RunManager:
 
         The thread's status then follows the new checkpoint: a question pending, steps
         left to run (paused), or as it was when nothing is left. Returns the new
-        checkpoint's config. Unprocessable says what is wrong with the update.
+        checkpoint's config. Unprocessable says what is wrong with the update. Under the
+        thread's admission lock: no run starts while the state changes.
         """
-        record = await self.get(owner, thread_id)
-        if record.status in ACTIVE:
-            raise InvalidState("the thread is busy with a run: update its state once it stops")
-        if record.status == "new":
-            raise InvalidState("the thread has no state yet: start it with a run and a topic")
+        await self.get(owner, thread_id)
+        try:
+            update = coerce_update(values) if values is not None else None
+        except ValueError as exc:  # pydantic's ValidationError is one
+            raise Unprocessable(f"state update: {exc}") from None
         config = thread_config(thread_id)
         if at_checkpoint:
             config["configurable"]["checkpoint_id"] = at_checkpoint
-        try:
-            update = coerce_update(values) if values is not None else None
-            written = await self.graph.aupdate_state(config, update, as_node=as_node)
-        except (ValueError, InvalidUpdateError) as exc:  # ValidationError is a ValueError
-            raise Unprocessable(f"state update: {exc}") from None
-        await self.executor.restate(thread_id)
+        async with self.signals.admission(thread_id):
+            record = await self._latest(thread_id)
+            if record.status in ACTIVE:
+                raise InvalidState("the thread is busy with a run: update its state once it stops")
+            if record.status == "new":
+                raise InvalidState("the thread has no state yet: start it with a run and a topic")
+            try:
+                written = await self.graph.aupdate_state(config, update, as_node=as_node)
+            except InvalidUpdateError as exc:
+                raise Unprocessable(f"state update: {exc}") from None
+            await self.executor.restate(thread_id)
         return written
 
     async def cancel_platform_run(self, owner: str, run_id: str, thread_id: str) -> None:

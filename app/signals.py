@@ -3,8 +3,15 @@
 A run checks for a pause at every node boundary and for a cancel when its task is
 cancelled, so both kinds of request must be readable wherever the run executes: in
 memory when runs execute in the API process, in Redis when workers elsewhere hold them.
+The same place holds each thread's admission lock: who starts a Platform run that waited
+for a busy thread (the thread's executor as its run stops, or the API that stored the
+waiting run just after) must decide it alone, or two runs start on one question.
 """
 
+import asyncio
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -12,6 +19,8 @@ if TYPE_CHECKING:
 
 # A forgotten request (its run died with no one to resume it) must not live for ever.
 SIGNAL_TTL_S = 24 * 3600
+# An admission takes a few store round trips; a holder that died frees the lock after this.
+ADMISSION_LOCK_S = 30.0
 
 
 class RunSignals(Protocol):
@@ -37,6 +46,10 @@ class RunSignals(Protocol):
         """Forget the thread's requests (its run settled, or the thread is deleted)."""
         ...
 
+    def admission(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Held while deciding which waiting run of the thread starts."""
+        ...
+
 
 class MemorySignals:
     """Requests for runs that execute in this process."""
@@ -44,6 +57,19 @@ class MemorySignals:
     def __init__(self) -> None:
         self._pauses: set[str] = set()
         self._cancels: set[str] = set()
+        # A lock lives while someone holds or waits for it, so idle threads cost nothing.
+        self._admissions: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    @asynccontextmanager
+    async def admission(self, thread_id: str) -> AsyncIterator[None]:
+        """The thread's admission lock, in this process."""
+        lock = self._admissions.get(thread_id)
+        if lock is None:
+            lock = self._admissions[thread_id] = asyncio.Lock()
+        async with lock:
+            yield
 
     async def request_pause(self, thread_id: str) -> None:
         """Note the request."""
@@ -79,6 +105,17 @@ class RedisSignals:
 
     def _key(self, kind: str, thread_id: str) -> str:
         return f"{self._prefix}:{kind}:{thread_id}"
+
+    @asynccontextmanager
+    async def admission(self, thread_id: str) -> AsyncIterator[None]:
+        """The thread's admission lock, across processes (a redis-py lock with a timeout)."""
+        lock = self._client.lock(
+            self._key("admission", thread_id),
+            timeout=ADMISSION_LOCK_S,
+            blocking_timeout=ADMISSION_LOCK_S,
+        )
+        async with lock:
+            yield
 
     async def request_pause(self, thread_id: str) -> None:
         """Note the request."""

@@ -1,5 +1,6 @@
 """The LangGraph Platform API, driven by the real `langgraph_sdk` client over loopback."""
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -384,3 +385,24 @@ async def test_editing_the_plan_through_the_thread_state(client: Clients) -> Non
     with pytest.raises(httpx.HTTPStatusError) as unstarted:
         await sdk.threads.update_state(new["thread_id"], {"topic": TOPIC})
     assert unstarted.value.response.status_code == 409
+
+
+async def test_two_answers_sent_at_once_start_exactly_one_run(client: Clients) -> None:
+    sdk = client()
+    thread_id = (await sdk.threads.create())["thread_id"]
+    body = {"topic": TOPIC, "options": {"approval": "plan"}}
+    await sdk.runs.wait(thread_id, "research", input=body)  # waits at the plan
+    answers = await asyncio.gather(
+        *(
+            sdk.runs.create(thread_id, "research", command={"resume": {"decision": "approve"}})
+            for _ in range(2)
+        ),
+        return_exceptions=True,
+    )
+    started = [a for a in answers if isinstance(a, dict)]
+    refused = [a for a in answers if isinstance(a, httpx.HTTPStatusError)]
+    assert len(started) == 1 and len(refused) == 1, answers
+    assert refused[0].response.status_code == 409
+    values = await sdk.runs.join(thread_id, started[0]["run_id"])
+    assert values["final_report"]
+    assert [r["status"] for r in await sdk.runs.list(thread_id)] == ["success", "interrupted"]
