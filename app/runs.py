@@ -256,15 +256,16 @@ class RunManager:
     async def cancel_platform_run(self, owner: str, run_id: str, thread_id: str) -> None:
         """Cancel one Platform run: a waiting run is dropped, a started one stops its thread."""
         await self.get(owner, thread_id)
-        run = await self.executor.platform.get(thread_id, run_id)
-        if run is None:
-            raise NotFound(f"no run {run_id!r} on thread {thread_id!r}")
-        if run.status in FINISHED:
-            raise InvalidState(f"the run has ended already ({run.status})")
-        if run.enqueued is not None:
-            await self.executor.platform.close(run, "interrupted", None)
-        else:
-            await self.cancel(owner, thread_id)
+        async with self.signals.admission(thread_id):  # a waiting run is not started meanwhile
+            run = await self.executor.platform.get(thread_id, run_id)
+            if run is None:
+                raise NotFound(f"no run {run_id!r} on thread {thread_id!r}")
+            if run.status in FINISHED:
+                raise InvalidState(f"the run has ended already ({run.status})")
+            if run.enqueued is not None:
+                await self.executor.platform.close(run, "interrupted", None)
+                return
+        await self.cancel(owner, thread_id)
 
     async def cancel(self, owner: str, thread_id: str) -> ThreadRecord:
         """Stop the run now; a paused or waiting run is closed."""
