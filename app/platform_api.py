@@ -36,7 +36,7 @@ from app.platform_runs import (
 from app.registry import ThreadRecord
 from app.runner import thread_config
 from app.runs import RunManager
-from graph.models import ApprovalDecision, ResearchRequest
+from graph.models import ApprovalDecision, ResearchRequest, explain
 
 GRAPH_ID = "research"
 ASSISTANT_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "research-agent/graphs/research"))
@@ -167,7 +167,7 @@ class RunCreate(_Lenient):
                 field = "command.resume"
                 decision = ApprovalDecision.model_validate(self.command.get("resume"))
         except ValidationError as exc:
-            raise Unprocessable(f"{field}: {_explain(exc)}") from None
+            raise Unprocessable(f"{field}: {explain(exc)}") from None
         run_input = RunInput(
             run_id=run_id,
             stream_modes=self.stream_mode,
@@ -175,12 +175,6 @@ class RunCreate(_Lenient):
             interrupt_after=self.interrupt_after,
         )
         return Admission(request=request, decision=decision, run_input=run_input)
-
-
-def _explain(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
-    )
 
 
 def assistant_json() -> dict[str, Any]:

@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationError,
     computed_field,
     field_validator,
     model_validator,
@@ -47,6 +48,13 @@ Action = Literal["research", "write", "review", "end"]
 def utcnow() -> datetime:
     """Return the current time, timezone-aware."""
     return datetime.now(UTC)
+
+
+def explain(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
+    """One line naming each bad field (its path after `prefix`) and what is wrong with it."""
+    return "; ".join(
+        f"{'.'.join(map(str, (*prefix, *e['loc']))) or 'value'}: {e['msg']}" for e in exc.errors()
+    )
 
 
 class RunOptions(BaseModel):

@@ -18,6 +18,7 @@ from graph.models import (
     RunOptions,
     SearchResult,
     Usage,
+    explain,
 )
 from tools.urls import normalize_url
 
@@ -144,8 +145,5 @@ def coerce_update(values: dict[str, Any]) -> dict[str, Any]:
         try:
             coerced[name] = adapters[name].validate_python(value)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, (name, *e['loc'])))}: {e['msg']}" for e in exc.errors()
-            )
-            raise ValueError(problems) from None
+            raise ValueError(explain(exc, (name,))) from None
     return coerced
