@@ -125,17 +125,7 @@ class SqliteWriter:
         Only taking the lock is retried: once a write has run, its effects (an event
         log's id cache) must not be repeated.
         """
-        pause, longest = _LOCKED_RETRY_S
-        deadline = time.monotonic() + BUSY_TIMEOUT_S
-        while True:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                break
-            except sqlite3.OperationalError as exc:
-                if not _locked(exc) or time.monotonic() > deadline:
-                    raise
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, longest)
+        await _when_unlocked(lambda: self._conn.execute("BEGIN IMMEDIATE"))
         outcomes = self._commit(batch)
         self._maybe_checkpoint_wal()
         return outcomes
@@ -180,16 +170,7 @@ class SqliteReader:
         """The result of `work` (reads of `conn` only); a busy file is retried later."""
         if self.closed:
             raise StoreClosed("the SQLite reader is closed")
-        pause, longest = _LOCKED_RETRY_S
-        deadline = time.monotonic() + BUSY_TIMEOUT_S
-        while True:
-            try:
-                return work()
-            except sqlite3.OperationalError as exc:
-                if not _locked(exc) or time.monotonic() > deadline:
-                    raise
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, longest)
+        return await _when_unlocked(work)
 
     async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """The rows of one query."""
@@ -211,6 +192,23 @@ def _connect_reader(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout=0")
     return conn
+
+
+async def _when_unlocked(attempt: Callable[[], T]) -> T:
+    """`attempt()`; while SQLite says another connection holds the lock, sleep and retry.
+
+    The sleeps are asyncio's, so the loop never waits on a lock (busy timeouts are 0).
+    """
+    pause, longest = _LOCKED_RETRY_S
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            return attempt()
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc) or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, longest)
 
 
 def _locked(exc: sqlite3.OperationalError) -> bool:
