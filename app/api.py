@@ -12,21 +12,24 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from app.auth import KeyAuth
+from app.edge import RequestGate, StrictJSONRoute
 from app.errors import (
     ERROR_RESPONSES,
     BackendUnavailable,
     InvalidState,
+    Unprocessable,
     install_error_handlers,
 )
-from app.events import EventLog
+from app.events import MAX_EVENT_ID, TERMINAL_EVENT, EventLog, event_id, resume_point
 from app.metrics import ServiceMetrics
 from app.platform_api import platform_router
-from app.registry import RunStatus, ThreadRecord
+from app.registry import CURSOR_PATTERN, RunStatus, ThreadRecord
 from app.report_html import report_html
 from app.runner import pending_interrupt, thread_config
 from app.runs import RunManager
 from app.runtime import open_runtime, running_worker
 from app.settings import Settings
+from app.thread_ids import public_id, stored_id_dependency
 from app.web import mount_web
 from engines.checks import footnote_urls, split_front_matter
 from graph.models import (
@@ -103,12 +106,13 @@ class ThreadDetail(ThreadSummary):
 
 
 def _links(thread_id: str) -> Links:
-    base = f"/v1/research/{thread_id}"
+    base = f"/v1/research/{public_id(thread_id)}"
     return Links(self=base, events=f"{base}/events", report=f"{base}/report")
 
 
 def _summary(record: ThreadRecord) -> ThreadSummary:
-    return ThreadSummary(**record.model_dump(include=set(ThreadSummary.model_fields)))
+    summary = record.model_dump(include=set(ThreadSummary.model_fields))
+    return ThreadSummary(**summary | {"thread_id": public_id(record.thread_id)})
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -138,18 +142,27 @@ def create_app(settings: Settings) -> FastAPI:
         description="Deep research as a service: start a run, stream its progress, approve, read the report.",
         lifespan=lifespan,
     )
+    app.add_middleware(RequestGate, auth=auth, max_body_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     Owner = Annotated[str, Depends(auth)]
 
     def manager() -> RunManager:
         return state["manager"]  # type: ignore[no-any-return]
 
+    # A path's thread id, as the caller's stored thread (NotFound for any other).
+    Thread = Annotated[str, Depends(stored_id_dependency(manager, auth))]
+
     async def thread_values(thread_id: str) -> dict[str, Any]:
         """The thread's state as its last checkpoint holds it."""
         snapshot = await manager().graph.aget_state(thread_config(thread_id))
         return dict(snapshot.values or {})
 
-    router = APIRouter(prefix="/v1/research", tags=["research"], responses=ERROR_RESPONSES)
+    router = APIRouter(
+        prefix="/v1/research",
+        tags=["research"],
+        responses=ERROR_RESPONSES,
+        route_class=StrictJSONRoute,
+    )
 
     @router.post("", status_code=202, response_model=StartAnswer)
     async def start(request: ResearchRequest, owner: Owner, response: Response) -> StartAnswer:
@@ -157,25 +170,25 @@ def create_app(settings: Settings) -> FastAPI:
         record = await manager().start(owner, request)
         links = _links(record.thread_id)
         response.headers["Location"] = links.self
-        return StartAnswer(thread_id=record.thread_id, status=record.status, links=links)
+        return StartAnswer(thread_id=public_id(record.thread_id), status=record.status, links=links)
 
     @router.get("", response_model=ThreadPage)
     async def list_threads(
         owner: Owner,
         limit: Annotated[int, Query(ge=1, le=100)] = 20,
-        cursor: str | None = None,
+        cursor: Annotated[
+            str | None, Query(pattern=CURSOR_PATTERN, description="`next_cursor` of a page.")
+        ] = None,
     ) -> ThreadPage:
         """The caller's threads, newest first; pass `next_cursor` back for the next page."""
         try:
             records, next_cursor = await manager().registry.list(owner, limit, cursor)
         except ValueError:
-            raise InvalidState(
-                "that cursor is not one this server gave out: start without it"
-            ) from None
+            raise Unprocessable("cursor: not one this server gave out; start without it") from None
         return ThreadPage(items=[_summary(r) for r in records], next_cursor=next_cursor)
 
     @router.get("/{thread_id}", response_model=ThreadDetail)
-    async def get_thread(thread_id: str, owner: Owner) -> ThreadDetail:
+    async def get_thread(thread_id: Thread, owner: Owner) -> ThreadDetail:
         """Status, plan, pending approval, progress, usage and the report once there is one."""
         record = await manager().get(owner, thread_id)
         snapshot = await manager().graph.aget_state(thread_config(thread_id))
@@ -205,19 +218,21 @@ def create_app(settings: Settings) -> FastAPI:
 
     @router.get("/{thread_id}/events", response_class=EventSourceResponse)
     async def stream_events(
-        thread_id: str,
+        thread_id: Thread,
         owner: Owner,
         after: Annotated[
-            int | None, Query(ge=0, description="Replay events after this id.")
+            int | None, Query(ge=0, le=MAX_EVENT_ID, description="Replay events after this id.")
         ] = None,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> EventSourceResponse:
         """Server-Sent Events: every event once, in order; reconnect with Last-Event-ID."""
-        await manager().get(owner, thread_id)
-        start_after = after if after is not None else _event_id(last_event_id)
         log: EventLog = state["events"]
+        wanted = after if after is not None else event_id(last_event_id)
+        start_after = await resume_point(log, thread_id, wanted, {TERMINAL_EVENT})
 
         async def frames() -> AsyncIterator[dict[str, str]]:
+            if start_after is None:  # the stream ended before the client's position
+                return
             metrics.sse_clients.inc()
             try:
                 async for event in log.follow(thread_id, start_after):
@@ -229,7 +244,7 @@ def create_app(settings: Settings) -> FastAPI:
         return EventSourceResponse(frames(), ping=HEARTBEAT_S)
 
     @router.post("/{thread_id}/pause", response_model=ThreadSummary)
-    async def pause(thread_id: str, owner: Owner) -> ThreadSummary:
+    async def pause(thread_id: Thread, owner: Owner) -> ThreadSummary:
         """Stop the run at its next node boundary."""
         return _summary(await manager().pause(owner, thread_id))
 
@@ -238,15 +253,17 @@ def create_app(settings: Settings) -> FastAPI:
         thread_id: str, owner: Owner, decision: Annotated[ApprovalDecision | None, Body()] = None
     ) -> ThreadSummary:
         """An empty body continues a paused run; a decision answers a pending approval."""
-        return _summary(await manager().resume(owner, thread_id, decision))
+        # Resolved here, not by a dependency: a malformed decision is 422 for any id.
+        stored = await manager().resolve(owner, thread_id)
+        return _summary(await manager().resume(owner, stored, decision))
 
     @router.post("/{thread_id}/cancel", response_model=ThreadSummary)
-    async def cancel(thread_id: str, owner: Owner) -> ThreadSummary:
+    async def cancel(thread_id: Thread, owner: Owner) -> ThreadSummary:
         """Stop the run now."""
         return _summary(await manager().cancel(owner, thread_id))
 
     @router.delete("/{thread_id}", status_code=204)
-    async def delete(thread_id: str, owner: Owner) -> Response:
+    async def delete(thread_id: Thread, owner: Owner) -> Response:
         """Remove the thread, its checkpoints and its events."""
         await manager().delete(owner, thread_id)
         return Response(status_code=204)
@@ -255,13 +272,12 @@ def create_app(settings: Settings) -> FastAPI:
         "/{thread_id}/report",
         responses={200: {"content": {"text/markdown": {}, "text/html": {}}}},
     )
-    async def report(thread_id: str, owner: Owner, request: Request) -> Response:
+    async def report(thread_id: Thread, owner: Owner, request: Request) -> Response:
         """The report: Markdown, JSON with its sources, or a safe HTML fragment, by `Accept`.
 
         `application/json` gives the sources too; `text/html` renders the Markdown with raw
         HTML escaped (the web page shows it as is).
         """
-        await manager().get(owner, thread_id)
         values = await thread_values(thread_id)
         markdown = values.get("final_report")
         if not markdown:
@@ -281,9 +297,8 @@ def create_app(settings: Settings) -> FastAPI:
         return PlainTextResponse(markdown, media_type="text/markdown; charset=utf-8")
 
     @router.get("/{thread_id}/notes", response_model=list[ResearchNote])
-    async def notes(thread_id: str, owner: Owner) -> list[ResearchNote]:
+    async def notes(thread_id: Thread, owner: Owner) -> list[ResearchNote]:
         """The research notes: one per search query, with its sources and errors."""
-        await manager().get(owner, thread_id)
         values = await thread_values(thread_id)
         return list(values.get("notes", []))
 
@@ -313,10 +328,3 @@ def create_app(settings: Settings) -> FastAPI:
         return {"status": "ready"}
 
     return app
-
-
-def _event_id(header: str | None) -> int:
-    try:
-        return max(0, int(header)) if header else 0
-    except ValueError:
-        return 0

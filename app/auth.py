@@ -26,12 +26,10 @@ class KeyAuth:
         """Whether callers must present a key."""
         return bool(self._keys)
 
-    async def __call__(self, request: Request) -> str:
-        """The caller's owner id, or Unauthorized.
+    REFUSAL = "send a valid API key as 'Authorization: Bearer <key>' or 'X-API-Key'"
 
-        A coroutine though it never waits: FastAPI runs a plain function dependency on its
-        thread pool, a thread hop for every request.
-        """
+    def owner(self, request: Request) -> str | None:
+        """The owner id of the key the request presents, None if it presents no valid one."""
         if not self._keys:
             return LOCAL_OWNER
         header = request.headers.get("authorization", "")
@@ -40,4 +38,15 @@ class KeyAuth:
         for key in self._keys:
             if presented and hmac.compare_digest(presented.encode(), key.encode()):
                 return owner_id(key)
-        raise Unauthorized("send a valid API key as 'Authorization: Bearer <key>' or 'X-API-Key'")
+        return None
+
+    async def __call__(self, request: Request) -> str:
+        """The caller's owner id, or Unauthorized.
+
+        A coroutine though it never waits: FastAPI runs a plain function dependency on its
+        thread pool, a thread hop for every request.
+        """
+        owner = self.owner(request)
+        if owner is None:
+            raise Unauthorized(self.REFUSAL)
+        return owner

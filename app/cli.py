@@ -12,6 +12,7 @@ import typer
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
@@ -74,6 +75,8 @@ def load_settings() -> Settings:
         fail(
             f"invalid configuration ({_explain(exc)}); check the RESEARCH_* variables and the config file"
         )
+    except SettingsError as exc:  # a variable that should hold JSON does not
+        fail(f"invalid configuration ({exc}: write it as JSON)")
 
 
 # -- progress ------------------------------------------------------------------------

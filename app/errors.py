@@ -88,6 +88,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     401: _documented("unauthorized: no valid API key"),
     404: _documented("not_found: no such thread for this key"),
     409: _documented("invalid_state: the thread's state does not allow this"),
+    413: _documented("payload_too_large: the body is over the size limit"),
+    415: _documented("unsupported_media_type: the body is not sent as JSON"),
     422: _documented("validation_error: the request is malformed (field details)"),
     429: _documented("too_many_runs: the run queue is full"),
     503: _documented("backend_unavailable: a store does not answer"),
@@ -97,6 +99,7 @@ _HTTP_CODES = {
     400: "bad_request",
     404: "not_found",
     405: "method_not_allowed",
+    413: "payload_too_large",
     415: "unsupported_media_type",
 }
 
@@ -111,6 +114,20 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
+def error_response(
+    path: str,
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """An error answer in the shape the path's clients expect."""
+    if path.startswith(PLATFORM_PREFIXES):
+        return JSONResponse({"detail": message}, status, headers=headers)
+    return JSONResponse(error_body(code, message, details), status, headers=headers)
+
+
 def _answer(
     request: Request,
     status: int,
@@ -119,9 +136,7 @@ def _answer(
     details: Any = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    if request.url.path.startswith(PLATFORM_PREFIXES):
-        return JSONResponse({"detail": message}, status, headers=headers)
-    return JSONResponse(error_body(code, message, details), status, headers=headers)
+    return error_response(request.url.path, status, code, message, details, headers)
 
 
 async def _research_error(request: Request, exc: Exception) -> JSONResponse:
@@ -135,18 +150,26 @@ async def _research_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    fields = [
-        {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "message": e["msg"]}
-        for e in exc.errors()
-    ]
+    fields = [_field_error(e) for e in exc.errors()]
     message = "; ".join(f"{f['field'] or 'body'}: {f['message']}" for f in fields)
     return _answer(request, 422, "validation_error", message, {"fields": fields})
+
+
+def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
+    if error["type"] == "json_invalid":  # its `loc` holds a character offset, not a field
+        reason = error.get("ctx", {}).get("error", "")
+        return {"field": "", "message": f"not valid JSON ({reason})"}
+    field = ".".join(str(p) for p in error["loc"] if p != "body")
+    return {"field": field, "message": error["msg"]}
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    return _answer(request, exc.status_code, code, str(exc.detail), headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 413:
+        headers["Connection"] = "close"  # the rest of the body is not read
+    return _answer(request, exc.status_code, code, str(exc.detail), headers=headers)
 
 
 async def _store_down(request: Request, exc: Exception) -> JSONResponse:

@@ -41,6 +41,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from graph.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
 
 __all__ = [
+    "MAX_EVENT_ID",
     "TERMINAL_EVENT",
     "Event",
     "EventData",
@@ -49,6 +50,8 @@ __all__ = [
     "QueuedAppends",
     "QueuedEvent",
     "SqliteEventLog",
+    "event_id",
+    "resume_point",
     "open_sqlite_event_log",
 ]
 
@@ -85,6 +88,39 @@ _READ = (
 # lands in memory at once.
 _FOLLOW_PAGE = 256
 _RECENT_EVENTS = 64
+
+
+# The largest id a client may name (SQLite's largest integer; a Redis stream's ids go
+# further): a position past it is past every event.
+MAX_EVENT_ID = 2**63 - 1
+
+
+def event_id(header: str | None) -> int:
+    """A `Last-Event-ID` as a position: 0 unless it is a decimal number, capped at the last id.
+
+    Only ASCII digits count (`str.isdigit` accepts "²", which `int` refuses).
+    """
+    if not header or not header.isascii() or not header.isdigit():
+        return 0
+    return MAX_EVENT_ID if len(header) > 19 else min(int(header), MAX_EVENT_ID)
+
+
+async def resume_point(
+    log: "EventLog", thread_id: str, after: int, last_names: set[str]
+) -> int | None:
+    """Where a reconnecting follower of `thread_id` starts, or None if nothing is left.
+
+    A position past the last event is taken as the last (no later event may be skipped);
+    at the end of a stream that has ended (its last event is one of `last_names`) there
+    is nothing to follow, and a follower would wait forever.
+    """
+    if after == 0:
+        return 0
+    last = await log.last_id(thread_id)
+    if after < last or last == 0:
+        return after if last else 0
+    ending = await log.read(thread_id, after=last - 1, limit=1)
+    return None if ending and ending[0].name in last_names else last
 
 
 # An event's payload: an object, or a list (a Platform run's messages-tuple chunk).

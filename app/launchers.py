@@ -6,6 +6,9 @@ hands legs to workers.
 """
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from app.errors import TooManyRuns
@@ -15,8 +18,8 @@ from app.execution import RunExecutor, RunInput
 class Launcher(Protocol):
     """Starts and stops the execution of runs."""
 
-    async def ensure_capacity(self) -> None:
-        """Raise TooManyRuns when no more runs may wait."""
+    def reserve(self) -> AbstractAsyncContextManager[None]:
+        """Hold a place for a new run until it is launched; TooManyRuns when none is left."""
         ...
 
     async def launch(self, thread_id: str, run_input: RunInput) -> None:
@@ -44,13 +47,23 @@ class LocalLauncher:
         self._slots = asyncio.Semaphore(max_concurrent)
         self._capacity = max_concurrent + max_queued
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._reserved = 0
 
-    async def ensure_capacity(self) -> None:
-        """Raise TooManyRuns when this process has as many runs as it may hold."""
-        if len(self._tasks) >= self._capacity:
-            raise TooManyRuns(
-                f"{len(self._tasks)} runs are queued or running, the limit: retry later"
-            )
+    @contextlib.asynccontextmanager
+    async def reserve(self) -> AsyncIterator[None]:
+        """Hold a place for a new run while it is registered and launched.
+
+        The check and the hold happen with no await between them, so a burst of
+        requests cannot all pass the check before any of them has launched its task.
+        """
+        held = len(self._tasks) + self._reserved
+        if held >= self._capacity:
+            raise TooManyRuns(f"{held} runs are queued or running, the limit: retry later")
+        self._reserved += 1
+        try:
+            yield
+        finally:
+            self._reserved -= 1
 
     async def launch(self, thread_id: str, run_input: RunInput) -> None:
         """Start the leg as a task; it waits for a free slot."""

@@ -16,14 +16,24 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Response
+from fastapi import APIRouter, Depends, Header, Query, Response
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import PregelTask, StateSnapshot
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+from pydantic_core import to_json
 from sse_starlette import EventSourceResponse
 
+from app.edge import StrictJSONRoute
 from app.errors import InvalidState, NotFound, Unprocessable
-from app.events import EventLog
+from app.events import EventLog, event_id, resume_point
 from app.execution import Admission, RunInput
 from app.platform_runs import (
     END_EVENT,
@@ -36,6 +46,7 @@ from app.platform_runs import (
 from app.registry import ThreadRecord
 from app.runner import thread_config
 from app.runs import RunManager
+from app.thread_ids import check_client_id, is_client_id, public_id, stored_id_dependency
 from graph.models import ApprovalDecision, ResearchRequest, explain
 
 GRAPH_ID = "research"
@@ -46,6 +57,41 @@ HEARTBEAT_S = 15
 _SEARCH_PAGE = 100
 
 ManagerGetter = Callable[[], RunManager]
+# Free-form JSON a client sends (metadata, config, filters): how deep it may nest, and how
+# large a thread's or run's metadata may be (stored with every record, sent with every
+# listing).
+MAX_JSON_DEPTH = 16
+MAX_METADATA_BYTES = 16 * 1024
+
+
+def _depth(value: Any) -> int:
+    """How deep `value` nests (iterative: a hostile value must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _shallow(value: Any) -> Any:
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"nests deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _small(value: Any) -> Any:
+    size = len(to_json(value))
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(f"is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES}")
+    return value
+
+
+# Checked before pydantic walks the value, so nothing deep or large reaches a store.
+FreeJSON = Annotated[dict[str, Any], BeforeValidator(_shallow)]
+Metadata = Annotated[dict[str, Any], AfterValidator(_small), BeforeValidator(_shallow)]
 
 
 class _Lenient(BaseModel):
@@ -57,21 +103,26 @@ class _Lenient(BaseModel):
 class ThreadCreate(_Lenient):
     """POST /threads."""
 
-    thread_id: str | None = Field(None, min_length=1, max_length=128)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    thread_id: str | None = None
+    metadata: Metadata = Field(default_factory=dict)
     if_exists: Literal["raise", "do_nothing"] = "raise"
+
+    @field_validator("thread_id")
+    @classmethod
+    def _client_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_client_id(value)
 
 
 class ThreadPatch(_Lenient):
     """PATCH /threads/{id}."""
 
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
 
 
 class ThreadSearch(_Lenient):
     """POST /threads/search."""
 
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0)
@@ -81,22 +132,22 @@ class HistoryQuery(_Lenient):
     """POST /threads/{id}/history."""
 
     limit: int = Field(10, ge=1, le=1000)
-    before: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    before: FreeJSON | None = None
+    metadata: Metadata | None = None
 
 
 class CheckpointQuery(_Lenient):
     """POST /threads/{id}/state/checkpoint."""
 
-    checkpoint: dict[str, Any] = Field(default_factory=dict)
+    checkpoint: FreeJSON = Field(default_factory=dict)
 
 
 class StateUpdate(_Lenient):
     """POST /threads/{id}/state."""
 
-    values: dict[str, Any] | None = None
+    values: FreeJSON | None = None
     as_node: str | None = None
-    checkpoint: dict[str, Any] | None = None
+    checkpoint: FreeJSON | None = None
     checkpoint_id: str | None = None
 
 
@@ -112,11 +163,11 @@ class RunCreate(_Lenient):
     """The body of every run-starting call."""
 
     assistant_id: str
-    input: dict[str, Any] | None = None
-    command: dict[str, Any] | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
+    input: FreeJSON | None = None
+    command: FreeJSON | None = None
+    metadata: Metadata = Field(default_factory=dict)
+    config: FreeJSON | None = None
+    context: FreeJSON | None = None
     stream_mode: list[str] = Field(default_factory=lambda: ["values"])
     stream_subgraphs: bool = False
     interrupt_before: list[str] | Literal["*"] | None = None
@@ -197,8 +248,9 @@ def _checkpoint(config: Any) -> dict[str, Any] | None:
     if not config:
         return None
     configurable = config.get("configurable", {})
+    thread_id = configurable.get("thread_id")
     return {
-        "thread_id": configurable.get("thread_id"),
+        "thread_id": public_id(thread_id) if thread_id else thread_id,
         "checkpoint_ns": configurable.get("checkpoint_ns", ""),
         "checkpoint_id": configurable.get("checkpoint_id"),
         "checkpoint_map": configurable.get("checkpoint_map"),
@@ -242,7 +294,7 @@ def state_json(snapshot: StateSnapshot) -> dict[str, Any]:
 def run_json(run: PlatformRun) -> dict[str, Any]:
     """A run as the SDK reads it."""
     body = run.model_dump(mode="json", exclude={"request", "enqueued"})
-    return body | {"kwargs": run.request}
+    return body | {"thread_id": public_id(run.thread_id), "kwargs": run.request}
 
 
 def _matches(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
@@ -252,14 +304,18 @@ def _matches(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
 def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
     """The Platform API's routes, bound to the app's run manager and auth."""
     # Outside /openapi.json: these routes follow LangGraph's published API, not ours.
-    router = APIRouter(tags=["langgraph platform"], include_in_schema=False)
+    router = APIRouter(
+        tags=["langgraph platform"], include_in_schema=False, route_class=StrictJSONRoute
+    )
     Owner = Annotated[str, Depends(owner_dependency)]
+    # A path's thread id, as the caller's stored thread (NotFound for any other).
+    Thread = Annotated[str, Depends(stored_id_dependency(manager, owner_dependency))]
 
     async def thread_json(record: ThreadRecord) -> dict[str, Any]:
         snapshot = await manager().graph.aget_state(thread_config(record.thread_id))
         interrupts = {t.id: _task_interrupts(t) for t in snapshot.tasks if t.interrupts}
         return {
-            "thread_id": record.thread_id,
+            "thread_id": public_id(record.thread_id),
             "created_at": record.created_at.isoformat(),
             "updated_at": record.updated_at.isoformat(),
             "metadata": record.metadata,
@@ -316,17 +372,17 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         return await thread_json(record)
 
     @router.get("/threads/{thread_id}")
-    async def get_thread(thread_id: str, owner: Owner) -> dict[str, Any]:
+    async def get_thread(thread_id: Thread, owner: Owner) -> dict[str, Any]:
         """The thread: status, metadata, values, pending interrupts."""
         return await thread_json(await manager().get(owner, thread_id))
 
     @router.patch("/threads/{thread_id}")
-    async def patch_thread(thread_id: str, body: ThreadPatch, owner: Owner) -> dict[str, Any]:
+    async def patch_thread(thread_id: Thread, body: ThreadPatch, owner: Owner) -> dict[str, Any]:
         """Merge metadata into the thread's."""
         return await thread_json(await manager().merge_metadata(owner, thread_id, body.metadata))
 
     @router.delete("/threads/{thread_id}", status_code=204)
-    async def delete_thread(thread_id: str, owner: Owner) -> Response:
+    async def delete_thread(thread_id: Thread, owner: Owner) -> Response:
         """Remove the thread, its runs, checkpoints and events."""
         await manager().delete(owner, thread_id)
         return Response(status_code=204)
@@ -350,13 +406,12 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         return list(await asyncio.gather(*(thread_json(r) for r in chosen)))
 
     @router.get("/threads/{thread_id}/state")
-    async def get_state(thread_id: str, owner: Owner) -> dict[str, Any]:
+    async def get_state(thread_id: Thread, owner: Owner) -> dict[str, Any]:
         """The thread's latest checkpoint."""
-        await manager().get(owner, thread_id)
         return state_json(await manager().graph.aget_state(thread_config(thread_id)))
 
     @router.post("/threads/{thread_id}/state")
-    async def update_state(thread_id: str, body: StateUpdate, owner: Owner) -> dict[str, Any]:
+    async def update_state(thread_id: Thread, body: StateUpdate, owner: Owner) -> dict[str, Any]:
         """Edit an idle thread's state (as node `as_node`); answers the new checkpoint."""
         at = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
         written = await manager().update_state(owner, thread_id, body.values, body.as_node, at)
@@ -371,25 +426,26 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
             checkpoint_id
             and snapshot.config.get("configurable", {}).get("checkpoint_id") != checkpoint_id
         ):
-            raise NotFound(f"no checkpoint {checkpoint_id!r} on thread {thread_id!r}")
+            raise NotFound(f"no checkpoint {checkpoint_id!r} on thread {public_id(thread_id)!r}")
         return state_json(snapshot)
 
     @router.get("/threads/{thread_id}/state/{checkpoint_id}")
-    async def get_state_at(thread_id: str, checkpoint_id: str, owner: Owner) -> dict[str, Any]:
+    async def get_state_at(thread_id: Thread, checkpoint_id: str, owner: Owner) -> dict[str, Any]:
         """The thread's state at one checkpoint."""
-        await manager().get(owner, thread_id)
         return await state_at(thread_id, checkpoint_id)
 
     @router.post("/threads/{thread_id}/state/checkpoint")
-    async def post_state_at(thread_id: str, body: CheckpointQuery, owner: Owner) -> dict[str, Any]:
+    async def post_state_at(
+        thread_id: Thread, body: CheckpointQuery, owner: Owner
+    ) -> dict[str, Any]:
         """The thread's state at the checkpoint given (the latest without an id)."""
-        await manager().get(owner, thread_id)
         return await state_at(thread_id, body.checkpoint.get("checkpoint_id"))
 
     @router.post("/threads/{thread_id}/history")
-    async def get_history(thread_id: str, body: HistoryQuery, owner: Owner) -> list[dict[str, Any]]:
+    async def get_history(
+        thread_id: Thread, body: HistoryQuery, owner: Owner
+    ) -> list[dict[str, Any]]:
         """The thread's checkpoints, newest first."""
-        await manager().get(owner, thread_id)
         before: RunnableConfig | None = {"configurable": body.before} if body.before else None
         snapshots = manager().graph.aget_state_history(
             thread_config(thread_id), limit=body.limit, before=before, filter=body.metadata
@@ -420,17 +476,19 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         await manager().get(owner, thread_id)
         run = await manager().executor.platform.get(thread_id, run_id)
         if run is None:
-            raise NotFound(f"no run {run_id!r} on thread {thread_id!r}")
+            raise NotFound(f"no run {run_id!r} on thread {public_id(thread_id)!r}")
         return run
 
     def stream_response(
         owner: str,
         run: PlatformRun,
-        after: int = 0,
+        after: int | None = 0,
         on_disconnect: str = "continue",
         then_delete: bool = False,
     ) -> EventSourceResponse:
         async def frames() -> AsyncIterator[dict[str, str]]:
+            if after is None:  # the run's stream ended before the client's position
+                return
             ended = False
             try:
                 async for event in manager().events.follow(stream_key(run.run_id), after):
@@ -444,7 +502,7 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
                 if then_delete:
                     _background(_delete_after(manager(), owner, run))
 
-        headers = {"Content-Location": f"/threads/{run.thread_id}/runs/{run.run_id}"}
+        headers = {"Content-Location": f"/threads/{public_id(run.thread_id)}/runs/{run.run_id}"}
         return EventSourceResponse(frames(), ping=HEARTBEAT_S, headers=headers)
 
     async def values_of(thread_id: str) -> dict[str, Any]:
@@ -455,9 +513,11 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         return result
 
     async def thread_for(owner: str, thread_id: str, body: RunCreate) -> str:
-        if body.if_not_exists == "create":
-            await manager().create_thread(owner, thread_id, {}, "do_nothing")
-        return thread_id
+        """The stored id of the path's thread, created first if the run asks for that."""
+        if body.if_not_exists == "create" and is_client_id(thread_id):
+            record = await manager().create_thread(owner, thread_id, {}, "do_nothing")
+            return record.thread_id
+        return await manager().resolve(owner, thread_id)
 
     @router.post("/threads/{thread_id}/runs")
     async def create_run(thread_id: str, body: RunCreate, owner: Owner) -> dict[str, Any]:
@@ -499,26 +559,30 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
 
     @router.get("/threads/{thread_id}/runs")
     async def list_runs(
-        thread_id: str, owner: Owner, limit: int = 10, offset: int = 0
+        thread_id: Thread,
+        owner: Owner,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+        offset: Annotated[int, Query(ge=0)] = 0,
     ) -> list[dict[str, Any]]:
         """The thread's runs, newest first."""
-        await manager().get(owner, thread_id)
         runs = await manager().executor.platform.list(thread_id)
         return [run_json(r) for r in runs[offset : offset + limit]]
 
     @router.get("/threads/{thread_id}/runs/{run_id}")
-    async def get_run(thread_id: str, run_id: str, owner: Owner) -> dict[str, Any]:
+    async def get_run(thread_id: Thread, run_id: str, owner: Owner) -> dict[str, Any]:
         """One run."""
         return run_json(await own_run(owner, thread_id, run_id))
 
     @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
-    async def cancel_run(thread_id: str, run_id: str, owner: Owner, wait: bool = False) -> Response:
+    async def cancel_run(
+        thread_id: Thread, run_id: str, owner: Owner, wait: bool = False
+    ) -> Response:
         """Cancel the run (the thread's research stops where it is); drop it if it waits."""
         await manager().cancel_platform_run(owner, run_id, thread_id)
         return Response(status_code=202 if not wait else 204)
 
     @router.get("/threads/{thread_id}/runs/{run_id}/join")
-    async def join_run(thread_id: str, run_id: str, owner: Owner) -> dict[str, Any]:
+    async def join_run(thread_id: Thread, run_id: str, owner: Owner) -> dict[str, Any]:
         """Wait for the run to end; answer with the thread's values."""
         await own_run(owner, thread_id, run_id)
         await until_end(manager().events, run_id)
@@ -526,14 +590,16 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
 
     @router.get("/threads/{thread_id}/runs/{run_id}/stream", response_class=EventSourceResponse)
     async def join_stream(
-        thread_id: str,
+        thread_id: Thread,
         run_id: str,
         owner: Owner,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> EventSourceResponse:
         """The run's stream from the start, or after `Last-Event-ID`."""
         run = await own_run(owner, thread_id, run_id)
-        after = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+        after = await resume_point(
+            manager().events, stream_key(run.run_id), event_id(last_event_id), {END_EVENT}
+        )
         return stream_response(owner, run, after)
 
     return router

@@ -9,6 +9,9 @@ replay after a restart and any replica (SQLite or Redis) serves them.
 - `platform-run:{run_id}` is what the run streams, in the SDK's framing: `metadata`
   first, then one event per chunk named by its stream mode, `error` if it failed, and
   `end` last.
+
+Both names hold a `:`, which no thread id has (`app.thread_ids`): a client cannot name a
+thread whose own log is one of these streams.
 """
 
 import asyncio

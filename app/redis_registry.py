@@ -197,4 +197,4 @@ class RedisRegistry:
         if len(found) <= limit:
             return found, None
         page = found[:limit]
-        return page, encode_cursor(stamp(page[-1].created_at), page[-1].thread_id)
+        return page, encode_cursor(page[-1].created_at, page[-1].thread_id)

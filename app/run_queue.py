@@ -16,6 +16,8 @@ import asyncio
 import contextlib
 import logging
 import signal
+import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +76,24 @@ return id_jobs
 """
 
 
+# Reserve a place for one run, atomically across processes: the queue's unfinished jobs
+# plus the places reserved (by requests that have not queued their job yet; a reservation
+# of a process that died expires) must stay below the capacity.
+_RESERVE = """
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local held = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])
+if held >= tonumber(ARGV[2]) then
+    return -held
+end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[4])
+return held + 1
+"""
+# A reservation is released when its request has queued its job; this bounds one whose
+# process died first.
+RESERVATION_TTL_MS = 30_000
+
+
 def abandoned(job: Job) -> bool:
     """Whether no worker drives this job of the active list any more.
 
@@ -92,6 +112,19 @@ class ResearchQueue(RedisQueue):
     """saq's Redis queue whose sweep only takes up jobs that are really abandoned."""
 
     _active_jobs: "AsyncScript | None" = None
+    _reserve: "AsyncScript | None" = None
+
+    async def reserve(self, token: str, capacity: int) -> int:
+        """Hold a place for a run about to be queued: the places now held, negative if full."""
+        if self._reserve is None:
+            self._reserve = self.redis.register_script(_RESERVE)
+        keys = [self._incomplete, self.namespace("reserved")]
+        args: list[int | str] = [now(), capacity, RESERVATION_TTL_MS, token]
+        return int(await self._reserve(keys=keys, args=args, client=self.redis))
+
+    async def release(self, token: str) -> None:
+        """Give back a place held by `reserve`."""
+        await self.redis.zrem(self.namespace("reserved"), token)
 
     async def sweep(self, lock: int = 60, abort: float = SWEEP_ABORT_WAIT_S) -> list[str]:
         """Requeue abandoned jobs (see `abandoned`), as saq's own sweep does otherwise.
@@ -140,16 +173,26 @@ class LeaseBusy(RuntimeError):
 class QueueLauncher:
     """Hands legs to workers through the queue; cancels them with saq's abort."""
 
-    def __init__(self, queue: Queue, capacity: int, lease_seconds: int) -> None:
+    def __init__(self, queue: ResearchQueue, capacity: int, lease_seconds: int) -> None:
         self._queue = queue
         self._capacity = capacity
         self._lease = lease_seconds
 
-    async def ensure_capacity(self) -> None:
-        """Raise TooManyRuns when the queue holds as many unfinished runs as allowed."""
-        waiting = await self._queue.count("incomplete")
-        if waiting >= self._capacity:
-            raise TooManyRuns(f"{waiting} runs are queued or running, the limit: retry later")
+    @contextlib.asynccontextmanager
+    async def reserve(self) -> AsyncIterator[None]:
+        """Hold a place for a new run while it is registered and queued; TooManyRuns if full.
+
+        Decided in one Redis script, so a burst of requests to any number of API
+        processes cannot all pass the check before any of them has queued its job.
+        """
+        token = uuid.uuid4().hex
+        held = await self._queue.reserve(token, self._capacity)
+        if held < 0:
+            raise TooManyRuns(f"{-held} runs are queued or running, the limit: retry later")
+        try:
+            yield
+        finally:
+            await self._queue.release(token)
 
     def _job(self, thread_id: str, run_input: RunInput) -> Job:
         return Job(

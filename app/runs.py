@@ -7,6 +7,7 @@ graph's own checkpoint), cancel at once (in-flight searches included).
 """
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from app.launchers import Launcher
 from app.platform_runs import FINISHED, PlatformRun
 from app.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 from app.runner import thread_config
+from app.thread_ids import is_client_id, scoped
 from graph.models import ApprovalDecision, ResearchRequest
 from graph.state import coerce_update
 
@@ -71,22 +73,22 @@ class RunManager:
     # -- commands ------------------------------------------------------------------------
 
     async def start(self, owner: str, request: ResearchRequest) -> ThreadRecord:
-        """Register a new thread and queue its run."""
-        await self.launcher.ensure_capacity()
-        record = _new_thread(
-            uuid.uuid4().hex,
-            owner,
-            "queued",
-            topic=request.topic,
-            options=request.options.model_dump(mode="json"),
-        )
-        # The registry row and the first event are independent writes: one wait for both.
-        await asyncio.gather(
-            self.registry.create(record),
-            self.executor.publish(record.thread_id, "status", {"status": "queued"}),
-        )
-        self.executor.notify(record)
-        await self.launcher.launch(record.thread_id, RunInput())
+        """Register a new thread and queue its run (TooManyRuns when no place is left)."""
+        async with self.launcher.reserve():
+            record = _new_thread(
+                uuid.uuid4().hex,
+                owner,
+                "queued",
+                topic=request.topic,
+                options=request.options.model_dump(mode="json"),
+            )
+            # The registry row and the first event are independent writes: one wait for both.
+            await asyncio.gather(
+                self.registry.create(record),
+                self.executor.publish(record.thread_id, "status", {"status": "queued"}),
+            )
+            self.executor.notify(record)
+            await self.launcher.launch(record.thread_id, RunInput())
         return record
 
     async def get(self, owner: str, thread_id: str) -> ThreadRecord:
@@ -95,6 +97,20 @@ class RunManager:
         if record is None or record.owner != owner:
             raise NotFound(f"no research thread {thread_id!r}: list yours with GET /v1/research")
         return record
+
+    async def resolve(self, owner: str, thread_id: str) -> str:
+        """The stored id of the caller's thread that the caller calls `thread_id`.
+
+        A generated id is stored as it is, a name the caller chose scoped to its key
+        (`app.thread_ids`); another key's thread, or a name no client could use, is
+        NotFound, exactly like an id nobody has.
+        """
+        if is_client_id(thread_id):
+            for stored in dict.fromkeys((thread_id, scoped(owner, thread_id))):
+                record = self._records.get(stored) or await self.registry.get(stored)
+                if record is not None and record.owner == owner:
+                    return stored
+        raise NotFound(f"no research thread {thread_id!r}: list yours with GET /v1/research")
 
     async def pause(self, owner: str, thread_id: str) -> ThreadRecord:
         """Stop the run at its next node boundary."""
@@ -151,17 +167,30 @@ class RunManager:
     ) -> ThreadRecord:
         """Register a thread before its first run (status `new`, no topic yet).
 
-        With `if_exists="do_nothing"` an existing thread of the caller is returned as it is.
+        A name the caller chose is stored scoped to its key, so only the caller's own
+        threads can be "already there". With `if_exists="do_nothing"` such a thread is
+        returned as it is.
         """
-        record = _new_thread(thread_id or str(uuid.uuid4()), owner, "new", metadata=metadata)
+        if thread_id is None:
+            stored = str(uuid.uuid4())
+        else:
+            with contextlib.suppress(NotFound):
+                stored = await self.resolve(owner, thread_id)
+                return await self._existing(owner, stored, thread_id, if_exists)
+            stored = scoped(owner, thread_id)
+        record = _new_thread(stored, owner, "new", metadata=metadata)
         try:
             await self.registry.create(record)
-        except ThreadExists:
-            existing = await self.registry.get(record.thread_id)
-            if if_exists == "do_nothing" and existing is not None and existing.owner == owner:
-                return existing
-            raise InvalidState(f"thread {record.thread_id!r} already exists") from None
+        except ThreadExists:  # created at the same moment by another request of the caller
+            return await self._existing(owner, stored, thread_id or stored, if_exists)
         return record
+
+    async def _existing(
+        self, owner: str, stored: str, thread_id: str, if_exists: str
+    ) -> ThreadRecord:
+        if if_exists == "do_nothing":
+            return await self.get(owner, stored)
+        raise InvalidState(f"thread {thread_id!r} already exists")
 
     async def merge_metadata(
         self, owner: str, thread_id: str, metadata: dict[str, Any]
@@ -183,34 +212,36 @@ class RunManager:
         """
         thread_id = run.thread_id
         await self.get(owner, thread_id)
-        async with self.signals.admission(thread_id):
-            record = await self._latest(thread_id)
-            # Runs already waiting keep their turn: a new one queues behind them.
-            waiting = await self.executor.platform.next_enqueued(thread_id) is not None
-            if record.status in ACTIVE or waiting:
-                if run.multitask_strategy == "reject":
-                    raise InvalidState(
-                        "the thread is busy with a run: join it, cancel it, or send this run "
-                        "with multitask_strategy enqueue"
-                    )
-                # Stored under the lock: the executor, as the current run stops, takes the
-                # same lock before it looks for waiting runs, so it finds this one.
-                queued = admission.model_dump(mode="json")
-                await self.executor.platform.start(run.model_copy(update={"enqueued": queued}))
-                if record.status in ACTIVE:
-                    if run.multitask_strategy == "interrupt":
-                        await self.signals.request_pause(thread_id)
-                    return
-                # Idle with runs waiting: their executor stopped before it took them up.
-                next_input = await self.executor.admit_waiting(thread_id)
-            else:
-                if admission.request is not None:
-                    await self.launcher.ensure_capacity()
-                next_input = await self.executor.admit(record, admission)
-                await self.executor.platform.start(run)
-                await self.executor.set_status(thread_id, "queued")
-        if next_input is not None:
-            await self.launcher.launch(thread_id, next_input)
+        # A new topic holds a place until its run is launched (after the lock).
+        async with contextlib.AsyncExitStack() as place:
+            async with self.signals.admission(thread_id):
+                record = await self._latest(thread_id)
+                # Runs already waiting keep their turn: a new one queues behind them.
+                waiting = await self.executor.platform.next_enqueued(thread_id) is not None
+                if record.status in ACTIVE or waiting:
+                    if run.multitask_strategy == "reject":
+                        raise InvalidState(
+                            "the thread is busy with a run: join it, cancel it, or send this run "
+                            "with multitask_strategy enqueue"
+                        )
+                    # Stored under the lock: the executor, as the current run stops, takes the
+                    # same lock before it looks for waiting runs, so it finds this one.
+                    queued = admission.model_dump(mode="json")
+                    await self.executor.platform.start(run.model_copy(update={"enqueued": queued}))
+                    if record.status in ACTIVE:
+                        if run.multitask_strategy == "interrupt":
+                            await self.signals.request_pause(thread_id)
+                        return
+                    # Idle with runs waiting: their executor stopped before it took them up.
+                    next_input = await self.executor.admit_waiting(thread_id)
+                else:
+                    if admission.request is not None:  # a new topic: a new run needs a place
+                        await place.enter_async_context(self.launcher.reserve())
+                    next_input = await self.executor.admit(record, admission)
+                    await self.executor.platform.start(run)
+                    await self.executor.set_status(thread_id, "queued")
+            if next_input is not None:
+                await self.launcher.launch(thread_id, next_input)
 
     async def _admit_next(self, thread_id: str) -> None:
         run_input = await self.executor.admit_next(thread_id)

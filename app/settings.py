@@ -1,13 +1,15 @@
 """All configuration in one place: environment (RESEARCH_*) over a TOML file over defaults."""
 
+import json
 import os
 from pathlib import Path
-from typing import Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 from platformdirs import user_config_path, user_data_path
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -154,14 +156,38 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a redis:// (or rediss://, unix://) URL")
         return value
 
-    api_keys: list[SecretStr] = Field(
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
-        description="API keys of the HTTP service (JSON list); none: it listens on 127.0.0.1 only.",
+        description="API keys of the HTTP service: a JSON list, or keys joined by commas; none: "
+        "it listens on 127.0.0.1 only.",
     )
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _key_list(cls, value: Any) -> Any:
+        """`["k1", "k2"]` or `k1,k2` (a key with a comma or quote: use the JSON list)."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    raise ValueError(
+                        'not a JSON list of strings; write \'["key1", "key2"]\' or key1,key2'
+                    ) from None
+            return [key.strip() for key in text.split(",") if key.strip()]
+        return value
+
     host: str = Field("127.0.0.1", description="Address the HTTP service listens on.")
     port: int = Field(8000, ge=1, le=65535, description="Port of the HTTP service.")
     max_concurrent_runs: int = Field(8, ge=1, le=1000, description="Runs executing at once.")
     max_queued_runs: int = Field(100, ge=0, le=100_000, description="Runs waiting beyond those.")
+    max_body_bytes: int = Field(
+        1024 * 1024,
+        ge=1024,
+        le=1024**3,
+        description="Largest request body the HTTP service reads (413 beyond it).",
+    )
 
     @field_validator("search_provider", mode="after")
     @classmethod

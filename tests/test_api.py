@@ -231,7 +231,9 @@ async def test_unknown_threads_are_404_and_health_answers(service: Service) -> N
         assert (await client.get("/healthz")).json() == {"status": "ok"}
         assert (await client.get("/readyz")).json() == {"status": "ready"}
         listing = await client.get("/v1/research?cursor=garbage")
-        assert listing.status_code == 409
+        assert listing.status_code == 422  # a malformed parameter, not a state conflict
+        assert listing.json()["error"]["code"] == "validation_error"
+        assert "cursor" in listing.json()["error"]["message"]
 
 
 async def test_threads_are_listed_newest_first_with_a_cursor(service: Service) -> None:
