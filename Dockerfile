@@ -9,9 +9,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     RESEARCH_DATA_DIR=/data \
     RESEARCH_CORPUS_INDEX=/opt/research/corpus/index.sqlite \
-    RESEARCH_HOST=0.0.0.0
+    RESEARCH_HOST=0.0.0.0 \
+    RESEARCH_PORT=8000
 
+# The dependencies first, at the versions of constraints.txt (a reproducible build), in a
+# layer of their own: a change of the source does not install them again.
 WORKDIR /src
+COPY constraints.txt ./
+RUN pip install -r constraints.txt
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY graph ./graph
@@ -19,7 +24,8 @@ COPY nodes ./nodes
 COPY engines ./engines
 COPY tools ./tools
 COPY prompts ./prompts
-RUN pip install . \
+RUN pip install --no-deps . \
+    && pip check \
     && useradd --create-home --uid 10001 research \
     && mkdir -p /data /opt/research/corpus \
     && chown research:research /data /opt/research/corpus
@@ -29,7 +35,9 @@ WORKDIR /home/research
 RUN research-agent corpus demo
 
 EXPOSE 8000
-# Ready means the checkpointer, event log and registry answer (GET /readyz).
+# Ready means the checkpointer, event log and registry answer (GET /readyz), on the port
+# the service listens on (RESEARCH_PORT).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2).status != 200)"]
+    CMD ["python", "-c", "import os, sys, urllib.request; port = os.environ.get('RESEARCH_PORT') or '8000'; sys.exit(urllib.request.urlopen(f'http://127.0.0.1:{port}/readyz', timeout=2).status != 200)"]
+# Without RESEARCH_API_KEYS, `serve` refuses to listen on 0.0.0.0 (and says so).
 CMD ["research-agent", "serve"]

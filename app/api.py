@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from app.auth import KeyAuth
-from app.edge import RequestGate, StrictJSONRoute
+from app.edge import RequestGate, StreamSlots, StrictJSONRoute
 from app.errors import (
     ERROR_RESPONSES,
     BackendUnavailable,
@@ -119,6 +119,7 @@ def create_app(settings: Settings) -> FastAPI:
     """The service: one graph, one run manager, stores on the embedded SQLite file."""
     auth = KeyAuth([k.get_secret_value() for k in settings.api_keys])
     metrics = ServiceMetrics()
+    streams = StreamSlots(settings.max_streams)
     state: dict[str, Any] = {}
 
     @asynccontextmanager
@@ -241,7 +242,8 @@ def create_app(settings: Settings) -> FastAPI:
             finally:
                 metrics.sse_clients.dec()
 
-        return EventSourceResponse(frames(), ping=HEARTBEAT_S)
+        streams.check()
+        return EventSourceResponse(streams.counted(frames()), ping=HEARTBEAT_S)
 
     @router.post("/{thread_id}/pause", response_model=ThreadSummary)
     async def pause(thread_id: Thread, owner: Owner) -> ThreadSummary:
@@ -303,7 +305,7 @@ def create_app(settings: Settings) -> FastAPI:
         return list(values.get("notes", []))
 
     app.include_router(router)
-    app.include_router(platform_router(manager, auth))
+    app.include_router(platform_router(manager, auth, streams))
     mount_web(app)
 
     @app.get("/healthz", tags=["ops"])

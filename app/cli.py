@@ -454,6 +454,9 @@ def demo(
     _until_interrupted(_run(settings, request, thread_id, out_file, interactive=False), thread_id)
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
 @app.command()
 def serve(
     host: Annotated[
@@ -472,6 +475,7 @@ def serve(
     import uvicorn
 
     from app.api import create_app
+    from app.serving import guarded_protocol
 
     settings = load_settings()
     if no_worker:
@@ -480,16 +484,24 @@ def serve(
                 "--no-worker needs RESEARCH_REDIS_URL: without Redis, runs execute in the API process"
             )
         settings = settings.model_copy(update={"in_process_worker": False})
-    _check_before_start(settings)
     bind = host or settings.host
-    if not settings.api_keys and bind not in ("127.0.0.1", "localhost", "::1"):
-        err.print(
-            f"no API keys are configured (RESEARCH_API_KEYS): listening on 127.0.0.1, not {escape(bind)}"
+    if not settings.api_keys and bind not in LOOPBACK:
+        # Refused, not quietly bound to loopback: in a container that would be a service
+        # nobody can reach that still reports itself healthy.
+        fail(
+            f"listening on {bind} needs API keys: set RESEARCH_API_KEYS (key1,key2), or "
+            "listen on 127.0.0.1 only (--host 127.0.0.1, RESEARCH_HOST=127.0.0.1)"
         )
-        bind = "127.0.0.1"
-    elif not settings.api_keys:
+    _check_before_start(settings)
+    if not settings.api_keys:
         err.print("no API keys are configured: listening on 127.0.0.1 only")
-    uvicorn.run(create_app(settings), host=bind, port=port or settings.port, log_level="info")
+    uvicorn.run(
+        create_app(settings),
+        host=bind,
+        port=port or settings.port,
+        log_level="info",
+        http=guarded_protocol(settings),
+    )
 
 
 def _check_before_start(settings: Settings) -> None:

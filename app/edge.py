@@ -10,8 +10,8 @@
 """
 
 import json
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
 
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
@@ -20,7 +20,9 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.auth import KeyAuth
-from app.errors import PLATFORM_PREFIXES, error_response
+from app.errors import PLATFORM_PREFIXES, TooManyStreams, error_response
+
+T = TypeVar("T")
 
 # Paths that need a key when keys are set (the web page, health and docs do not).
 API_PREFIXES = ("/v1/", *PLATFORM_PREFIXES)
@@ -134,3 +136,32 @@ class StrictJSONRoute(APIRoute):
 def _has_body(request: Request) -> bool:
     length = request.headers.get("content-length")
     return length not in (None, "0") or "transfer-encoding" in request.headers
+
+
+class StreamSlots:
+    """How many event streams are open, and a cap past which a new one gets 503.
+
+    Counted while a stream's frames are produced; a burst of new streams may pass the cap
+    by the few whose first frame is not out yet.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def check(self) -> None:
+        """TooManyStreams when the cap is reached."""
+        if self.open >= self.limit:
+            raise TooManyStreams(
+                f"{self.open} event streams are open, the most this service serves: "
+                "retry in a few seconds"
+            )
+
+    async def counted(self, frames: AsyncIterator[T]) -> AsyncIterator[T]:
+        """`frames`, counted as an open stream while it runs."""
+        self.open += 1
+        try:
+            async for frame in frames:
+                yield frame
+        finally:
+            self.open -= 1

@@ -5,6 +5,7 @@ ResearchError
 ├── InvalidState        resume a run that is not paused or waiting    409 invalid_state
 ├── Unprocessable       a Platform run's input that is no topic       422 validation_error
 ├── TooManyRuns         the run queue is full                         429 too_many_runs
+├── TooManyStreams      as many event streams open as served          503 too_many_streams
 ├── Unauthorized        a missing or unknown API key                  401 unauthorized
 └── BackendUnavailable  checkpointer or event log unreachable         503 backend_unavailable
 """
@@ -46,6 +47,10 @@ class TooManyRuns(ResearchError):
     """The queue of runs is full."""
 
 
+class TooManyStreams(ResearchError):
+    """As many event streams are open as the service serves at once."""
+
+
 class Unauthorized(ResearchError):
     """No valid API key."""
 
@@ -59,6 +64,7 @@ _STATUS: dict[type[ResearchError], tuple[int, str]] = {
     InvalidState: (409, "invalid_state"),
     Unprocessable: (422, "validation_error"),
     TooManyRuns: (429, "too_many_runs"),
+    TooManyStreams: (503, "too_many_streams"),
     Unauthorized: (401, "unauthorized"),
     BackendUnavailable: (503, "backend_unavailable"),
 }
@@ -92,7 +98,9 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     415: _documented("unsupported_media_type: the body is not sent as JSON"),
     422: _documented("validation_error: the request is malformed (field details)"),
     429: _documented("too_many_runs: the run queue is full"),
-    503: _documented("backend_unavailable: a store does not answer"),
+    503: _documented(
+        "backend_unavailable: a store does not answer; too_many_streams: retry after a moment"
+    ),
 }
 
 _HTTP_CODES = {
@@ -145,6 +153,8 @@ async def _research_error(request: Request, exc: Exception) -> JSONResponse:
         (value for kind, value in _STATUS.items() if isinstance(exc, kind)), (500, "internal")
     )
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if isinstance(exc, TooManyStreams):
+        headers = {"Retry-After": "5"}
     return _answer(request, status, code, exc.message, exc.details, headers)
 
 

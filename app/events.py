@@ -28,7 +28,7 @@ import json
 import sqlite3
 import weakref
 from abc import ABC, abstractmethod
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -56,6 +56,9 @@ __all__ = [
 ]
 
 TERMINAL_EVENT = "done"
+# The last event of a stream: a thread's `done`, a Platform run's `end`
+# (`app.platform_runs.END_EVENT`). Memory kept for a stream is let go at either.
+CLOSING_EVENTS = frozenset({TERMINAL_EVENT, "end"})
 
 # A rowid table: a Platform run's `updates` chunks are tens of KB, and SQLite keeps rows
 # that large poorly in a WITHOUT ROWID table's b-tree (inserts took twice as long).
@@ -88,6 +91,12 @@ _READ = (
 # lands in memory at once.
 _FOLLOW_PAGE = 256
 _RECENT_EVENTS = 64
+# Memory for recent events, over all streams: the least recently written streams are let
+# go past it (a stream that never closes, such as a thread's run records, must not hold
+# memory for ever: Platform runs grew the process by 1.8 MB each).
+_RECENT_BYTES = 16 * 1024 * 1024
+# Streams whose last id is kept in memory; past it the oldest are read again when needed.
+_LAST_IDS = 4096
 
 
 # The largest id a client may name (SQLite's largest integer; a Redis stream's ids go
@@ -257,16 +266,19 @@ class SqliteEventLog(QueuedAppends):
     def __init__(self, reader: SqliteReader, writer: SqliteWriter) -> None:
         self._reader = reader
         self._writer = writer
-        self._last_ids: dict[str, int] = {}  # touched only by _commit, or after it failed
+        # Touched only by _commit, or after it failed; least recently written first.
+        self._last_ids: OrderedDict[str, int] = OrderedDict()
         self._pending: list[_Op] = []
         self._flusher: asyncio.Task[None] | None = None
         # An entry lives while some follower holds it, so idle threads cost nothing.
         self._waiters: weakref.WeakValueDictionary[str, asyncio.Event] = (
             weakref.WeakValueDictionary()
         )
-        # The latest events of each live thread, so followers woken by an append are served
-        # from memory instead of a database round trip per event; dropped at "done".
-        self._recent: dict[str, deque[Event]] = {}
+        # The latest events of each live stream, so followers woken by an append are served
+        # from memory instead of a database round trip per event; dropped when the stream
+        # closes, or when it is the least recently written and memory is over its cap.
+        self._recent: OrderedDict[str, deque[Event]] = OrderedDict()
+        self._recent_bytes = 0
         self._closed = False
 
     def _queue(self, op: QueuedEvent) -> None:
@@ -339,13 +351,27 @@ class SqliteEventLog(QueuedAppends):
         return [event for event in recent if event.id > position]
 
     def _remember(self, op: QueuedEvent, event_id: int) -> None:
-        if op.name == TERMINAL_EVENT:
-            self._recent.pop(op.thread_id, None)
+        if op.name in CLOSING_EVENTS:
+            self._forget(op.thread_id)
             return
-        recent = self._recent.setdefault(op.thread_id, deque(maxlen=_RECENT_EVENTS))
+        recent = self._recent.get(op.thread_id)
+        if recent is None:
+            recent = self._recent[op.thread_id] = deque(maxlen=_RECENT_EVENTS)
+        self._recent.move_to_end(op.thread_id)
         if recent and recent[-1].id != event_id - 1:
+            self._recent_bytes -= sum(len(e.text) for e in recent)
             recent.clear()  # never leave a hole: memory must hold a contiguous run of ids
+        if len(recent) == recent.maxlen:
+            self._recent_bytes -= len(recent[0].text)
         recent.append(Event(event_id, op.thread_id, op.name, op.text, op.created_at))
+        self._recent_bytes += len(op.text)
+        while self._recent_bytes > _RECENT_BYTES and len(self._recent) > 1:
+            self._forget(next(iter(self._recent)))
+
+    def _forget(self, thread_id: str) -> None:
+        recent = self._recent.pop(thread_id, None)
+        if recent is not None:
+            self._recent_bytes -= sum(len(e.text) for e in recent)
 
     def _waiter(self, thread_id: str) -> asyncio.Event:
         waiter = self._waiters.get(thread_id)
@@ -380,7 +406,7 @@ class SqliteEventLog(QueuedAppends):
                     if waiter is not None:
                         waiter.set()
                 else:
-                    self._recent.pop(op.thread_id, None)
+                    self._forget(op.thread_id)
                     if not op.done.done():
                         op.done.set_result(None)
 
@@ -401,6 +427,9 @@ class SqliteEventLog(QueuedAppends):
                 _INSERT, (op.thread_id, event_id, op.name, op.text, op.created_at.isoformat())
             )
             self._last_ids[op.thread_id] = event_id
+            self._last_ids.move_to_end(op.thread_id)
+            if len(self._last_ids) > _LAST_IDS:  # read again from the file if written again
+                self._last_ids.popitem(last=False)
             results.append(event_id)
         return results
 

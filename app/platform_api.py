@@ -14,7 +14,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from fastapi import APIRouter, Depends, Header, Query, Response
 from langchain_core.runnables import RunnableConfig
@@ -25,14 +25,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
 )
 from pydantic_core import to_json
 from sse_starlette import EventSourceResponse
 
-from app.edge import StrictJSONRoute
-from app.errors import InvalidState, NotFound, Unprocessable
+from app.edge import StreamSlots, StrictJSONRoute
+from app.errors import InvalidState, NotFound
 from app.events import EventLog, event_id, resume_point
 from app.execution import Admission, RunInput
 from app.platform_runs import (
@@ -43,11 +42,29 @@ from app.platform_runs import (
     stream_key,
     thread_status,
 )
+from app.platform_schema import (
+    PLATFORM_ERRORS,
+    STREAMED,
+    Assistant,
+    GraphSchemas,
+    Run,
+    StateWritten,
+    Thread,
+    ThreadState,
+    doc,
+)
 from app.registry import ThreadRecord
 from app.runner import thread_config
 from app.runs import RunManager
-from app.thread_ids import check_client_id, is_client_id, public_id, stored_id_dependency
-from graph.models import ApprovalDecision, ResearchRequest, explain
+from app.thread_ids import (
+    CLIENT_ID,
+    CLIENT_ID_RULE,
+    check_client_id,
+    is_client_id,
+    public_id,
+    stored_id_dependency,
+)
+from graph.models import ApprovalDecision, ResearchRequest
 
 GRAPH_ID = "research"
 ASSISTANT_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "research-agent/graphs/research"))
@@ -103,7 +120,11 @@ class _Lenient(BaseModel):
 class ThreadCreate(_Lenient):
     """POST /threads."""
 
-    thread_id: str | None = None
+    thread_id: str | None = Field(
+        None,
+        description=f"An id of your choosing: {CLIENT_ID_RULE}.",
+        json_schema_extra={"pattern": f"^{CLIENT_ID.pattern}$"},
+    )
     metadata: Metadata = Field(default_factory=dict)
     if_exists: Literal["raise", "do_nothing"] = "raise"
 
@@ -159,40 +180,54 @@ class AssistantSearch(_Lenient):
     offset: int = Field(0, ge=0)
 
 
+# The stream modes served (`app.platform_runs.STREAM_MODES`), as the schema names them.
+StreamModeName = Literal["values", "updates", "custom", "messages-tuple", "debug"]
+assert set(get_args(StreamModeName)) == set(STREAM_MODES)
+
+
+class Command(BaseModel):
+    """A run's command: only `resume`, the answer to the question the thread waits on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resume: ApprovalDecision
+
+
 class RunCreate(_Lenient):
-    """The body of every run-starting call."""
+    """The body of every run-starting call.
+
+    Its fields are checked here, at the edge, so the published schema says what is
+    accepted: a research request as `input`, an approval decision as `command.resume`.
+    """
 
     assistant_id: str
-    input: FreeJSON | None = None
-    command: FreeJSON | None = None
+    input: ResearchRequest | None = None
+    command: Command | None = None
     metadata: Metadata = Field(default_factory=dict)
     config: FreeJSON | None = None
     context: FreeJSON | None = None
-    stream_mode: list[str] = Field(default_factory=lambda: ["values"])
+    stream_mode: StreamModeName | list[StreamModeName] = "values"
     stream_subgraphs: bool = False
     interrupt_before: list[str] | Literal["*"] | None = None
     interrupt_after: list[str] | Literal["*"] | None = None
-    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = "reject"
+    multitask_strategy: Literal["reject", "enqueue", "interrupt"] = "reject"
     on_disconnect: Literal["cancel", "continue"] = "continue"
     on_completion: Literal["delete", "keep"] = "delete"
     if_not_exists: Literal["reject", "create"] = "reject"
 
     @field_validator("stream_mode", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("stream_mode")
-    @classmethod
-    def _known_modes(cls, value: list[str]) -> list[str]:
-        unknown = [m for m in value if m not in STREAM_MODES]
-        if unknown:
+    def _known_modes(cls, value: Any) -> Any:
+        asked = [value] if isinstance(value, str) else value
+        if not isinstance(asked, list):
+            return value  # not a mode nor a list: the type check says so
+        if unknown := [m for m in asked if not (isinstance(m, str) and m in STREAM_MODES)]:
             raise ValueError(f"stream modes {unknown} are not served; use {sorted(STREAM_MODES)}")
-        return list(dict.fromkeys(value))
+        return value
 
-    @field_validator("multitask_strategy")
+    @field_validator("multitask_strategy", mode="before")
     @classmethod
-    def _served_strategies(cls, value: str) -> str:
+    def _served_strategies(cls, value: Any) -> Any:
         if value == "rollback":
             raise ValueError(
                 "multitask_strategy 'rollback' is not served: research already done is kept; "
@@ -200,32 +235,29 @@ class RunCreate(_Lenient):
             )
         return value
 
-    @field_validator("command")
+    @field_validator("command", mode="before")
     @classmethod
-    def _resume_only(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None and set(value) - {"resume"}:
+    def _resume_only(cls, value: Any) -> Any:
+        if isinstance(value, dict) and set(value) - {"resume"}:
             raise ValueError("only command.resume (an approval decision) is served")
         return value
 
+    @property
+    def stream_modes(self) -> list[str]:
+        """The modes asked for, each once, in order."""
+        modes = [self.stream_mode] if isinstance(self.stream_mode, str) else self.stream_mode
+        return list(dict.fromkeys(modes))
+
     def admission(self, run_id: str) -> Admission:
-        """What the run asks of the thread; Unprocessable says what is wrong with it."""
-        request = decision = None
-        try:
-            if self.input is not None:
-                field = "input"
-                request = ResearchRequest.model_validate(self.input)
-            if self.command is not None:
-                field = "command.resume"
-                decision = ApprovalDecision.model_validate(self.command.get("resume"))
-        except ValidationError as exc:
-            raise Unprocessable(f"{field}: {explain(exc)}") from None
+        """What the run asks of the thread."""
         run_input = RunInput(
             run_id=run_id,
-            stream_modes=self.stream_mode,
+            stream_modes=self.stream_modes,
             interrupt_before=self.interrupt_before,
             interrupt_after=self.interrupt_after,
         )
-        return Admission(request=request, decision=decision, run_input=run_input)
+        decision = self.command.resume if self.command is not None else None
+        return Admission(request=self.input, decision=decision, run_input=run_input)
 
 
 def assistant_json() -> dict[str, Any]:
@@ -301,15 +333,16 @@ def _matches(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
     return not wanted or all(metadata.get(k) == v for k, v in wanted.items())
 
 
-def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
+def platform_router(
+    manager: ManagerGetter, owner_dependency: Any, streams: StreamSlots
+) -> APIRouter:
     """The Platform API's routes, bound to the app's run manager and auth."""
-    # Outside /openapi.json: these routes follow LangGraph's published API, not ours.
     router = APIRouter(
-        tags=["langgraph platform"], include_in_schema=False, route_class=StrictJSONRoute
+        tags=["langgraph platform"], responses=PLATFORM_ERRORS, route_class=StrictJSONRoute
     )
     Owner = Annotated[str, Depends(owner_dependency)]
     # A path's thread id, as the caller's stored thread (NotFound for any other).
-    Thread = Annotated[str, Depends(stored_id_dependency(manager, owner_dependency))]
+    ThreadKey = Annotated[str, Depends(stored_id_dependency(manager, owner_dependency))]
 
     async def thread_json(record: ThreadRecord) -> dict[str, Any]:
         snapshot = await manager().graph.aget_state(thread_config(record.thread_id))
@@ -330,26 +363,26 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
 
     # -- assistants ----------------------------------------------------------------------
 
-    @router.post("/assistants/search")
+    @router.post("/assistants/search", **doc(list[Assistant]))
     async def search_assistants(body: AssistantSearch, owner: Owner) -> list[dict[str, Any]]:
         """The one assistant (graph `research`), if it matches."""
         found = [assistant_json()] if body.graph_id in (None, GRAPH_ID) else []
         return found[body.offset : body.offset + body.limit]
 
-    @router.get("/assistants/{assistant_id}")
+    @router.get("/assistants/{assistant_id}", **doc(Assistant))
     async def get_assistant(assistant_id: str, owner: Owner) -> dict[str, Any]:
         """The assistant, by its id or its graph id."""
         check_assistant(assistant_id)
         return assistant_json()
 
-    @router.get("/assistants/{assistant_id}/graph")
+    @router.get("/assistants/{assistant_id}/graph", **doc(dict[str, Any]))
     async def get_assistant_graph(assistant_id: str, owner: Owner) -> dict[str, Any]:
         """The graph's nodes and edges."""
         check_assistant(assistant_id)
         drawable: dict[str, Any] = manager().graph.get_graph().to_json()
         return drawable
 
-    @router.get("/assistants/{assistant_id}/schemas")
+    @router.get("/assistants/{assistant_id}/schemas", **doc(GraphSchemas))
     async def get_assistant_schemas(assistant_id: str, owner: Owner) -> dict[str, Any]:
         """What a run's input takes (a research request) and what a decision looks like."""
         check_assistant(assistant_id)
@@ -365,29 +398,29 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
 
     # -- threads -------------------------------------------------------------------------
 
-    @router.post("/threads")
+    @router.post("/threads", **doc(Thread))
     async def create_thread(body: ThreadCreate, owner: Owner) -> dict[str, Any]:
         """A new thread, waiting for its first run."""
         record = await manager().create_thread(owner, body.thread_id, body.metadata, body.if_exists)
         return await thread_json(record)
 
-    @router.get("/threads/{thread_id}")
-    async def get_thread(thread_id: Thread, owner: Owner) -> dict[str, Any]:
+    @router.get("/threads/{thread_id}", **doc(Thread))
+    async def get_thread(thread_id: ThreadKey, owner: Owner) -> dict[str, Any]:
         """The thread: status, metadata, values, pending interrupts."""
         return await thread_json(await manager().get(owner, thread_id))
 
-    @router.patch("/threads/{thread_id}")
-    async def patch_thread(thread_id: Thread, body: ThreadPatch, owner: Owner) -> dict[str, Any]:
+    @router.patch("/threads/{thread_id}", **doc(Thread))
+    async def patch_thread(thread_id: ThreadKey, body: ThreadPatch, owner: Owner) -> dict[str, Any]:
         """Merge metadata into the thread's."""
         return await thread_json(await manager().merge_metadata(owner, thread_id, body.metadata))
 
     @router.delete("/threads/{thread_id}", status_code=204)
-    async def delete_thread(thread_id: Thread, owner: Owner) -> Response:
+    async def delete_thread(thread_id: ThreadKey, owner: Owner) -> Response:
         """Remove the thread, its runs, checkpoints and events."""
         await manager().delete(owner, thread_id)
         return Response(status_code=204)
 
-    @router.post("/threads/search")
+    @router.post("/threads/search", **doc(list[Thread]))
     async def search_threads(body: ThreadSearch, owner: Owner) -> list[dict[str, Any]]:
         """The caller's threads, newest first, filtered by status and metadata."""
         wanted: list[ThreadRecord] = []
@@ -405,13 +438,13 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         chosen = wanted[body.offset : body.offset + body.limit]
         return list(await asyncio.gather(*(thread_json(r) for r in chosen)))
 
-    @router.get("/threads/{thread_id}/state")
-    async def get_state(thread_id: Thread, owner: Owner) -> dict[str, Any]:
+    @router.get("/threads/{thread_id}/state", **doc(ThreadState))
+    async def get_state(thread_id: ThreadKey, owner: Owner) -> dict[str, Any]:
         """The thread's latest checkpoint."""
         return state_json(await manager().graph.aget_state(thread_config(thread_id)))
 
-    @router.post("/threads/{thread_id}/state")
-    async def update_state(thread_id: Thread, body: StateUpdate, owner: Owner) -> dict[str, Any]:
+    @router.post("/threads/{thread_id}/state", **doc(StateWritten))
+    async def update_state(thread_id: ThreadKey, body: StateUpdate, owner: Owner) -> dict[str, Any]:
         """Edit an idle thread's state (as node `as_node`); answers the new checkpoint."""
         at = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
         written = await manager().update_state(owner, thread_id, body.values, body.as_node, at)
@@ -429,21 +462,23 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
             raise NotFound(f"no checkpoint {checkpoint_id!r} on thread {public_id(thread_id)!r}")
         return state_json(snapshot)
 
-    @router.get("/threads/{thread_id}/state/{checkpoint_id}")
-    async def get_state_at(thread_id: Thread, checkpoint_id: str, owner: Owner) -> dict[str, Any]:
+    @router.get("/threads/{thread_id}/state/{checkpoint_id}", **doc(ThreadState))
+    async def get_state_at(
+        thread_id: ThreadKey, checkpoint_id: str, owner: Owner
+    ) -> dict[str, Any]:
         """The thread's state at one checkpoint."""
         return await state_at(thread_id, checkpoint_id)
 
-    @router.post("/threads/{thread_id}/state/checkpoint")
+    @router.post("/threads/{thread_id}/state/checkpoint", **doc(ThreadState))
     async def post_state_at(
-        thread_id: Thread, body: CheckpointQuery, owner: Owner
+        thread_id: ThreadKey, body: CheckpointQuery, owner: Owner
     ) -> dict[str, Any]:
         """The thread's state at the checkpoint given (the latest without an id)."""
         return await state_at(thread_id, body.checkpoint.get("checkpoint_id"))
 
-    @router.post("/threads/{thread_id}/history")
+    @router.post("/threads/{thread_id}/history", **doc(list[ThreadState]))
     async def get_history(
-        thread_id: Thread, body: HistoryQuery, owner: Owner
+        thread_id: ThreadKey, body: HistoryQuery, owner: Owner
     ) -> list[dict[str, Any]]:
         """The thread's checkpoints, newest first."""
         before: RunnableConfig | None = {"configurable": body.before} if body.before else None
@@ -503,7 +538,8 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
                     _background(_delete_after(manager(), owner, run))
 
         headers = {"Content-Location": f"/threads/{public_id(run.thread_id)}/runs/{run.run_id}"}
-        return EventSourceResponse(frames(), ping=HEARTBEAT_S, headers=headers)
+        streams.check()
+        return EventSourceResponse(streams.counted(frames()), ping=HEARTBEAT_S, headers=headers)
 
     async def values_of(thread_id: str) -> dict[str, Any]:
         snapshot = await manager().graph.aget_state(thread_config(thread_id))
@@ -519,34 +555,38 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
             return record.thread_id
         return await manager().resolve(owner, thread_id)
 
-    @router.post("/threads/{thread_id}/runs")
+    @router.post("/threads/{thread_id}/runs", **doc(Run))
     async def create_run(thread_id: str, body: RunCreate, owner: Owner) -> dict[str, Any]:
         """Start a run in the background."""
         return run_json(await start_run(owner, await thread_for(owner, thread_id, body), body))
 
-    @router.post("/threads/{thread_id}/runs/stream", response_class=EventSourceResponse)
+    @router.post(
+        "/threads/{thread_id}/runs/stream", response_class=EventSourceResponse, responses=STREAMED
+    )
     async def stream_run(thread_id: str, body: RunCreate, owner: Owner) -> EventSourceResponse:
         """Start a run and stream it."""
+        streams.check()  # before the run starts: a refused stream starts nothing
         run = await start_run(owner, await thread_for(owner, thread_id, body), body)
         return stream_response(owner, run, on_disconnect=body.on_disconnect)
 
-    @router.post("/threads/{thread_id}/runs/wait")
+    @router.post("/threads/{thread_id}/runs/wait", **doc(dict[str, Any], "The thread's values"))
     async def wait_run(thread_id: str, body: RunCreate, owner: Owner) -> dict[str, Any]:
         """Start a run and answer with the thread's values once it ends."""
         run = await start_run(owner, await thread_for(owner, thread_id, body), body)
         await until_end(manager().events, run.run_id)
         return await values_of(thread_id)
 
-    @router.post("/runs/stream", response_class=EventSourceResponse)
+    @router.post("/runs/stream", response_class=EventSourceResponse, responses=STREAMED)
     async def stream_stateless(body: RunCreate, owner: Owner) -> EventSourceResponse:
         """A run on a thread of its own, removed once the run ends (`on_completion`)."""
+        streams.check()
         record = await manager().create_thread(owner, None, {}, "raise")
         run = await start_run(owner, record.thread_id, body)
         return stream_response(
             owner, run, on_disconnect=body.on_disconnect, then_delete=body.on_completion == "delete"
         )
 
-    @router.post("/runs/wait")
+    @router.post("/runs/wait", **doc(dict[str, Any], "The thread's values"))
     async def wait_stateless(body: RunCreate, owner: Owner) -> dict[str, Any]:
         """A run on a thread of its own; answers with its final values."""
         record = await manager().create_thread(owner, None, {}, "raise")
@@ -557,9 +597,9 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
             await manager().delete(owner, record.thread_id)
         return values
 
-    @router.get("/threads/{thread_id}/runs")
+    @router.get("/threads/{thread_id}/runs", **doc(list[Run]))
     async def list_runs(
-        thread_id: Thread,
+        thread_id: ThreadKey,
         owner: Owner,
         limit: Annotated[int, Query(ge=1, le=1000)] = 10,
         offset: Annotated[int, Query(ge=0)] = 0,
@@ -568,29 +608,39 @@ def platform_router(manager: ManagerGetter, owner_dependency: Any) -> APIRouter:
         runs = await manager().executor.platform.list(thread_id)
         return [run_json(r) for r in runs[offset : offset + limit]]
 
-    @router.get("/threads/{thread_id}/runs/{run_id}")
-    async def get_run(thread_id: Thread, run_id: str, owner: Owner) -> dict[str, Any]:
+    @router.get("/threads/{thread_id}/runs/{run_id}", **doc(Run))
+    async def get_run(thread_id: ThreadKey, run_id: str, owner: Owner) -> dict[str, Any]:
         """One run."""
         return run_json(await own_run(owner, thread_id, run_id))
 
-    @router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+    @router.post(
+        "/threads/{thread_id}/runs/{run_id}/cancel",
+        status_code=202,
+        responses={202: {"description": "Cancelled"}, 204: {"description": "Cancelled (wait)"}},
+    )
     async def cancel_run(
-        thread_id: Thread, run_id: str, owner: Owner, wait: bool = False
+        thread_id: ThreadKey, run_id: str, owner: Owner, wait: bool = False
     ) -> Response:
         """Cancel the run (the thread's research stops where it is); drop it if it waits."""
         await manager().cancel_platform_run(owner, run_id, thread_id)
         return Response(status_code=202 if not wait else 204)
 
-    @router.get("/threads/{thread_id}/runs/{run_id}/join")
-    async def join_run(thread_id: Thread, run_id: str, owner: Owner) -> dict[str, Any]:
+    @router.get(
+        "/threads/{thread_id}/runs/{run_id}/join", **doc(dict[str, Any], "The thread's values")
+    )
+    async def join_run(thread_id: ThreadKey, run_id: str, owner: Owner) -> dict[str, Any]:
         """Wait for the run to end; answer with the thread's values."""
         await own_run(owner, thread_id, run_id)
         await until_end(manager().events, run_id)
         return await values_of(thread_id)
 
-    @router.get("/threads/{thread_id}/runs/{run_id}/stream", response_class=EventSourceResponse)
+    @router.get(
+        "/threads/{thread_id}/runs/{run_id}/stream",
+        response_class=EventSourceResponse,
+        responses=STREAMED,
+    )
     async def join_stream(
-        thread_id: Thread,
+        thread_id: ThreadKey,
         run_id: str,
         owner: Owner,
         last_event_id: Annotated[str | None, Header()] = None,

@@ -24,6 +24,8 @@ from graph.redis_saver import awaited
 
 _FOLLOW_PAGE = 256
 _BLOCK_MS = 5_000
+# What a follower's connection must allow for beyond a plain command's timeout.
+FOLLOW_BLOCK_S = _BLOCK_MS / 1000
 
 
 def _seq(stream_id: bytes | str) -> int:

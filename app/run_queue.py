@@ -49,6 +49,8 @@ JOB_TTL_S = 600
 STOP_WAIT_S = 10.0
 # How often cancel looks whether the job it aborted has closed.
 CLOSE_POLL_S = 0.05
+# How long a worker's wait for a job blocks on Redis before it asks again.
+DEQUEUE_WAIT_S = 2.0
 # How long the sweep waits for an abandoned job's worker to confirm the abort.
 SWEEP_ABORT_WAIT_S = 0.5
 # Look for abandoned jobs and due retries every second, for aborts four times a second:
@@ -360,4 +362,7 @@ def research_worker(
         functions=[(JOB_FUNCTION, runner.run)],
         concurrency=concurrency,
         timers=TIMERS,
+        # Its BLMOVE returns within this, inside the client's command timeout (saq's
+        # default, 0, blocks for ever and would time out instead).
+        dequeue_timeout=DEQUEUE_WAIT_S,
     )

@@ -182,6 +182,24 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=1, le=65535, description="Port of the HTTP service.")
     max_concurrent_runs: int = Field(8, ge=1, le=1000, description="Runs executing at once.")
     max_queued_runs: int = Field(100, ge=0, le=100_000, description="Runs waiting beyond those.")
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="A connection that has not sent a whole request head within this is closed.",
+    )
+    max_connections: int = Field(
+        2048,
+        ge=16,
+        le=1_000_000,
+        description="Open client connections; past it a new one closes the oldest idle one.",
+    )
+    max_streams: int = Field(
+        1000,
+        ge=1,
+        le=1_000_000,
+        description="Event streams (SSE) open at once; past it a new one gets 503.",
+    )
     max_body_bytes: int = Field(
         1024 * 1024,
         ge=1024,

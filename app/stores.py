@@ -92,14 +92,16 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             yield Stores(saver, events, registry)
         else:
             saver = await stack.enter_async_context(open_checkpointer(settings))
-            from app.redis_events import RedisEventLog
+            from app.redis_events import FOLLOW_BLOCK_S, RedisEventLog
             from app.redis_registry import RedisRegistry
             from graph.redis_saver import redis_client
 
             client = redis_client(settings.redis_url)
             stack.push_async_callback(client.aclose)
             # One connection per live SSE follower (each blocks in XREAD): a large pool.
-            followers = redis_client(settings.redis_url, max_connections=10_000)
+            followers = redis_client(
+                settings.redis_url, max_connections=10_000, blocking_s=FOLLOW_BLOCK_S
+            )
             stack.push_async_callback(followers.aclose)
             redis_events = RedisEventLog(client, follow_client=followers)
             stack.push_async_callback(redis_events.close)

@@ -35,7 +35,6 @@ from redis.backoff import ExponentialBackoff
 from redis.commands.json import JSON
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from graph.checkpointer import STATE_TYPES
 
@@ -75,7 +74,14 @@ def _bound_json(template: JSON, pipe: "Pipeline") -> JSON:
     return bound
 
 
-def redis_client(url: str, max_connections: int = 256) -> "Redis":
+# How long one command may wait for Redis: a stalled server (SIGSTOP, a full network
+# buffer) then fails the request with 503 in seconds instead of hanging it (measured
+# before: every request hung for the whole of a 10 s stall). Blocking reads add their
+# block time (`redis_client(..., blocking_s=...)`).
+REDIS_TIMEOUT_S = 3.0
+
+
+def redis_client(url: str, max_connections: int = 256, blocking_s: float = 0.0) -> "Redis":
     """A client whose commands wait for a free connection and retry on a fresh one.
 
     Waiting (a blocking pool) instead of failing with "Too many connections": 200
@@ -83,13 +89,22 @@ def redis_client(url: str, max_connections: int = 256) -> "Redis":
     connection that died with a Redis restart once the server is back. The library
     version is given, not looked up in the package metadata for every new connection
     (a few ms each, hundreds of them when a burst of runs grows the pool).
+
+    Every command times out after `REDIS_TIMEOUT_S` (plus `blocking_s` for a client whose
+    commands block on the server, as XREAD BLOCK does). A timeout is not retried: the
+    command may have run (an XADD twice is an event twice), and the caller answers 503.
     """
     pool = BlockingConnectionPool.from_url(
         url,
         max_connections=max_connections,
         timeout=30,
-        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
-        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+        socket_timeout=REDIS_TIMEOUT_S + blocking_s,
+        socket_connect_timeout=REDIS_TIMEOUT_S,
+        retry=Retry(
+            ExponentialBackoff(cap=1.0, base=0.05),
+            retries=3,
+            supported_errors=(RedisConnectionError,),  # its default retries timeouts too
+        ),
         driver_info=DriverInfo(lib_version=redis_version),
     )
     return JsonCachingRedis.from_pool(pool)

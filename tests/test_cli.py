@@ -464,6 +464,15 @@ def test_serve_names_a_redis_without_modules_or_unreachable_without_its_password
     assert "is unreachable" in result.stderr and "hunter2" not in result.stderr
 
 
+def test_serve_on_a_public_address_without_keys_refuses_to_start(
+    cli_env: dict[str, str],
+) -> None:
+    env = cli_env | {"RESEARCH_HOST": "0.0.0.0", "RESEARCH_PORT": str(free_port())}
+    assert_one_line_error(cli(env, "serve"), "listening on 0.0.0.0 needs API keys")
+    flag = cli(cli_env, "serve", "--host", "192.0.2.1", "--port", str(free_port()))
+    assert_one_line_error(flag, "set RESEARCH_API_KEYS")
+
+
 def test_workers_and_no_worker_need_redis_and_say_so(cli_env: dict[str, str]) -> None:
     worker = cli(cli_env, "worker")
     assert_one_line_error(worker, "RESEARCH_REDIS_URL")

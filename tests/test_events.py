@@ -392,3 +392,26 @@ async def test_closing_the_log_ends_waiting_followers_with_an_error(db: Path) ->
     with pytest.raises(EventLogClosed):
         await asyncio.wait_for(waiting, TIMEOUT_S)
     await events.aclose()
+
+
+async def test_memory_for_recent_events_is_let_go_and_bounded(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Platform run's stream closes with `end`, a run-records stream never closes."""
+    import app.events as events_module
+
+    monkeypatch.setattr(events_module, "_RECENT_BYTES", 64 * 1024)
+    async with open_sqlite_event_log(db) as log:
+        for run in range(20):
+            await log.append(f"platform-run:{run}", "updates", {"chunk": "x" * 2000})
+            await log.append(f"platform-run:{run}", "end", {"status": "success"})
+            await log.append("platform-runs:thread", "run", {"run": run})
+        assert set(log._recent) == {"platform-runs:thread"}, "closed streams hold nothing"
+        for stream in range(200):  # streams that never close, 10 KB each
+            await log.append(f"open-{stream}", "updates", {"chunk": "y" * 10_000})
+        held = sum(len(e.text) for recent in log._recent.values() for e in recent)
+        assert held == log._recent_bytes <= 64 * 1024
+        assert "open-199" in log._recent and "open-0" not in log._recent
+        # What memory let go of is read from the file, ids continuing.
+        assert (await log.append("open-0", "more", {})).id == 2
+        assert [e.id for e in await log.read("open-0")] == [1, 2]

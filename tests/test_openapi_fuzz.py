@@ -94,6 +94,14 @@ def _documented_operations() -> list[Any]:
     return params
 
 
+def _is_started_run(response: schemathesis.Response) -> bool:
+    """Whether the answer is a Platform run that has not ended yet."""
+    if not response.headers.get("content-type", [""])[0].startswith("application/json"):
+        return False
+    body = response.json()
+    return isinstance(body, dict) and "run_id" in body and body.get("status") == "pending"
+
+
 @dataclass
 class Live:
     """The running service: its base URL and the schema it publishes."""
@@ -124,6 +132,16 @@ class Live:
         Cancelling also keeps every SSE stream finite: a cancelled thread's stream ends
         with its "done" event.
         """
+        if response.status_code == 200 and _is_started_run(response):
+            # A Platform run in the background: wait for its end (it pauses for approval
+            # at most), as its own client would with `join`.
+            run = response.json()
+            joined = requests.get(
+                f"{self.base_url}/threads/{run['thread_id']}/runs/{run['run_id']}/join",
+                timeout=TIMEOUT_S,
+            )
+            assert joined.status_code == 200, joined.text
+            return
         if response.status_code != 202:
             return
         thread_id = response.json()["thread_id"]
@@ -217,3 +235,22 @@ def test_bodies_the_server_refuses_are_refused_by_the_schema_too(
     live.stop_run(response)
     assert response.status_code == 422, response.text
     assert not _schema_allows(live, path, body), "the published schema must say so too"
+
+
+def test_the_platform_routes_are_published_with_their_shapes() -> None:
+    document = create_app(Settings(data_dir=Path("unused"), search_provider="local")).openapi()
+    paths = document["paths"]
+    for path in (
+        "/threads",
+        "/threads/{thread_id}/runs/stream",
+        "/runs/wait",
+        "/assistants/search",
+    ):
+        assert path in paths, path
+    thread = paths["/threads/{thread_id}"]["get"]["responses"]
+    assert thread["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/Thread")
+    assert thread["404"]["content"]["application/json"]["schema"]["$ref"].endswith("/PlatformError")
+    streamed = paths["/threads/{thread_id}/runs/stream"]["post"]["responses"]["200"]
+    assert "text/event-stream" in streamed["content"]
+    create = document["components"]["schemas"]["ThreadCreate"]["properties"]["thread_id"]
+    assert create["pattern"].startswith("^[A-Za-z0-9]")

@@ -5,6 +5,9 @@ key B's threads, runs and streams.
 """
 
 import asyncio
+import contextlib
+import os
+import signal
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -13,10 +16,13 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
 from app.api import create_app
+from app.serving import guarded_protocol
 from app.settings import Settings
 
+from .redis_server import redis_server
 from .servers import serve_port
 from .sse import collect
 from .support import TOPIC
@@ -353,3 +359,138 @@ async def test_a_burst_past_the_run_limits_gets_429_and_the_service_keeps_servin
         again = await a.post("/v1/research", json={"topic": TOPIC})
         assert again.status_code == 202, "places come back as runs end"
         await a.post(f"/v1/research/{again.json()['thread_id']}/cancel")
+
+
+# -- a stalled Redis ------------------------------------------------------------------------
+
+
+async def test_a_stalled_redis_gives_503_and_the_service_recovers(
+    tmp_path: Path, corpus_index: Path
+) -> None:
+    """Redis stopped with SIGSTOP (a stall, not a crash): answers are 503, not a hang."""
+    with redis_server() as url:
+        pid = int(redis.Redis.from_url(url).info("server")["process_id"])
+        settings = Settings(
+            data_dir=tmp_path / "data",
+            corpus_index=corpus_index,
+            search_provider="local",
+            api_keys=[KEY_A],
+            redis_url=url,
+        )
+        with serve_port(create_app(settings), lifespan="on") as port:
+            async with httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{port}", headers=_auth(KEY_A), timeout=30
+            ) as a:
+                thread_id = (await a.post("/v1/research", json={"topic": TOPIC})).json()[
+                    "thread_id"
+                ]
+                await collect(a, f"/v1/research/{thread_id}/events")
+                os.kill(pid, signal.SIGSTOP)
+                try:
+                    for method, path in (
+                        ("GET", "/v1/research"),
+                        ("GET", f"/v1/research/{thread_id}"),
+                        ("POST", "/v1/research"),
+                        ("GET", "/readyz"),
+                    ):
+                        body = {"topic": TOPIC} if method == "POST" else None
+                        answer = await a.request(method, path, json=body)
+                        assert answer.status_code == 503, (path, answer.text)
+                        assert answer.json()["error"]["code"] == "backend_unavailable"
+                finally:
+                    os.kill(pid, signal.SIGCONT)
+                assert (await a.get(f"/v1/research/{thread_id}")).status_code == 200
+                assert (await a.get("/readyz")).status_code == 200
+
+
+# -- slow clients ---------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def _trickling(port: int, count: int) -> AsyncIterator[list[asyncio.StreamReader]]:
+    """`count` connections that send half a request head and then nothing (slowloris)."""
+    readers, writers = [], []
+    try:
+        for _ in range(count):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writers.append(writer)
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+            with contextlib.suppress(ConnectionError):  # closed already to make room
+                await writer.drain()
+            readers.append(reader)
+        yield readers
+    finally:
+        for writer in writers:
+            writer.close()
+        await asyncio.gather(*(w.wait_closed() for w in writers), return_exceptions=True)
+
+
+async def _closed_by_server(reader: asyncio.StreamReader) -> bool:
+    # Functional bound, not a speed check: a connection the server keeps never ends.
+    try:
+        return await asyncio.wait_for(reader.read(), timeout=10) == b""
+    except ConnectionResetError:  # closed with its unanswered head: closed all the same
+        return True
+    except TimeoutError:
+        return False
+
+
+@pytest.mark.parametrize("header_timeout_s", [1.0, 60.0], ids=["deadline", "cap"])
+async def test_slow_clients_are_closed_and_do_not_starve_others(
+    tmp_path: Path, corpus_index: Path, header_timeout_s: float
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        corpus_index=corpus_index,
+        search_provider="local",
+        header_timeout_s=header_timeout_s,
+        max_connections=40,
+    )
+    app = create_app(settings)
+    with serve_port(app, lifespan="on", http=guarded_protocol(settings)) as port:
+        async with (
+            _trickling(port, 60) as slow,
+            httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client,
+        ):
+            assert (await client.get("/healthz")).status_code == 200
+            if header_timeout_s < 10:  # every one is closed once its head is overdue
+                assert all(await asyncio.gather(*(_closed_by_server(r) for r in slow)))
+            else:  # the oldest ones made room for newer connections
+                closed = await asyncio.gather(*(_closed_by_server(r) for r in slow[:21]))
+                assert all(closed), [i for i, c in enumerate(closed) if not c]
+                assert not any(r.at_eof() for r in slow[-39:])
+
+
+async def _stream_status(client: httpx.AsyncClient, url: str) -> httpx.Response:
+    """Open an event stream, read its status line (and a refusal's body), close it."""
+    async with client.stream("GET", url) as response:
+        if response.status_code != 200:
+            await response.aread()
+        return response
+
+
+async def test_past_the_stream_cap_a_new_stream_gets_503(service: Clients) -> None:
+    async with service(max_streams=2) as (a, _):
+        started = await a.post(
+            "/v1/research", json={"topic": TOPIC, "options": {"approval": "plan"}}
+        )
+        events = f"/v1/research/{started.json()['thread_id']}/events"
+        await collect(a, events, until="approval_required")  # it waits: streams stay open
+        async with a.stream("GET", events) as one, a.stream("GET", events) as two:
+            assert one.status_code == two.status_code == 200
+            # Each is under way (counted) once an event is out. The line iterators are
+            # kept: one let go is closed by the garbage collector, and its stream with it.
+            readers = [one.aiter_lines(), two.aiter_lines()]
+            for lines in readers:
+                while not (await anext(lines)).startswith("id:"):
+                    pass
+            third = await _stream_status(a, events)
+            assert third.status_code == 503 and third.headers["retry-after"] == "5"
+            assert third.json()["error"]["code"] == "too_many_streams"
+        # Closed streams give their places back, once the server has seen them go.
+        for _ in range(500):
+            if (await _stream_status(a, events)).status_code == 200:
+                break
+            await asyncio.sleep(0.01)  # polling the server, not a timed wait
+        else:
+            raise AssertionError("the places of closed streams never came back")
