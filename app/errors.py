@@ -136,17 +136,6 @@ def error_response(
     return JSONResponse(error_body(code, message, details), status, headers=headers)
 
 
-def _answer(
-    request: Request,
-    status: int,
-    code: str,
-    message: str,
-    details: Any = None,
-    headers: Mapping[str, str] | None = None,
-) -> JSONResponse:
-    return error_response(request.url.path, status, code, message, details, headers)
-
-
 async def _research_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ResearchError)
     status, code = next(
@@ -155,14 +144,14 @@ async def _research_error(request: Request, exc: Exception) -> JSONResponse:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if isinstance(exc, TooManyStreams):
         headers = {"Retry-After": "5"}
-    return _answer(request, status, code, exc.message, exc.details, headers)
+    return error_response(request.url.path, status, code, exc.message, exc.details, headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     fields = [_field_error(e) for e in exc.errors()]
     message = "; ".join(f"{f['field'] or 'body'}: {f['message']}" for f in fields)
-    return _answer(request, 422, "validation_error", message, {"fields": fields})
+    return error_response(request.url.path, 422, "validation_error", message, {"fields": fields})
 
 
 def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
@@ -170,7 +159,8 @@ def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
         reason = error.get("ctx", {}).get("error", "")
         return {"field": "", "message": f"not valid JSON ({reason})"}
     field = ".".join(str(p) for p in error["loc"] if p != "body")
-    return {"field": field, "message": error["msg"]}
+    # A validator's own message says what to do; pydantic's prefix adds nothing to it.
+    return {"field": field, "message": error["msg"].removeprefix("Value error, ")}
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -179,13 +169,13 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     headers = dict(exc.headers or {})
     if exc.status_code == 413:
         headers["Connection"] = "close"  # the rest of the body is not read
-    return _answer(request, exc.status_code, code, str(exc.detail), headers=headers)
+    return error_response(request.url.path, exc.status_code, code, str(exc.detail), headers=headers)
 
 
 async def _store_down(request: Request, exc: Exception) -> JSONResponse:
     # Redis is down or restarting: the client may retry; the pool reconnects by itself.
     message = f"the store does not answer ({type(exc).__name__}); retry in a few seconds"
-    return _answer(request, 503, "backend_unavailable", message)
+    return error_response(request.url.path, 503, "backend_unavailable", message)
 
 
 def install_error_handlers(app: FastAPI) -> None:

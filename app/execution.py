@@ -23,6 +23,7 @@ from app.platform_runs import PlatformRuns
 from app.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
 from app.runner import is_finished, pending_interrupt, question_of, thread_config
 from app.signals import RunSignals
+from app.thread_ids import public_id
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from graph.models import ApprovalDecision, ResearchRequest, RunOptions
@@ -77,6 +78,25 @@ def checkpoint_id(snapshot: StateSnapshot) -> str | None:
     """The id of the checkpoint a snapshot was read from; None for a thread never run."""
     value = snapshot.config.get("configurable", {}).get("checkpoint_id")
     return str(value) if value else None
+
+
+# Stream modes whose chunks carry the thread's config (debug checkpoints, message
+# metadata): the client knows its thread by its own id, not the stored one.
+_CONFIG_MODES = frozenset({"debug", "messages"})
+
+
+def renamed(value: Any, stored: str, public: str) -> Any:
+    """`value` with every string `stored` in its dicts, lists and tuples replaced by `public`."""
+    if isinstance(value, str):
+        return public if value == stored else value
+    if isinstance(value, dict):
+        return {key: renamed(item, stored, public) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        items = [renamed(item, stored, public) for item in value]
+        if hasattr(value, "_fields"):  # a named tuple takes its fields one by one
+            return type(value)(*items)
+        return type(value)(items)
+    return value
 
 
 class RunExecutor:
@@ -264,6 +284,7 @@ class RunExecutor:
         """
         stop = LegStop()
         config = thread_config(thread_id)
+        public = public_id(thread_id)  # the id its client knows, in configs it streams
         wanted: dict[str, list[str]] = {}
         for name in run_input.stream_modes:
             wanted.setdefault(PLATFORM_MODES[name], []).append(name)
@@ -280,8 +301,10 @@ class RunExecutor:
         ):
             if mode in STREAM_MODES:
                 self._translate(thread_id, str(mode), chunk)
-            if run_input.run_id is not None:
-                for name in wanted.get(mode, ()):
+            if run_input.run_id is not None and mode in wanted:
+                if mode in _CONFIG_MODES and public != thread_id:
+                    chunk = renamed(chunk, thread_id, public)
+                for name in wanted[mode]:
                     self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))
             if mode != "updates":
                 continue

@@ -6,8 +6,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from app.thread_ids import public_id
 from graph.builder import ResearchGraph
 from graph.models import ApprovalDecision
+from graph.state import CLIENT_THREAD_ID
 from nodes.context import Deps
 
 EventSink = Callable[[str, Any], None]
@@ -15,8 +17,15 @@ Approver = Callable[[dict[str, Any]], Awaitable[ApprovalDecision | None]]
 
 
 def thread_config(thread_id: str) -> RunnableConfig:
-    """The LangGraph config that addresses one research thread."""
-    return {"configurable": {"thread_id": thread_id}}
+    """The LangGraph config that addresses one research thread.
+
+    A thread stored under a key's scope (`app.thread_ids`) also carries the id its client
+    knows it by, which is what the graph writes into its records (`CLIENT_THREAD_ID`).
+    """
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if (public := public_id(thread_id)) != thread_id:
+        configurable[CLIENT_THREAD_ID] = public
+    return {"configurable": configurable}
 
 
 def is_finished(snapshot: StateSnapshot) -> bool:

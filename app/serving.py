@@ -10,8 +10,9 @@ until the process runs out of file descriptors: 1,100 connections trickling head
   is waiting for a request head (an idle or trickling one), or itself when every open
   connection is busy with a request; so a new client with a real request is served even
   while the slots are full of slow ones;
-- the soft limit of open files is raised to the hard limit, and `max_connections` is
-  kept below it with room for the data file, Redis and outgoing connections.
+- the soft limit of open files is raised as far as needed (up to the hard limit), and
+  `max_connections` is kept below it with room for the data file, Redis (a connection
+  per run slot) and outgoing connections.
 """
 
 import asyncio
@@ -94,17 +95,25 @@ def guarded_protocol(settings: Settings) -> type[asyncio.Protocol]:
         base = type("GuardedHttpToolsProtocol", (_Guarded, HttpToolsProtocol), {})
     except ImportError:  # httptools is optional: h11 serves as well
         pass
+    # With Redis, the run queue holds a connection per run slot: room for those too. (An
+    # event stream there also holds a Redis connection while it waits in XREAD.)
+    reserved = _RESERVED_FILES
+    if settings.redis_url is not None:
+        reserved += settings.max_concurrent_runs
     limits = {
         "header_timeout_s": settings.header_timeout_s,
-        "max_connections": connection_cap(settings.max_connections),
+        "max_connections": connection_cap(settings.max_connections, reserved),
     }
     return type(base.__name__, (base,), limits)
 
 
-def connection_cap(wanted: int) -> int:
-    """`wanted`, or less if the open-files limit (raised as far as allowed) is lower."""
+def connection_cap(wanted: int, reserved: int = _RESERVED_FILES) -> int:
+    """`wanted`, or less if the open-files limit (raised as far as allowed) is lower.
+
+    `reserved` descriptors are kept for what is not a client connection.
+    """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    needed = wanted + _RESERVED_FILES
+    needed = wanted + reserved
     if soft != resource.RLIM_INFINITY and soft < needed:
         raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
         try:
@@ -113,7 +122,7 @@ def connection_cap(wanted: int) -> int:
         except (ValueError, OSError):
             pass
     if soft != resource.RLIM_INFINITY and soft < needed:
-        cap = max(16, soft - _RESERVED_FILES)
+        cap = max(16, soft - reserved)
         logger.warning(
             "the open-files limit is %d: at most %d connections (max_connections %d)",
             soft,

@@ -22,6 +22,10 @@ from graph.models import (
 )
 from tools.urls import normalize_url
 
+# A config key: the thread's id as its client knows it, where the service stores the
+# thread under another (a key's scope, `app.thread_ids`); records the graph writes use it.
+CLIENT_THREAD_ID = "client_thread_id"
+
 
 def merge_sources(
     left: list[SearchResult] | None, right: list[SearchResult] | None

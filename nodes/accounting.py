@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from engines.base import ModelAccessError
 from engines.recording import Recorder, record_fallback
 from graph.models import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
-from graph.state import ResearchState
+from graph.state import CLIENT_THREAD_ID, ResearchState
 from nodes.context import Deps
 
 T = TypeVar("T")
@@ -60,8 +60,10 @@ def spent(node: str, started: float, requests: int = 0, recorder: Recorder | Non
 
 
 def _thread_id() -> str:
+    """The thread's id as its client knows it (`CLIENT_THREAD_ID`, else the config's)."""
     try:
-        return str(get_config().get("configurable", {}).get("thread_id", ""))
+        configurable = get_config().get("configurable", {})
+        return str(configurable.get(CLIENT_THREAD_ID) or configurable.get("thread_id", ""))
     except RuntimeError:  # called outside a graph run (unit tests of a node)
         return ""
 

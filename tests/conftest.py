@@ -1,6 +1,7 @@
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,14 @@ def deps(corpus: LocalCorpus) -> Deps:
 @pytest.fixture
 def graph() -> ResearchGraph:
     return build_graph(memory_saver())
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def stores(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Settings for each behaviour on the embedded stores, and on Redis with its run queue."""
+    if request.param == "redis":
+        return {"redis_url": request.getfixturevalue("redis_url")}
+    return {}
 
 
 @pytest.fixture(scope="session")

@@ -473,6 +473,13 @@ def test_serve_on_a_public_address_without_keys_refuses_to_start(
     assert_one_line_error(flag, "set RESEARCH_API_KEYS")
 
 
+def test_a_setting_that_is_not_the_json_it_should_be_is_a_one_line_error(
+    cli_env: dict[str, str],
+) -> None:
+    env = cli_env | {"RESEARCH_PAGE_ALLOWED_PORTS": "80;443"}
+    assert_one_line_error(cli(env, "serve"), "page_allowed_ports", "write it as JSON")
+
+
 def test_workers_and_no_worker_need_redis_and_say_so(cli_env: dict[str, str]) -> None:
     worker = cli(cli_env, "worker")
     assert_one_line_error(worker, "RESEARCH_REDIS_URL")

@@ -53,14 +53,6 @@ async def served(tmp_path: Path, corpus_index: Path, **overrides: Any) -> AsyncI
                 await sdk.aclose()
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def stores(request: pytest.FixtureRequest) -> dict[str, Any]:
-    """Each behaviour on the embedded stores, and on Redis with its run queue."""
-    if request.param == "redis":
-        return {"redis_url": request.getfixturevalue("redis_url")}
-    return {}
-
-
 @pytest.fixture
 async def client(
     tmp_path: Path, corpus_index: Path, stores: dict[str, Any]

@@ -31,13 +31,6 @@ KEY_A, KEY_B = "key-alice", "key-bob"
 Clients = Callable[..., Any]
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def stores(request: pytest.FixtureRequest) -> dict[str, Any]:
-    if request.param == "redis":
-        return {"redis_url": request.getfixturevalue("redis_url")}
-    return {}
-
-
 @pytest.fixture
 def service(tmp_path: Path, corpus_index: Path, stores: dict[str, Any]) -> Clients:
     """A server with two keys; yields one httpx client per key."""
@@ -494,3 +487,21 @@ async def test_past_the_stream_cap_a_new_stream_gets_503(service: Clients) -> No
             await asyncio.sleep(0.01)  # polling the server, not a timed wait
         else:
             raise AssertionError("the places of closed streams never came back")
+
+
+async def test_a_named_threads_streams_show_the_clients_id_only(service: Clients) -> None:
+    async with service() as (_, b):
+        chat = _name()
+        assert (await b.post("/threads", json={"thread_id": chat})).status_code == 200
+        body = {
+            "assistant_id": "research",
+            "input": {"topic": TOPIC},
+            "stream_mode": ["debug", "messages-tuple", "values"],
+        }
+        async with b.stream("POST", f"/threads/{chat}/runs/stream", json=body) as response:
+            assert response.status_code == 200
+            text = (await response.aread()).decode()
+        assert "event: end" in text and f'"thread_id":"{chat}"' in text.replace(" ", "")
+        assert "@key-" not in text, "the stored id (with its key's tag) stays inside"
+        state = (await b.post(f"/threads/{chat}/history", json={})).text
+        assert "@key-" not in state and chat in state

@@ -78,3 +78,27 @@ async def test_a_missing_corpus_is_reported_when_the_deps_open(
     with pytest.raises(CorpusMissingError):
         async with open_deps(Settings(corpus_index=tmp_path / "none.sqlite")):
             pass
+
+
+@pytest.mark.parametrize(
+    ("variable", "keys"),
+    [
+        ("plainkey", ["plainkey"]),
+        ("key1, key2,", ["key1", "key2"]),
+        ('["k\\"quoted", "back\\\\slash"]', ['k"quoted', "back\\slash"]),
+        ('k"quoted\\back', ['k"quoted\\back']),  # compose passes a key as it is
+    ],
+)
+def test_api_keys_are_a_comma_list_or_a_json_list(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch, variable: str, keys: list[str]
+) -> None:
+    monkeypatch.setenv("RESEARCH_API_KEYS", variable)
+    assert [k.get_secret_value() for k in Settings().api_keys] == keys
+
+
+def test_a_broken_json_key_list_says_how_to_write_it(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RESEARCH_API_KEYS", '["key1"')
+    with pytest.raises(ValidationError, match="key1,key2"):
+        Settings()
