@@ -586,9 +586,15 @@ def corpus_search(
         corpus = LocalCorpus(load_settings().corpus_index_path)
     except CorpusMissingError as exc:
         fail(str(exc))
-    for hit in corpus.search_sync(query, limit):
-        out.print(f"{hit.score:.2f}  {hit.title}  {hit.url}", markup=False)
+    hits = corpus.search_sync(query, limit)
     corpus.close()
+    for hit in hits:
+        out.print(f"{hit.score:.2f}  {hit.title}  {hit.url}", markup=False)
+    if not hits:
+        err.print(
+            f"no results for {escape(query)!r} in the local corpus: set TAVILY_API_KEY or "
+            "BRAVE_API_KEY for web search, or add documents with `research-agent corpus index PATH`"
+        )
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from engines.base import Progress
 from engines.checks import check_draft
-from engines.frames import cues_for_point, match_frame
+from engines.frames import aspect_point, cues_for_point, match_frame
 from engines.keyphrases import key_terms, named_entities
 from engines.sentences import split_sentences
 from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
@@ -138,6 +138,76 @@ def _mentions(text: str, subject: Sequence[str]) -> int:
     return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
 
 
+def _significant(text: str) -> list[str]:
+    """Stems that tell one name from another: no stopwords, but numbers ("World War I")."""
+    return [t for t in subject_tokens(text) if t not in STOPWORDS or _NUMBER.fullmatch(t)]
+
+
+_NUMBER = re.compile(r"[ivxlc]+|\d+")
+
+
+def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
+    """The source that is the subject's own article, if one was collected.
+
+    Its title names the subject: the same words, or some of them including a head noun
+    (the last word: "Heart" for "the human heart"; of either part of "X and Y"), or all of
+    them and a few more ("William Shakespeare" for "Shakespeare"). Among several, the
+    closest, then the best ranked.
+    """
+    wanted = _significant(subject)
+    if not wanted:
+        return None
+    # The head noun of each part of "X and Y" (the last word of each).
+    heads = {part[-1] for part in map(_significant, re.split(r"\s+and\s+", subject)) if part}
+    best: tuple[float, int] | None = None
+    found: SearchResult | None = None
+    for rank, source in enumerate(sources):
+        title = _significant(source.title)
+        if not title:
+            continue
+        if set(title) <= set(wanted) and heads & set(title):
+            closeness = len(set(title)) / len(set(wanted))
+        elif set(wanted) <= set(title):
+            closeness = len(set(wanted)) / len(set(title))
+        else:
+            continue
+        if closeness >= 0.5 and (best is None or (closeness, -rank) > best):
+            best, found = (closeness, -rank), source
+    return found
+
+
+def subject_phrase(subject: str, sources: Sequence[SearchResult]) -> str:
+    """What a source must name to be about the subject.
+
+    The shorter of the subject and the title of its own article ("Heart" for "human
+    heart", "Shakespeare" for "William Shakespeare"), or the subject itself when no
+    article of it was collected.
+    """
+    article = subject_article(subject, sources)
+    if article is None:
+        return subject
+    title = article.title
+    return title if len(words(title)) < len(words(subject)) else subject
+
+
+def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> frozenset[str]:
+    """URLs of the sources whose title the subject's own article names."""
+    if article is None:
+        return frozenset()
+    text = subject_tokens(article.content)
+    linked = set()
+    for source in sources:
+        title = subject_tokens(source.title)
+        if source is not article and title and _mentions_tokens(text, title):
+            linked.add(normalize_url(source.url))
+    return frozenset(linked)
+
+
+def _mentions_tokens(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
+    n = len(phrase)
+    return any(list(tokens[i : i + n]) == list(phrase) for i in range(len(tokens) - n + 1))
+
+
 def is_on_topic(source: SearchResult, subject: Sequence[str]) -> bool:
     """True when the source names the subject in its title or text."""
     return _mentions(f"{source.title}. {source.content}", subject) > 0
@@ -175,11 +245,20 @@ class ExtractiveEngine:
     ) -> ResearchPlan:
         """Expand the topic by its frame; add the names and key terms of the first results."""
         frame, subject = match_frame(topic)
-        points = [a.point.format(s=subject) for a in frame.aspects]
-        subject_stems = set(stems(subject))
-        on_topic = [hit for hit in probe if is_on_topic(hit, subject_tokens(subject))]
+        points = [aspect_point(a, topic, subject) for a in frame.aspects]
+        phrase = subject_phrase(subject, probe)
+        subject_stems = set(stems(subject)) | set(stems(phrase))
+        on_topic = [hit for hit in probe if is_on_topic(hit, subject_tokens(phrase))]
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
-        queries = [subject, *names, *(a.query.format(s=subject) for a in frame.aspects)]
+        # The topic's own words find what the subject's name alone does not (the system a
+        # process acts on, the place of an event): one keyword query, second.
+        topic_words = " ".join(content_words(topic, keep_case=True))
+        queries = [
+            subject,
+            topic_words,
+            *names,
+            *(a.query.format(s=subject) for a in frame.aspects),
+        ]
         queries += [f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=2)]
         if feedback:
             focus = " ".join(content_words(feedback, keep_case=True)[:6])
@@ -213,9 +292,11 @@ class ExtractiveEngine:
             for issue in review.issues:
                 if issue.type == "completeness" and ":" in issue.description:
                     point = issue.description.split(":", 1)[1].strip()
-                    candidates += [point, f"{subject} {' '.join(content_words(point)[:4])}"]
-        subject_stems = set(stems(subject))
-        on_topic = [s for s in sources if is_on_topic(s, subject_tokens(subject))]
+                    # Anchored on the subject: an aspect alone finds anything.
+                    candidates.append(f"{subject} {' '.join(content_words(point)[:4])}")
+        phrase = subject_phrase(subject, sources)
+        subject_stems = set(stems(subject)) | set(stems(phrase))
+        on_topic = [s for s in sources if is_on_topic(s, subject_tokens(phrase))]
         candidates += named_entities(on_topic, exclude=subject_stems, limit=6)
         candidates += [
             f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=4)
@@ -252,8 +333,16 @@ class ExtractiveEngine:
     # -- writing ---------------------------------------------------------------------
 
     def _candidates(
-        self, sources: Sequence[SearchResult], subject: str
+        self,
+        sources: Sequence[SearchResult],
+        subject: str,
+        linked: frozenset[str] = frozenset(),
     ) -> tuple[list[Candidate], dict[str, float]]:
+        """Sentences worth quoting, with their base scores.
+
+        `linked`: URLs of sources that the subject's own article names (its magma, its
+        inventor): about the subject's matter though they need not name it.
+        """
         subject_phrase = subject_tokens(subject)
         documents: list[set[str]] = []
         candidates: list[Candidate] = []
@@ -261,10 +350,11 @@ class ExtractiveEngine:
             documents.append(set(stems(f"{source.title} {source.content}")))
             # An off-topic source is skipped whatever its rank; from a source that is not
             # about the subject itself, only sentences that name the subject are quoted.
-            if subject_phrase and not is_on_topic(source, subject_phrase):
+            is_linked = normalize_url(source.url) in linked
+            if subject_phrase and not is_linked and not is_on_topic(source, subject_phrase):
                 continue
             about_subject = _mentions(source.title, subject_phrase) > 0
-            named_times = _mentions(source.content, subject_phrase)
+            named_times = _mentions(source.content, subject_phrase) + 2 * is_linked
             # The subject is what the source is about when its title names it or its text
             # names it repeatedly; three times or more, it is about it in all but title.
             focused = about_subject or named_times >= 2
@@ -333,7 +423,9 @@ class ExtractiveEngine:
         coverage gaps can, so those are what it uses.
         """
         _, subject = match_frame(plan.theme)
-        candidates, idf = self._candidates(sources, subject)
+        article = subject_article(subject, sources)
+        phrase = subject_phrase(subject, sources)
+        candidates, idf = self._candidates(sources, phrase, named_by(article, sources))
         chosen: list[Candidate] = []
 
         def fresh(candidate: Candidate) -> bool:
@@ -434,7 +526,7 @@ def _frame_cues(theme: str, point: str) -> tuple[str, ...]:
     """Cue words of the frame aspect that produced `point`, if it came from the frame."""
     frame, subject = match_frame(theme)
     for aspect in frame.aspects:
-        if aspect.point.format(s=subject).casefold() == point.casefold():
+        if aspect_point(aspect, theme, subject).casefold() == point.casefold():
             return aspect.cues
     return ()
 

@@ -216,28 +216,33 @@ _GENERIC = (
 FRAMES: tuple[Frame, ...] = (
     Frame(
         "history",
-        re.compile(r"^(?:a\s+|the\s+)?(?:brief\s+)?history\s+of\s+(?P<s>.+)$", re.IGNORECASE),
+        re.compile(
+            r"^(?:a\s+|the\s+)?(?:brief\s+)?(?:history|story|invention|discovery|development"
+            r"|evolution|rise(?:\s+and\s+fall)?|spread|origins?)\s+of\s+(?P<s>.+)$",
+            re.IGNORECASE,
+        ),
         (
-            Aspect("Origins of {s}", "{s} origins invention", _ORIGINS),
-            Aspect("Development and spread of {s}", "{s} spread development", _SPREAD),
-            Aspect("Key figures and innovations", "{s} inventor", _PEOPLE),
-            Aspect("Impact of {s} on society", "{s} impact society", _IMPACT),
-            Aspect("Legacy of {s}", "{s} legacy", _LEGACY),
+            Aspect("Origins of {the_s}", "{s} origins", _ORIGINS),
+            Aspect("Development and spread of {the_s}", "{s} spread development", _SPREAD),
+            Aspect("Key figures", "{s} founded led invented", _PEOPLE),
+            Aspect("Impact of {the_s} on society", "{s} impact society", _IMPACT),
+            Aspect("Legacy of {the_s}", "{s} legacy", _LEGACY),
         ),
     ),
     Frame(
         "causes",
         re.compile(
-            r"^(?:the\s+)?(?:main\s+|root\s+)?(?:causes?|origins?|reasons?\s+for)\s+(?:of\s+)?(?P<s>.+)$",
+            r"^(?:(?:the\s+)?(?:main\s+|root\s+)?(?:causes?|reasons?\s+for)\s+(?:of\s+)?"
+            r"|what\s+(?:caused|led\s+to)\s+|why\s+did\s+)(?P<s>.+?)(?:\s+happen)?$",
             re.IGNORECASE,
         ),
         (
-            Aspect("Background to {s}", "{s} background", _ORIGINS + _DEFINITION),
+            Aspect("Background to {the_s}", "{s} background", _ORIGINS + _DEFINITION),
             Aspect("Political causes", "{s} political causes", _POLITICAL),
             Aspect("Economic causes", "{s} economic crisis", _ECONOMIC),
             Aspect("Social and intellectual causes", "{s} social ideas", _SOCIAL),
             Aspect("Immediate triggers", "{s} outbreak", _TRIGGER),
-            Aspect("Consequences of {s}", "{s} consequences", _CONSEQUENCE),
+            Aspect("Consequences of {the_s}", "{s} consequences", _CONSEQUENCE),
         ),
     ),
     Frame(
@@ -247,7 +252,7 @@ FRAMES: tuple[Frame, ...] = (
             re.IGNORECASE,
         ),
         (
-            Aspect("Background to {s}", "{s}", _DEFINITION + _ORIGINS),
+            Aspect("Background to {the_s}", "{s}", _DEFINITION + _ORIGINS),
             Aspect("Immediate effects", "{s} effects", _IMPACT),
             Aspect("Economic effects", "{s} economic", _ECONOMIC),
             Aspect("Social and political effects", "{s} society politics", _SOCIAL + _POLITICAL),
@@ -255,13 +260,25 @@ FRAMES: tuple[Frame, ...] = (
         ),
     ),
     Frame(
-        "how",
+        "person",
         re.compile(
-            r"^how\s+(?:does|do|did)\s+(?P<s>.+?)\s+(?:work|function|happen)\??$", re.IGNORECASE
+            r"^(?:(?:the\s+)?(?:life(?:\s+and\s+(?:work|works|times|legacy))?|biography|career)"
+            r"\s+of\s+|who\s+(?:was|is|were)\s+)(?P<s>.+?)\??$",
+            re.IGNORECASE,
         ),
         (
-            Aspect("What {s} is", "{s}", _DEFINITION),
-            Aspect("How {s} works", "{s} process", _MECHANISM),
+            Aspect("Early life of {the_s}", "{s} early life born", _ORIGINS + _PEOPLE),
+            Aspect("Work and career of {the_s}", "{s} work career", _MECHANISM + _PEOPLE),
+            Aspect("Major achievements", "{s} achievements", _IMPACT),
+            Aspect("Legacy of {the_s}", "{s} legacy", _LEGACY),
+        ),
+    ),
+    Frame(
+        "how",
+        re.compile(r"^how\s+(?P<s>.+?)\??$", re.IGNORECASE),
+        (
+            Aspect("What {the_s} {is_}", "{s}", _DEFINITION),
+            Aspect("How {the_s} {works}", "{s} process", _MECHANISM),
             Aspect("History and origins", "{s} history", _ORIGINS),
             Aspect("Significance and impact", "{s} impact", _IMPACT),
         ),
@@ -293,15 +310,96 @@ POINT_CUES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
 )
 
 
+# "the biology of X", "the structure of X": a field or facet of the subject, not the subject.
+_FACET_OF = re.compile(
+    r"^(?:the\s+)?(?:biology|chemistry|physics|science|economics|politics|psychology|"
+    r"geography|structure|role|importance|meaning|nature|basics|principles|theory|"
+    r"philosophy|culture|art|music|language|literature|technology)\s+of\s+(?P<s>.+)$",
+    re.IGNORECASE,
+)
+# "X's rise and fall", "DNA's structure": the possessor is the subject.
+_POSSESSOR = re.compile(r"^(?P<s>.+?)['’]s?\s+\S.*$")
+# "Buddhism in Asia", "the Mongol Empire under Genghis Khan": the subject comes first.
+_SETTING = re.compile(r"^(?P<s>.+?)\s+(?:in|under|during|across|throughout)\s+\S.*$", re.IGNORECASE)
+
+
+_AUXILIARY = {"does", "do", "did", "can", "is", "are", "was", "were", "could", "would"}
+_PROCESS_VERBS = {"works", "work", "functions", "happens", "operates", "began", "started"}
+
+
+def _plural(word: str) -> bool:
+    """A plural noun, most likely ("vaccines", not "process", "virus" or "is")."""
+    lowered = word.lower()
+    return len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is"))
+
+
+def _how_subject(rest: str) -> str:
+    """The subject of "how ...": "how does X work", "how X works", "how Xs do Y".
+
+    Without an auxiliary, the subject ends before a process verb, or with its first
+    plural noun ("how vaccines train ..."), or before the last word ("how airplanes fly").
+    """
+    words = rest.split()
+    if words and words[0].lower() in _AUXILIARY:
+        words = words[1:]
+        plural = next((i for i, w in enumerate(words[:-1]) if _plural(w)), None)
+        return " ".join(words[: plural + 1] if plural is not None else words[:-1] or words)
+    for i, word in enumerate(words):
+        if word.lower() in _PROCESS_VERBS and i > 0:
+            return " ".join(words[:i])
+        if (
+            i + 1 < len(words)
+            and len(word) > 3
+            and word.lower().endswith("s")
+            and not word.lower().endswith("ss")
+        ):
+            return " ".join(words[: i + 1])
+    return " ".join(words[:-1] or words)
+
+
+def core_subject(phrase: str) -> str:
+    """The subject of a noun phrase, without a facet, possessed part or setting around it."""
+    subject = " ".join(phrase.split())
+    for pattern in (_FACET_OF, _POSSESSOR, _SETTING):
+        match = pattern.match(subject)
+        if match and match.group("s").strip():
+            subject = match.group("s").strip()
+    return re.sub(r"^(?:the|a|an)\s+", "", subject, flags=re.IGNORECASE)
+
+
 def match_frame(topic: str) -> tuple[Frame, str]:
     """Return the first frame whose pattern matches, and the subject it found."""
     cleaned = " ".join(topic.split()).rstrip(".!?")
     for frame in FRAMES:
         match = frame.pattern.match(cleaned)
         if match:
-            subject = re.sub(r"^(?:the|a|an)\s+", "", match.group("s").strip(), flags=re.IGNORECASE)
+            found = match.group("s")
+            subject = core_subject(_how_subject(found) if frame.name == "how" else found)
+            if frame.name == "overview":  # no question shape: a facet may still wrap it
+                subject = (
+                    core_subject(cleaned)
+                    if _FACET_OF.match(cleaned) or _POSSESSOR.match(cleaned)
+                    else subject
+                )
             return frame, subject or cleaned
     return FRAMES[-1], cleaned
+
+
+def aspect_point(aspect: Aspect, topic: str, subject: str) -> str:
+    """The aspect's investigation point for this subject, as an English heading.
+
+    The subject keeps the article the topic gave it ("How the human heart works") and
+    the verb agrees with it ("What volcanoes are").
+    """
+    the = re.search(rf"\bthe\s+{re.escape(subject)}\b", topic, re.IGNORECASE) is not None
+    last = subject.split()[-1] if subject.split() else ""
+    plural = _plural(last)
+    return aspect.point.format(
+        s=subject,
+        the_s=f"the {subject}" if the else subject,
+        is_="are" if plural else "is",
+        works="work" if plural else "works",
+    )
 
 
 def cues_for_point(point: str) -> tuple[str, ...]:

@@ -480,6 +480,14 @@ def test_a_setting_that_is_not_the_json_it_should_be_is_a_one_line_error(
     assert_one_line_error(cli(env, "serve"), "page_allowed_ports", "write it as JSON")
 
 
+def test_corpus_search_says_when_nothing_is_found(cli_env: dict[str, str]) -> None:
+    found = cli(cli_env, "corpus", "search", "printing press")
+    assert found.returncode == 0 and "Printing press" in found.stdout
+    nothing = cli(cli_env, "corpus", "search", "zyxwvut qqqq")
+    assert nothing.returncode == 0 and nothing.stdout == ""
+    assert "no results for 'zyxwvut qqqq'" in nothing.stderr and "corpus index" in nothing.stderr
+
+
 def test_workers_and_no_worker_need_redis_and_say_so(cli_env: dict[str, str]) -> None:
     worker = cli(cli_env, "worker")
     assert_one_line_error(worker, "RESEARCH_REDIS_URL")

@@ -1,7 +1,7 @@
 import pytest
 
 from engines.checks import check_draft, cited_sentences, split_front_matter
-from engines.extractive import ExtractiveEngine
+from engines.extractive import ExtractiveEngine, subject_article
 from engines.frames import match_frame
 from engines.keyphrases import named_entities
 from engines.sentences import split_sentences
@@ -61,7 +61,7 @@ async def test_the_plan_expands_the_topic_and_uses_names_from_the_first_results(
         "history of the printing press", [PRESS, GUTENBERG, STEAM], None
     )
     assert plan.theme == "History of the printing press"
-    assert "Origins of printing press" in plan.investigation_points
+    assert "Origins of the printing press" in plan.investigation_points
     assert plan.search_queries[0] == "printing press"
     assert "Johannes Gutenberg" in plan.search_queries
     assert len(plan.search_queries) <= 8
@@ -183,3 +183,62 @@ async def test_world_war_two_is_not_world_war_one() -> None:
     )
     draft = await ExtractiveEngine().write(plan, [ww2], None, None)
     assert "[^" not in split_front_matter(draft)[1]
+
+
+@pytest.mark.parametrize(
+    ("topic", "frame", "subject"),
+    [
+        ("how do bees make honey", "how", "bees"),
+        ("how the internet works", "how", "internet"),
+        ("how glaciers shape valleys", "how", "glaciers"),
+        ("what caused the Irish famine", "causes", "Irish famine"),
+        ("who was Ada Lovelace?", "person", "Ada Lovelace"),
+        ("the life and times of Cleopatra", "person", "Cleopatra"),
+        ("the rise and fall of the Roman Republic", "history", "Roman Republic"),
+        ("the invention of the steam engine", "history", "steam engine"),
+        ("the chemistry of cooking", "overview", "cooking"),
+        ("tea in China", "overview", "tea"),
+        ("Galileo's trial", "overview", "Galileo"),
+    ],
+)
+def test_question_shaped_topics_name_their_subject(topic: str, frame: str, subject: str) -> None:
+    found, found_subject = match_frame(topic)
+    assert (found.name, found_subject) == (frame, subject)
+
+
+def _titled(*titles: str) -> list[SearchResult]:
+    return [
+        SearchResult(title=t, url=f"https://example.org/{i}", content=t)
+        for i, t in enumerate(titles)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("subject", "titles", "article"),
+    [
+        ("human heart", ("Human", "Heart rate", "Heart"), "Heart"),
+        ("Ada Lovelace", ("Charles Babbage", "Ada Lovelace"), "Ada Lovelace"),
+        ("Lovelace", ("Analytical engine", "Ada Lovelace"), "Ada Lovelace"),
+        ("steam engines", ("Steam", "Steam engine"), "Steam engine"),
+        ("World War I", ("World War II",), None),
+        ("glaciers", ("Ice age", "Valley"), None),
+    ],
+)
+def test_the_subjects_own_article_is_found_by_its_title(
+    subject: str, titles: tuple[str, ...], article: str | None
+) -> None:
+    found = subject_article(subject, _titled(*titles))
+    assert (found.title if found else None) == article
+
+
+@pytest.mark.parametrize(
+    ("topic", "points"),
+    [
+        ("how does the internet work", ["What the internet is", "How the internet works"]),
+        ("how do glaciers form", ["What glaciers are", "How glaciers work"]),
+    ],
+)
+async def test_headings_read_as_english(topic: str, points: list[str]) -> None:
+    plan = await ExtractiveEngine().plan(topic, [], None)
+    assert plan.investigation_points[:2] == points
+    assert all(query.split()[0] in {"internet", "glaciers"} for query in plan.search_queries)
