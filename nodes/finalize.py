@@ -58,6 +58,8 @@ def front_matter(
         f"review_score: {review.overall_score if review else 'not reviewed'}",
         f"sources: {len(state.get('research_data', []))}",
         f"iterations: {state.get('iteration_count', 0)}",
+        f"iteration_budget: {state['options'].max_iterations}",
+        *_past_budget(state),
         f"generated_at: {datetime.now(UTC).isoformat(timespec='seconds')}",
         "---",
     ]
@@ -82,6 +84,19 @@ def _no_draft(state: ResearchState) -> Draft:
     else:
         body = f"# {state['topic']}\n\nNo report could be written.\n"
     return Draft(version=1, markdown=body, source_count=0)
+
+
+def _past_budget(state: ResearchState) -> list[str]:
+    """Why the iteration count passes the budget, when it does.
+
+    The supervisor has a first draft written (and reviewed) past the budget rather than
+    end with no report.
+    """
+    extra = state.get("iteration_count", 0) - state["options"].max_iterations
+    if extra <= 0:
+        return []
+    why = f"{extra} step(s) past the budget wrote and reviewed a first draft from what was found"
+    return [f"past_budget: {json.dumps(why)}"]
 
 
 async def finalize(

@@ -82,6 +82,11 @@ async def test_the_first_draft_is_written_even_when_the_budget_is_spent_early(
     values = await run_graph(graph, deps, "tiny", start(max_iterations=1, min_sources=50))
     assert len(values["drafts"]) == 1
     assert values["final_report"]
+    # The front matter's count and the budget it names agree, with the step past it said.
+    front, _ = split_front_matter(values["final_report"])
+    assert "iteration_budget: 1" in front
+    assert f"iterations: {values['iteration_count']}" in front and values["iteration_count"] > 1
+    assert "past_budget:" in front and "wrote and reviewed a first draft" in front
 
 
 async def test_a_provider_failing_every_second_query_still_gives_a_report(
