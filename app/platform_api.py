@@ -572,9 +572,10 @@ def platform_router(
     @router.post("/threads/{thread_id}/runs/wait", **doc(dict[str, Any], "The thread's values"))
     async def wait_run(thread_id: str, body: RunCreate, owner: Owner) -> dict[str, Any]:
         """Start a run and answer with the thread's values once it ends."""
-        run = await start_run(owner, await thread_for(owner, thread_id, body), body)
+        stored = await thread_for(owner, thread_id, body)
+        run = await start_run(owner, stored, body)
         await until_end(manager().events, run.run_id)
-        return await values_of(thread_id)
+        return await values_of(stored)
 
     @router.post("/runs/stream", response_class=EventSourceResponse, responses=STREAMED)
     async def stream_stateless(body: RunCreate, owner: Owner) -> EventSourceResponse:

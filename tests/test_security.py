@@ -76,6 +76,7 @@ async def _research(client: httpx.AsyncClient, thread_id: str) -> str:
         json={"assistant_id": "research", "input": {"topic": TOPIC}},
     )
     assert run.status_code == 200, run.text
+    assert run.json()["final_report"], "the values of the caller's own thread"
     runs = (await client.get(f"/threads/{thread_id}/runs")).json()
     assert runs[0]["thread_id"] == thread_id and runs[0]["status"] == "success"
     return str(runs[0]["run_id"])
