@@ -507,8 +507,8 @@ def platform_router(
         await manager().start_platform_run(owner, run, admission)
         return run
 
-    async def own_run(owner: str, thread_id: str, run_id: str) -> PlatformRun:
-        await manager().get(owner, thread_id)
+    async def own_run(thread_id: str, run_id: str) -> PlatformRun:
+        """The run of a thread already resolved as the caller's (`ThreadKey`)."""
         run = await manager().executor.platform.get(thread_id, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r} on thread {public_id(thread_id)!r}")
@@ -612,7 +612,7 @@ def platform_router(
     @router.get("/threads/{thread_id}/runs/{run_id}", **doc(Run))
     async def get_run(thread_id: ThreadKey, run_id: str, owner: Owner) -> dict[str, Any]:
         """One run."""
-        return run_json(await own_run(owner, thread_id, run_id))
+        return run_json(await own_run(thread_id, run_id))
 
     @router.post(
         "/threads/{thread_id}/runs/{run_id}/cancel",
@@ -631,7 +631,7 @@ def platform_router(
     )
     async def join_run(thread_id: ThreadKey, run_id: str, owner: Owner) -> dict[str, Any]:
         """Wait for the run to end; answer with the thread's values."""
-        await own_run(owner, thread_id, run_id)
+        await own_run(thread_id, run_id)
         await until_end(manager().events, run_id)
         return await values_of(thread_id)
 
@@ -647,7 +647,7 @@ def platform_router(
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> EventSourceResponse:
         """The run's stream from the start, or after `Last-Event-ID`."""
-        run = await own_run(owner, thread_id, run_id)
+        run = await own_run(thread_id, run_id)
         after = await resume_point(
             manager().events, stream_key(run.run_id), event_id(last_event_id), {END_EVENT}
         )

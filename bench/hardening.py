@@ -69,6 +69,7 @@ from bench.service_load import (  # noqa: E402
     Server,
     Service,
     free_port,
+    log_problems,
     server_cpu_s,
     server_peak_rss_mb,
     service_env,
@@ -162,22 +163,9 @@ async def serving(
             stopped = time.perf_counter() - stopping
             if stopped > 5:
                 notes.append(f"the server took {stopped:.1f} s to stop (SIGTERM)")
-            problems = log_problems(server.log_path.read_text(errors="replace"))
+            problems = log_problems(server.log_path.read_text(errors="replace"), LOG_PROBLEM_LINES)
             if problems:
                 notes.append("server log, from its first error:\n" + "\n".join(problems))
-
-
-def log_problems(log: str, limit: int = LOG_PROBLEM_LINES) -> list[str]:
-    """The lines of a server log from its first traceback or error on, at most `limit`.
-
-    bench/sdk_load.py's, which is not imported: mypy would check that file too, and it
-    does not pass (`stream_mode` as a list[str] for the SDK's Literal).
-    """
-    lines = log.splitlines()
-    for index, text in enumerate(lines):
-        if "Traceback" in text or " ERROR" in text or text.startswith("ERROR"):
-            return lines[index : index + limit]
-    return []
 
 
 def status_mb(pid: int, field: str) -> float:

@@ -65,6 +65,7 @@ from bench.service_load import (  # noqa: E402
     Service,
     free_port,
     in_process,
+    log_problems,
     server_cpu_s,
     server_peak_rss_mb,
     verdict,
@@ -296,15 +297,6 @@ async def over_sdk(base_url: str, pid: int, n: int, last_node: str) -> Batch:
         )
     finally:
         await asyncio.gather(*(client.aclose() for client in clients))
-
-
-def log_problems(log: str, limit: int = 80) -> list[str]:
-    """The lines of a server log from its first traceback or error on, at most `limit`."""
-    lines = log.splitlines()
-    for index, line in enumerate(lines):
-        if "Traceback" in line or " ERROR" in line or line.startswith("ERROR"):
-            return lines[index : index + limit]
-    return []
 
 
 async def ours(n: int, latency_ms: float, notes: list[str]) -> Batch:

@@ -463,6 +463,15 @@ async def serve_and_load(
     return http
 
 
+def log_problems(log: str, limit: int = 80) -> list[str]:
+    """The lines of a server log from its first traceback or error on, at most `limit`."""
+    lines = log.splitlines()
+    for index, line in enumerate(lines):
+        if "Traceback" in line or " ERROR" in line or line.startswith("ERROR"):
+            return lines[index : index + limit]
+    return []
+
+
 async def main(latency_ms: float, sizes: list[int], redis: bool, workers: int) -> None:
     latency = latency_ms / 1000
     critical = NODES_ON_PATH * latency

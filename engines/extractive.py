@@ -131,9 +131,8 @@ def subject_tokens(text: str) -> list[str]:
 def _mentions(text: str, subject: Sequence[str]) -> int:
     """How often `text` names the subject: the exact phrase, or most words of a long subject."""
     tokens = subject_tokens(text)
-    n = len(subject)
-    if n <= 4:
-        return sum(tokens[i : i + n] == list(subject) for i in range(len(tokens) - n + 1))
+    if len(subject) <= 4:
+        return _phrase_count(tokens, subject)
     core = {t for t in subject if t not in STOPWORDS}
     return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
 
@@ -176,14 +175,13 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
     return found
 
 
-def subject_phrase(subject: str, sources: Sequence[SearchResult]) -> str:
+def matching_phrase(subject: str, article: SearchResult | None) -> str:
     """What a source must name to be about the subject.
 
-    The shorter of the subject and the title of its own article ("Heart" for "human
-    heart", "Shakespeare" for "William Shakespeare"), or the subject itself when no
-    article of it was collected.
+    The shorter of the subject and the title of its own article (`subject_article`):
+    "Heart" for "human heart", "Shakespeare" for "William Shakespeare"; the subject itself
+    when no article of it was collected.
     """
-    article = subject_article(subject, sources)
     if article is None:
         return subject
     title = article.title
@@ -198,14 +196,15 @@ def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> f
     linked = set()
     for source in sources:
         title = subject_tokens(source.title)
-        if source is not article and title and _mentions_tokens(text, title):
+        if source is not article and title and _phrase_count(text, title):
             linked.add(normalize_url(source.url))
     return frozenset(linked)
 
 
-def _mentions_tokens(tokens: Sequence[str], phrase: Sequence[str]) -> bool:
-    n = len(phrase)
-    return any(list(tokens[i : i + n]) == list(phrase) for i in range(len(tokens) - n + 1))
+def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
+    """How often `phrase` occurs in `tokens`, word for word."""
+    n, wanted = len(phrase), list(phrase)
+    return sum(list(tokens[i : i + n]) == wanted for i in range(len(tokens) - n + 1))
 
 
 def is_on_topic(source: SearchResult, subject: Sequence[str]) -> bool:
@@ -246,7 +245,7 @@ class ExtractiveEngine:
         """Expand the topic by its frame; add the names and key terms of the first results."""
         frame, subject = match_frame(topic)
         points = [aspect_point(a, topic, subject) for a in frame.aspects]
-        phrase = subject_phrase(subject, probe)
+        phrase = matching_phrase(subject, subject_article(subject, probe))
         subject_stems = set(stems(subject)) | set(stems(phrase))
         on_topic = [hit for hit in probe if is_on_topic(hit, subject_tokens(phrase))]
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
@@ -294,7 +293,7 @@ class ExtractiveEngine:
                     point = issue.description.split(":", 1)[1].strip()
                     # Anchored on the subject: an aspect alone finds anything.
                     candidates.append(f"{subject} {' '.join(content_words(point)[:4])}")
-        phrase = subject_phrase(subject, sources)
+        phrase = matching_phrase(subject, subject_article(subject, sources))
         subject_stems = set(stems(subject)) | set(stems(phrase))
         on_topic = [s for s in sources if is_on_topic(s, subject_tokens(phrase))]
         candidates += named_entities(on_topic, exclude=subject_stems, limit=6)
@@ -424,7 +423,7 @@ class ExtractiveEngine:
         """
         _, subject = match_frame(plan.theme)
         article = subject_article(subject, sources)
-        phrase = subject_phrase(subject, sources)
+        phrase = matching_phrase(subject, article)
         candidates, idf = self._candidates(sources, phrase, named_by(article, sources))
         chosen: list[Candidate] = []
 
