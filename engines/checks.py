@@ -2,24 +2,34 @@
 
 They measure what can be measured without judgement: footnotes resolve to collected
 sources, every cited sentence is supported by the text of its source, the required
-sections exist, every investigation point is covered and nothing is said twice.
+sections exist, every investigation point is covered, nothing is said twice and what is
+cited is about the subject (`engines.relevance`).
 """
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from engines.frames import match_frame
+from engines.relevance import RELATED, Relevance
 from engines.sentences import split_sentences
 from graph.models import CitationCheck, ResearchPlan, ReviewIssue, ReviewScores, SearchResult
 from tools.text import stems
 from tools.urls import normalize_url
 
+# Where a report lists the points its sources do not address.
+GAPS_SECTION = "Open Questions"
+# Below this share of cited sentences about the subject, a draft drifts: it cannot pass.
+DRIFT_LIMIT = 0.8
 REQUIRED_SECTIONS = ("Executive Summary", "Key Findings", "Detailed Analysis", "References")
 SUPPORT_THRESHOLD = 0.7
 
 _FOOTNOTE_REF = re.compile(r"\[\^(\d+)\](?!:)")
 _FOOTNOTE_DEF = re.compile(r"^\[\^(\d+)\]:\s*(.+)$", re.MULTILINE)
-_LINK_URL = re.compile(r"\((https?://[^)\s]+|file://[^)\s]+)\)|<([^>]+)>|(https?://\S+|file://\S+)")
+# A link's URL may hold balanced parentheses: [Lift](https://en.wikipedia.org/wiki/Lift_(force)).
+_LINK_URL = re.compile(
+    r"\(((?:https?|file)://(?:[^()\s]|\([^()\s]*\))+)\)|<([^>]+)>|(https?://\S+|file://\S+)"
+)
 _CLAIM_END = re.compile(r"((?:\[\^\d+\])+)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$", re.MULTILINE)
 _LABEL = re.compile(r"\*\*(.+?)\*\*")
@@ -35,6 +45,12 @@ class DraftChecks:
     issues: list[ReviewIssue] = field(default_factory=list)
     uncovered_points: list[str] = field(default_factory=list)
     citations: CitationCheck = field(default_factory=CitationCheck)
+    on_subject: float = 1.0  # share of the cited sentences that are about the subject
+
+    @property
+    def drifts(self) -> bool:
+        """True when too little of what is cited is about the subject to pass review."""
+        return self.on_subject < DRIFT_LIMIT
 
 
 def split_front_matter(markdown: str) -> tuple[str, str]:
@@ -97,8 +113,14 @@ def cited_sentences(body: str) -> list[tuple[str, list[int]]]:
     """Sentences of the prose (references excluded) with the footnotes each cites."""
     prose = _FOOTNOTE_DEF.sub("", body)
     result: list[tuple[str, list[int]]] = []
+    in_gaps = False
     for line in prose.splitlines():
         text = line.strip()
+        if text.startswith("#"):
+            # The open questions name what is not known: no claim there.
+            in_gaps = text.lstrip("#").strip() == GAPS_SECTION
+        if in_gaps:
+            continue
         # Headings, quotes and italic editorial notes make no claim about the world.
         if not text or text.startswith(("#", ">")) or (text.startswith("_") and text.endswith("_")):
             continue
@@ -137,6 +159,26 @@ def _point_covered(point: str, theme: str, body_sections: dict[str, str], body: 
         if refs and len(distinctive & set(stems(sentence))) / len(distinctive) >= 0.6:
             return True
     return False
+
+
+def _drifting_claims(
+    claims: list[tuple[str, list[int]]],
+    definitions: dict[int, str],
+    by_url: dict[str, SearchResult],
+    plan: ResearchPlan,
+) -> list[str]:
+    """Cited sentences that neither name the subject nor cite a source about it."""
+    _, subject = match_frame(plan.theme)
+    relevance = Relevance(subject, list(by_url.values()))
+    drifting = []
+    for sentence, refs in claims:
+        cited = [by_url.get(normalize_url(definitions.get(n, ""))) for n in refs]
+        sources = [s for s in cited if s is not None]
+        if not sources or relevance.names(sentence):
+            continue
+        if all(relevance.of(s) < RELATED for s in sources):
+            drifting.append(sentence)
+    return drifting
 
 
 def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]) -> DraftChecks:
@@ -300,7 +342,24 @@ def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult])
                 location=name,
             )
         )
-    logic = max(0.0, 1 - repeats / max(len(claims), 1) - 0.25 * len(empty))
+    # Relevance: what is cited is about the subject; drift lowers the logic score.
+    drifting = _drifting_claims(claims, definitions, by_url, plan)
+    on_subject = 1 - len(drifting) / cited if cited else 1.0
+    if on_subject < DRIFT_LIMIT:
+        issues.append(
+            ReviewIssue(
+                type="logic",
+                severity="high",
+                description=(
+                    f"{len(drifting)} of {cited} cited sentences are not about the subject, "
+                    f"e.g. '{drifting[0][:120]}'"
+                ),
+                location="body",
+            )
+        )
+    logic = max(0.0, 1 - repeats / max(len(claims), 1) - 0.25 * len(empty)) * min(
+        1.0, on_subject / DRIFT_LIMIT
+    )
 
     return DraftChecks(
         scores=ReviewScores(
@@ -311,6 +370,7 @@ def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult])
         ),
         issues=issues,
         uncovered_points=uncovered,
+        on_subject=round(on_subject, 4),
         citations=CitationCheck(
             cited_claims=cited, supported=verified, uncited_claims=len(claims) - cited
         ),

@@ -15,18 +15,37 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engines.base import Progress
-from engines.checks import check_draft
-from engines.frames import aspect_point, cues_for_point, match_frame
+from engines.checks import GAPS_SECTION, check_draft
+from engines.frames import PEOPLE_CUES, aspect_point, cues_for_point, match_frame
 from engines.keyphrases import key_terms, named_entities
+from engines.kinds import kind_of
+from engines.relevance import (
+    DEVOTED,
+    MENTIONS,
+    OFF,
+    OWN,
+    RELATED,
+    Relevance,
+    bare_title,
+    link_queries,
+)
 from engines.sentences import split_sentences
 from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
-from tools.text import STOPWORDS, content_words, stem, stems, words
-from tools.urls import normalize_url
+from tools.text import STOPWORDS, content_words, stem, stems
+from tools.urls import markdown_url, normalize_url
 
 MAX_QUERIES = 8
+# Each refinement round: this many gap, name and term queries, and as many more for what
+# the subject's own article names.
+QUERIES_PER_ROUND = 4
+LINKS_PER_ROUND = 4
+LINKS_IN_PLAN = 2
 SUMMARY_SENTENCES = 3
 SENTENCES_PER_POINT = 4
 MAX_FINDINGS = 5
+# Sources about the subject that no point chose may add this many sentences in all.
+MAX_COVERED = 6
+RELATED_SUBJECTS = "Related subjects"
 # A key finding must name the subject or come from the subject's own article.
 KEY_FINDING_TOPICAL = 0.7
 REDUNDANCY_JACCARD = 0.5
@@ -59,6 +78,8 @@ class Candidate:
     position: int
     terms: Counter[str]
     topical: float
+    about: float = 0.0  # how much its source is about the subject (engines.relevance)
+    person: bool = False  # from an article about a person the subject concerns
     base: float = 0.0
 
 
@@ -68,7 +89,7 @@ def _capitalise(text: str) -> str:
 
 def _subject_phrase(source: SearchResult) -> str:
     """How a sentence about the article's subject names it ('the printing press', 'Gutenberg')."""
-    title = re.sub(r"\s*\(.*?\)\s*$", "", source.title).strip()
+    title = bare_title(source.title)
     lead = source.content[:200]
     common_noun = title[:1].lower() + title[1:]
     if re.match(rf"(?:A|An|The)\s+{re.escape(common_noun)}\b", lead):
@@ -123,95 +144,6 @@ def _lead(source: SearchResult) -> str:
     return next(iter(split_sentences(source.content)), "")
 
 
-def subject_tokens(text: str) -> list[str]:
-    """Stems of every word, stopwords and single letters kept: "World War I" is not "World War II"."""
-    return [stem(w) for w in words(text)]
-
-
-def _mentions(text: str, subject: Sequence[str]) -> int:
-    """How often `text` names the subject: the exact phrase, or most words of a long subject."""
-    tokens = subject_tokens(text)
-    if len(subject) <= 4:
-        return _phrase_count(tokens, subject)
-    core = {t for t in subject if t not in STOPWORDS}
-    return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
-
-
-def _significant(text: str) -> list[str]:
-    """Stems that tell one name from another: no stopwords, but numbers ("World War I")."""
-    return [t for t in subject_tokens(text) if t not in STOPWORDS or _NUMBER.fullmatch(t)]
-
-
-_NUMBER = re.compile(r"[ivxlc]+|\d+")
-
-
-def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
-    """The source that is the subject's own article, if one was collected.
-
-    Its title names the subject: the same words, or some of them including a head noun
-    (the last word: "Heart" for "the human heart"; of either part of "X and Y"), or all of
-    them and a few more ("William Shakespeare" for "Shakespeare"). Among several, the
-    closest, then the best ranked.
-    """
-    wanted = _significant(subject)
-    if not wanted:
-        return None
-    # The head noun of each part of "X and Y" (the last word of each).
-    heads = {part[-1] for part in map(_significant, re.split(r"\s+and\s+", subject)) if part}
-    best: tuple[float, int] | None = None
-    found: SearchResult | None = None
-    for rank, source in enumerate(sources):
-        title = _significant(source.title)
-        if not title:
-            continue
-        if set(title) <= set(wanted) and heads & set(title):
-            closeness = len(set(title)) / len(set(wanted))
-        elif set(wanted) <= set(title):
-            closeness = len(set(wanted)) / len(set(title))
-        else:
-            continue
-        if closeness >= 0.5 and (best is None or (closeness, -rank) > best):
-            best, found = (closeness, -rank), source
-    return found
-
-
-def matching_phrase(subject: str, article: SearchResult | None) -> str:
-    """What a source must name to be about the subject.
-
-    The shorter of the subject and the title of its own article (`subject_article`):
-    "Heart" for "human heart", "Shakespeare" for "William Shakespeare"; the subject itself
-    when no article of it was collected.
-    """
-    if article is None:
-        return subject
-    title = article.title
-    return title if len(words(title)) < len(words(subject)) else subject
-
-
-def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> frozenset[str]:
-    """URLs of the sources whose title the subject's own article names."""
-    if article is None:
-        return frozenset()
-    text = subject_tokens(article.content)
-    linked = set()
-    for source in sources:
-        title = subject_tokens(source.title)
-        if source is not article and title and _phrase_count(text, title):
-            linked.add(normalize_url(source.url))
-    return frozenset(linked)
-
-
-def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
-    """How often `phrase` occurs in `tokens`, word for word."""
-    n, wanted = len(phrase), list(phrase)
-    return sum(list(tokens[i : i + n]) == wanted for i in range(len(tokens) - n + 1))
-
-
-def is_on_topic(source: SearchResult, subject: Sequence[str]) -> bool:
-    """True when the source names the subject in its title or text."""
-    return _mentions(f"{source.title}. {source.content}", subject) > 0
-
-
 def _cosine(a: Counter[str], b: Counter[str], idf: dict[str, float]) -> float:
     dot = sum(a[t] * b[t] * idf.get(t, 1.0) ** 2 for t in a.keys() & b.keys())
     if not dot:
@@ -245,9 +177,10 @@ class ExtractiveEngine:
         """Expand the topic by its frame; add the names and key terms of the first results."""
         frame, subject = match_frame(topic)
         points = [aspect_point(a, topic, subject) for a in frame.aspects]
-        phrase = matching_phrase(subject, subject_article(subject, probe))
-        subject_stems = set(stems(subject)) | set(stems(phrase))
-        on_topic = [hit for hit in probe if is_on_topic(hit, subject_tokens(phrase))]
+        relevance = Relevance(subject, probe)
+        article = relevance.article
+        subject_stems = set(stems(subject)) | set(relevance.phrase)
+        on_topic = [hit for hit in probe if relevance.of(hit) > OFF]
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
         # The topic's own words find what the subject's name alone does not (the system a
         # process acts on, the place of an event): one keyword query, second.
@@ -255,6 +188,7 @@ class ExtractiveEngine:
         queries = [
             subject,
             topic_words,
+            *link_queries(article, subject, probe, (), LINKS_IN_PLAN),
             *names,
             *(a.query.format(s=subject) for a in frame.aspects),
         ]
@@ -293,9 +227,10 @@ class ExtractiveEngine:
                     point = issue.description.split(":", 1)[1].strip()
                     # Anchored on the subject: an aspect alone finds anything.
                     candidates.append(f"{subject} {' '.join(content_words(point)[:4])}")
-        phrase = matching_phrase(subject, subject_article(subject, sources))
-        subject_stems = set(stems(subject)) | set(stems(phrase))
-        on_topic = [s for s in sources if is_on_topic(s, subject_tokens(phrase))]
+        relevance = Relevance(subject, sources)
+        article = relevance.article
+        subject_stems = set(stems(subject)) | set(relevance.phrase)
+        on_topic = [s for s in sources if relevance.of(s) > OFF]
         candidates += named_entities(on_topic, exclude=subject_stems, limit=6)
         candidates += [
             f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=4)
@@ -304,8 +239,9 @@ class ExtractiveEngine:
             q
             for q in dict.fromkeys(c.strip() for c in candidates)
             if q and q.casefold() not in done_keys
-        ]
-        return fresh[:4]
+        ][:QUERIES_PER_ROUND]
+        links = link_queries(article, subject, sources, [*done, *fresh], LINKS_PER_ROUND)
+        return [*fresh, *links]
 
     async def decide(self, progress: Progress) -> RoutingDecision:
         """Rewrite only when new sources arrived since the last draft; else stop."""
@@ -332,32 +268,20 @@ class ExtractiveEngine:
     # -- writing ---------------------------------------------------------------------
 
     def _candidates(
-        self,
-        sources: Sequence[SearchResult],
-        subject: str,
-        linked: frozenset[str] = frozenset(),
+        self, sources: Sequence[SearchResult], relevance: Relevance
     ) -> tuple[list[Candidate], dict[str, float]]:
         """Sentences worth quoting, with their base scores.
 
-        `linked`: URLs of sources that the subject's own article names (its magma, its
-        inventor): about the subject's matter though they need not name it.
+        A source that is not about the subject (`Relevance`) is skipped whatever its
+        rank; one that mentions it in passing lends only the sentences that name it.
         """
-        subject_phrase = subject_tokens(subject)
         documents: list[set[str]] = []
         candidates: list[Candidate] = []
         for source in sources:
             documents.append(set(stems(f"{source.title} {source.content}")))
-            # An off-topic source is skipped whatever its rank; from a source that is not
-            # about the subject itself, only sentences that name the subject are quoted.
-            is_linked = normalize_url(source.url) in linked
-            if subject_phrase and not is_linked and not is_on_topic(source, subject_phrase):
+            about = relevance.of(source)
+            if about == OFF:
                 continue
-            about_subject = _mentions(source.title, subject_phrase) > 0
-            named_times = _mentions(source.content, subject_phrase) + 2 * is_linked
-            # The subject is what the source is about when its title names it or its text
-            # names it repeatedly; three times or more, it is about it in all but title.
-            focused = about_subject or named_times >= 2
-            devoted = named_times >= 3
             for position, raw in enumerate(split_sentences(source.content)):
                 if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                     continue
@@ -365,13 +289,13 @@ class ExtractiveEngine:
                 if text is None or not _names_a_person_first(text):
                     continue
                 terms = Counter(stems(text))
-                named = _mentions(text, subject_phrase) > 0
-                if not focused and not named:
+                named = relevance.names(text)
+                if about <= MENTIONS and not named:
                     continue
                 if len(terms) >= 4:
-                    topical = 1.0 if about_subject else 0.7 if named or devoted else 0.4
+                    topical = max(about, DEVOTED) if named else about
                     # The article that is the subject itself opens with its definition.
-                    if subject_tokens(source.title) == subject_phrase:
+                    if about == OWN:
                         topical += 0.5 / (1 + position)
                     candidates.append(
                         Candidate(
@@ -380,6 +304,8 @@ class ExtractiveEngine:
                             position=position,
                             terms=terms,
                             topical=topical,
+                            about=about,
+                            person=about >= RELATED and kind_of(source.content) == "person",
                         )
                     )
         n = max(len(documents), 1)
@@ -422,9 +348,8 @@ class ExtractiveEngine:
         coverage gaps can, so those are what it uses.
         """
         _, subject = match_frame(plan.theme)
-        article = subject_article(subject, sources)
-        phrase = matching_phrase(subject, article)
-        candidates, idf = self._candidates(sources, phrase, named_by(article, sources))
+        relevance = Relevance(subject, sources)
+        candidates, idf = self._candidates(sources, relevance)
         chosen: list[Candidate] = []
 
         def fresh(candidate: Candidate) -> bool:
@@ -451,22 +376,26 @@ class ExtractiveEngine:
             if i.type == "completeness" and ":" in i.description
         }
         subject_stems = set(stems(subject))
-        # score[point][i]: how well candidate i speaks to the point (0 when below threshold).
+        # fits[point][i]: how well candidate i speaks to the point; score[point][i]: its
+        # weight there (0 when the fit is below the point's threshold).
+        fits: dict[str, list[float]] = {}
         score: dict[str, list[float]] = {}
         for point in plan.investigation_points:
             point_terms = set(stems(point)) - subject_stems
-            cue_terms = {
-                stem(w)
-                for w in (*cues_for_point(point), *_frame_cues(plan.theme, point))
-                if w not in STOPWORDS
-            }
+            cues = (*cues_for_point(point), *_frame_cues(plan.theme, point))
+            cue_terms = {stem(w) for w in cues if w not in STOPWORDS}
+            # A point about people takes what the articles on those people say.
+            people = bool(PEOPLE_CUES & set(cues))
+            fits[point] = [
+                self._point_score(c, point_terms, cue_terms, idf) + (people and c.person)
+                for c in candidates
+            ]
             threshold = 0.15 if point in relaxed else 0.3
             score[point] = [
                 # A sentence that neither names the subject nor comes from its own
                 # article only counts at half weight, whatever its cue words.
                 (fit * 0.6 + c.base * 0.4) * min(1.0, c.topical + 0.3) if fit >= threshold else 0.0
-                for c in candidates
-                for fit in [self._point_score(c, point_terms, cue_terms, idf)]
+                for c, fit in zip(candidates, fits[point], strict=True)
             ]
         # A sentence goes to the point it fits best; a point nobody chose may then take
         # the best sentence left over that fits it at all.
@@ -483,6 +412,7 @@ class ExtractiveEngine:
             if not by_point[point]:
                 anyone = [i for i in range(len(candidates)) if score[point][i] > 0]
                 by_point[point] = self._pick(candidates, anyone, score[point], chosen, fresh)
+        _cover_sources(candidates, fits, by_point, chosen, fresh)
         return _render(plan, summary, by_point)
 
     @staticmethod
@@ -517,8 +447,49 @@ class ExtractiveEngine:
         feedback = "; ".join(issue.description for issue in checks.issues[:8]) or None
         # Rewriting from the same sources gives the same report: only new sources help.
         return Review.from_scores(
-            checks.scores, checks.issues, feedback, "research", checks.citations
+            checks.scores,
+            checks.issues,
+            feedback,
+            "research",
+            checks.citations,
+            drifts=checks.drifts,
         )
+
+
+def _cover_sources(
+    candidates: list[Candidate],
+    fits: dict[str, list[float]],
+    by_point: dict[str, list[Candidate]],
+    chosen: list[Candidate],
+    fresh: Callable[[Candidate], bool],
+) -> None:
+    """Give each source about the subject that nothing quotes yet its best sentence.
+
+    A briefing should draw on every source that is about its subject (the chemist whose
+    images showed DNA's helix, the magma a volcano erupts), not only on the few that
+    fit the points best. The sentence goes to the point it fits best, if it fits any.
+    """
+    quoted = {normalize_url(c.source.url) for c in chosen}
+    best: dict[str, int] = {}
+    for i, candidate in enumerate(candidates):
+        key = normalize_url(candidate.source.url)
+        if key in quoted or candidate.about < RELATED or candidate in chosen:
+            continue
+        if key not in best or candidate.base > candidates[best[key]].base:
+            best[key] = i
+    added = 0
+    for i in sorted(best.values(), key=lambda i: candidates[i].base, reverse=True):
+        candidate = candidates[i]
+        if added == MAX_COVERED or not fresh(candidate):
+            continue
+        point = max(fits, key=lambda p: fits[p][i], default=RELATED_SUBJECTS)
+        if fits.get(point, [0.0] * len(candidates))[i] <= 0:
+            point = RELATED_SUBJECTS
+        if len(by_point.setdefault(point, [])) >= SENTENCES_PER_POINT + 2:
+            continue
+        by_point[point].append(candidate)
+        chosen.append(candidate)
+        added += 1
 
 
 def _frame_cues(theme: str, point: str) -> tuple[str, ...]:
@@ -559,7 +530,7 @@ def _render(
     findings = {
         point: picks[0]
         for point, picks in by_point.items()
-        if picks and picks[0].topical >= KEY_FINDING_TOPICAL
+        if picks and picks[0].topical >= KEY_FINDING_TOPICAL and point != RELATED_SUBJECTS
     }
     findings = dict(list(findings.items())[:MAX_FINDINGS])
     for point, candidate in findings.items():
@@ -567,18 +538,19 @@ def _render(
     if not findings:
         lines.append("_No finding could be supported by the collected sources._")
     lines += ["", "## Detailed Analysis", ""]
+    gaps = [point for point, picks in by_point.items() if not picks]
     for point, picks in by_point.items():
         rest = picks[1:] if point in findings else picks
-        if picks and not rest:
-            continue  # its one passage is already the key finding
-        lines += [f"### {point}", ""]
-        if rest:
-            lines.append(" ".join(cite(c) for c in rest))
-        else:
-            lines.append("_The collected sources do not address this point._")
+        if not rest:
+            continue  # its one passage is the key finding, or it is a gap (below)
+        lines += [f"### {point}", "", " ".join(cite(c) for c in rest), ""]
+    if gaps:
+        # Said once, at the end, rather than as empty sections through the report.
+        lines += [f"## {GAPS_SECTION}", "", "The collected sources do not address:", ""]
+        lines += [f"- {point}" for point in gaps]
         lines.append("")
     lines += ["## References", ""]
     for key, number in numbers.items():
         source = sources[key]
-        lines.append(f"[^{number}]: [{source.title}]({source.url})")
+        lines.append(f"[^{number}]: [{source.title}]({markdown_url(source.url)})")
     return "\n".join(lines).rstrip() + "\n"

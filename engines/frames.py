@@ -73,6 +73,8 @@ _PEOPLE = (
     "credited",
     "born",
 )
+# A point whose cues include these is about people.
+PEOPLE_CUES = frozenset({"inventor", "figure", "leader", "scientist"})
 _IMPACT = (
     "impact",
     "effect",

@@ -467,12 +467,19 @@ class LLMEngine:
             # Half the model's judgement, half the share of citations the sources support.
             fact_check=round((out.scores.fact_check + checks.scores.fact_check) / 2, 4),
             completeness=out.scores.completeness,
-            logic=out.scores.logic,
+            # Drift from the subject is measured as well as judged.
+            logic=min(out.scores.logic, checks.scores.logic),
             # Sections and numbering are measured, not judged.
             format=min(out.scores.format, checks.scores.format),
         )
         issues = [i for i in checks.issues if i.type in ("fact_check", "format")]
+        issues += [i for i in checks.issues if i.type == "logic" and i.severity == "high"]
         issues += [ReviewIssue.model_validate(i.model_dump()) for i in out.issues]
         return Review.from_scores(
-            scores, issues, out.feedback, out.suggested_action, checks.citations
+            scores,
+            issues,
+            out.feedback,
+            out.suggested_action,
+            checks.citations,
+            drifts=checks.drifts,
         )

@@ -214,10 +214,15 @@ class Review(BaseModel):
         feedback: str | None,
         suggested_action: Literal["research", "write"],
         citations: CitationCheck | None = None,
+        drifts: bool = False,
     ) -> "Review":
-        """Apply the pass rule: overall >= 0.8 and fact_check >= 0.9."""
+        """Apply the pass rule: overall >= 0.8 and fact_check >= 0.9, and no drift.
+
+        `drifts`: too little of what the draft cites is about its subject
+        (`engines.checks`); such a draft goes back however well it scores otherwise.
+        """
         overall = scores.overall()
-        approved = overall >= PASS_OVERALL and scores.fact_check >= PASS_FACT_CHECK
+        approved = overall >= PASS_OVERALL and scores.fact_check >= PASS_FACT_CHECK and not drifts
         return cls(
             approved=approved,
             overall_score=overall,

@@ -1,6 +1,6 @@
 """URL normalisation, so one page found twice counts once."""
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 # Parameters that identify a campaign or a click, never the page itself.
 _TRACKING_PREFIXES = ("utm_", "mc_", "pk_", "hsa_")
@@ -14,11 +14,15 @@ def _is_tracking(name: str) -> bool:
     return lowered in _TRACKING_NAMES or lowered.startswith(_TRACKING_PREFIXES)
 
 
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+
+
 def normalize_url(url: str) -> str:
     """Return the key under which two spellings of one URL compare equal.
 
     Scheme and host are lower-cased, default ports, the fragment and tracking
-    parameters are dropped, and a trailing slash on the path is removed.
+    parameters are dropped, the path's percent-encoding is made canonical and a
+    trailing slash on it is removed.
     """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
@@ -28,8 +32,17 @@ def normalize_url(url: str) -> str:
         (scheme == "http" and port == 80) or (scheme == "https" and port == 443)
     ):
         host = f"{host}:{port}"
-    path = parts.path.rstrip("/")
+    # One spelling of the path: "Lift_(force)" and "Lift_%28force%29" are one page.
+    path = quote(unquote(parts.path), safe=_PATH_SAFE).rstrip("/")
     query = urlencode(
         [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _is_tracking(k)]
     )
     return urlunsplit((scheme, host, path, query, ""))
+
+
+def markdown_url(url: str) -> str:
+    """`url` safe inside a Markdown link: parentheses and spaces percent-encoded.
+
+    A raw ")" ends the link early for many readers ("Lift_(force)" becomes "Lift_(force").
+    """
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")

@@ -1,0 +1,249 @@
+"""Is a source about the research subject? Shared by the planner, the writer and the review.
+
+A source is about the subject when it is the subject's own article, when its title
+names the subject, when the subject's own article names it and it shares the
+subject's matter, or when it names the subject throughout. A source that merely
+mentions the subject lends only the sentences that name it; a film or novel whose
+title takes the subject's name (Bicycle Thieves, Heart of Darkness) lends nothing,
+unless the subject is itself a work or a person.
+"""
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engines.keyphrases import fold, folded, linked_phrases
+from engines.kinds import Kind, kind_of
+from engines.sentences import split_sentences
+from graph.models import SearchResult
+from tools.text import STOPWORDS, stem, stems, words
+from tools.urls import normalize_url
+
+# How much a source is about the subject (Relevance.of).
+OWN = 1.0  # the subject's own article
+TITLED = 0.9  # its title names the subject ("History of Buddhism")
+LINKED = 0.8  # the subject's article names it, and it names the subject
+DEVOTED = 0.7  # it names the subject in its first sentence or in several
+RELATED = 0.6  # the subject's article names it, and it is the subject's matter
+MENTIONS = 0.4  # it names the subject in passing: only those sentences count
+OFF = 0.0
+# Sources of these kinds are about the subject through their own works.
+_CREATORS: frozenset[Kind | None] = frozenset({"work", "person", "concept", "organisation"})
+# Things a subject is made of or works by; a linked place, person or event must share
+# the subject's vocabulary as well (Europe is named by the Renaissance, not about it).
+_MATTER: frozenset[Kind | None] = frozenset(
+    {"substance", "process", "living", "technology", "concept"}
+)
+# Cosine of two articles' word counts above which they share a matter (Forest and
+# Deforestation 0.57; Europe and Renaissance 0.05).
+SHARED_MATTER = 0.3
+
+
+def subject_tokens(text: str) -> list[str]:
+    """Stems of every word, stopwords and single letters kept: "World War I" is not "World War II"."""
+    return [stem(w) for w in words(text)]
+
+
+def mentions(text: str, subject: Sequence[str]) -> int:
+    """How often `text` names the subject: the exact phrase, or most words of a long subject."""
+    tokens = subject_tokens(text)
+    if len(subject) <= 4:
+        return _phrase_count(tokens, subject)
+    core = {t for t in subject if t not in STOPWORDS}
+    return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
+
+
+def _significant(text: str) -> list[str]:
+    """Stems that tell one name from another: no stopwords, but numbers ("World War I")."""
+    return [t for t in subject_tokens(text) if t not in STOPWORDS or _NUMBER.fullmatch(t)]
+
+
+_NUMBER = re.compile(r"[ivxlc]+|\d+")
+
+
+def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
+    """The source that is the subject's own article, if one was collected.
+
+    Its title names the subject: the same words, or some of them including a head noun
+    (the last word: "Heart" for "the human heart"; of either part of "X and Y"), or all of
+    them and a few more names ("William Shakespeare" for "Shakespeare", but not
+    "Shakespeare's sonnets": a thing of the subject). Among several, the closest, then
+    the best ranked.
+    """
+    wanted = _significant(subject)
+    if not wanted:
+        return None
+    # The head noun of each part of "X and Y" (the last word of each).
+    heads = {part[-1] for part in map(_significant, re.split(r"\s+and\s+", subject)) if part}
+    best: tuple[float, int] | None = None
+    found: SearchResult | None = None
+    for rank, source in enumerate(sources):
+        title = _significant(source.title)
+        if not title:
+            continue
+        if set(title) <= set(wanted) and heads & set(title):
+            closeness = len(set(title)) / len(set(wanted))
+        elif set(wanted) <= set(title) and _adds_only_names(source.title, subject):
+            closeness = len(set(wanted)) / len(set(title))
+        else:
+            continue
+        if closeness >= 0.5 and (best is None or (closeness, -rank) > best):
+            best, found = (closeness, -rank), source
+    return found
+
+
+def _adds_only_names(title: str, subject: str) -> bool:
+    """True when every word `title` adds to `subject` is capitalised (a name's part)."""
+    have = set(words(subject))
+    return all(
+        w[:1].isupper() or w.lower() in STOPWORDS
+        for w in re.findall(r"[^\W_]+", bare_title(title))
+        if w.lower() not in have
+    )
+
+
+def matching_phrase(subject: str, article: SearchResult | None) -> str:
+    """What a source must name to be about the subject.
+
+    The shorter of the subject and the title of its own article (`subject_article`):
+    "Heart" for "human heart", "Shakespeare" for "William Shakespeare"; the subject itself
+    when no article of it was collected.
+    """
+    if article is None:
+        return subject
+    title = article.title
+    return title if len(words(title)) < len(words(subject)) else subject
+
+
+def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> frozenset[str]:
+    """URLs of the sources whose title the subject's own article names.
+
+    Words are compared without plural endings but not stemmed: "humans" names no
+    "Humanism", "lungs" names "Lung".
+    """
+    if article is None:
+        return frozenset()
+    text = folded(article.content)
+    own_name = set(folded(bare_title(article.title)))
+    linked = set()
+    for source in sources:
+        title = folded(bare_title(source.title))
+        # "Silk" is named by "Silk Road" only as part of the subject's own name.
+        if source is article or not title or set(title) <= own_name:
+            continue
+        if _phrase_count(text, title):
+            linked.add(normalize_url(source.url))
+    return frozenset(linked)
+
+
+def bare_title(title: str) -> str:
+    """A title without its disambiguation: "Lift (force)" -> "Lift"."""
+    return re.sub(r"\s*\(.*?\)\s*$", "", title).strip()
+
+
+def link_queries(
+    article: SearchResult | None,
+    subject: str,
+    sources: Sequence[SearchResult],
+    done: Sequence[str],
+    limit: int,
+) -> list[str]:
+    """Phrases of the subject's own article to search for as subjects of their own.
+
+    What the article names first (its lava and magma, its circulatory system, its
+    Buddha) is what a briefing on the subject draws on next; compounds and names come
+    first, then the article's order. Each query is the subject and one such
+    phrase ("volcano magma chamber"): anchored, never the phrase alone. A phrase is
+    skipped when a source of that title is collected or it was searched.
+    """
+    if article is None or limit <= 0:
+        return []
+    have = {tuple(folded(bare_title(s.title))) for s in sources}
+    named = set(folded(subject)) | set(folded(bare_title(article.title)))
+    searched = {q.casefold() for q in done}
+    ranked: list[tuple[bool, str]] = []
+    for phrase in linked_phrases(article.content):
+        rest = [w for w in phrase.split() if fold(w) not in named]
+        query = f"{subject} {' '.join(rest)}"
+        if not rest or tuple(folded(phrase)) in have or query.casefold() in searched:
+            continue
+        # A compound or a name ("magma chamber", "the Buddha") is a thing of its own; a
+        # single common word ("surface", "average") far less often.
+        ranked.append((len(rest) > 1 or rest[0][:1].isupper(), query))
+    ranked.sort(key=lambda pair: not pair[0])  # stable: first appearance breaks ties
+    return [query for _, query in ranked[:limit]]
+
+
+def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
+    """How often `phrase` occurs in `tokens`, word for word."""
+    n, wanted = len(phrase), list(phrase)
+    return sum(list(tokens[i : i + n]) == wanted for i in range(len(tokens) - n + 1))
+
+
+def is_on_topic(source: SearchResult, subject: Sequence[str]) -> bool:
+    """True when the source names the subject in its title or text."""
+    return mentions(f"{source.title}. {source.content}", subject) > 0
+
+
+def _cosine(a: Counter[str], b: Counter[str]) -> float:
+    dot = sum(a[t] * b[t] for t in a.keys() & b.keys())
+    if not dot:
+        return 0.0
+    return dot / math.sqrt(sum(v * v for v in a.values()) * sum(v * v for v in b.values()))
+
+
+@dataclass
+class Relevance:
+    """How much each source is about one subject, judged against the sources collected."""
+
+    subject: str
+    sources: Sequence[SearchResult]
+    article: SearchResult | None = field(init=False)
+    phrase: list[str] = field(init=False)
+    kind: Kind | None = field(init=False)
+    _linked: frozenset[str] = field(init=False)
+    _matter: Counter[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.article = subject_article(self.subject, self.sources)
+        self.phrase = subject_tokens(matching_phrase(self.subject, self.article))
+        self.kind = kind_of(self.article.content) if self.article else None
+        self._linked = named_by(self.article, self.sources)
+        self._matter = (
+            Counter(stems(f"{self.article.title} {self.article.content}"))
+            if self.article
+            else Counter()
+        )
+
+    def names(self, text: str) -> bool:
+        """True when `text` names the subject."""
+        return bool(self.phrase) and mentions(text, self.phrase) > 0
+
+    def of(self, source: SearchResult) -> float:
+        """OWN, TITLED, LINKED, DEVOTED, RELATED, MENTIONS or OFF."""
+        if not self.phrase:
+            return MENTIONS
+        if self.article is not None and normalize_url(source.url) == normalize_url(
+            self.article.url
+        ):
+            return OWN
+        sentences = split_sentences(source.content)
+        naming = [i for i, s in enumerate(sentences) if self.names(s)]
+        if self.names(source.title):
+            if self.kind not in _CREATORS and kind_of(source.content) == "work":
+                return OFF  # a film or novel that takes the subject's name
+            return TITLED
+        linked = normalize_url(source.url) in self._linked
+        if linked and naming:
+            return LINKED
+        if naming and (naming[0] == 0 or len(naming) >= 2):
+            return DEVOTED
+        if linked and kind_of(source.content) in _MATTER:
+            return RELATED  # the subject's magma, forest, fission: what it is made of
+        if linked:
+            matter = Counter(stems(f"{source.title} {source.content}"))
+            if _cosine(self._matter, matter) >= SHARED_MATTER:
+                return RELATED
+        return MENTIONS if naming else OFF

@@ -1,0 +1,187 @@
+"""Relevance of sources to the subject, the kinds of things articles define, and drift."""
+
+from engines.checks import GAPS_SECTION, check_draft, cited_sentences
+from engines.extractive import ExtractiveEngine
+from engines.keyphrases import fold, linked_phrases
+from engines.kinds import kind_of
+from engines.relevance import (
+    LINKED,
+    MENTIONS,
+    OFF,
+    OWN,
+    RELATED,
+    TITLED,
+    Relevance,
+    link_queries,
+    named_by,
+    subject_article,
+)
+from graph.models import ResearchPlan, SearchResult
+from tools.urls import markdown_url, normalize_url
+
+
+def page(title: str, content: str) -> SearchResult:
+    return SearchResult(
+        title=title, url=f"https://example.org/wiki/{title.replace(' ', '_')}", content=content
+    )
+
+
+VOLCANO = page(
+    "Volcano",
+    "A volcano is a vent in the crust of a planet that allows hot lava and gases to escape "
+    "from a magma chamber below the surface. Volcanoes are found where tectonic plates meet.",
+)
+LAVA = page(
+    "Lava",
+    "Lava is molten rock expelled from the interior of a planet onto its surface. Lava may "
+    "be erupted at a volcano or through a fracture in the crust.",
+)
+MAGMA = page(
+    "Magma",
+    "Magma is the molten or semi-molten natural material from which all igneous rocks are "
+    "formed. It is found beneath the surface of the Earth.",
+)
+SURFACE = page(
+    "Surface",
+    "A surface is the outermost boundary of an object. The surface of a lake is its top layer "
+    "of water, where fish and birds meet in summer.",
+)
+FILM = page(
+    "Volcano Nights",
+    "Volcano Nights is a 1998 American drama film directed by Jane Doe. It follows a family "
+    "on holiday whose hotel is cut off by a storm.",
+)
+ISLAND = page(
+    "Mount Example",
+    "Mount Example is a small island in the Pacific Ocean with a harbour and two villages. "
+    "Its northern tip has an extinct volcano.",
+)
+PERSON = page(
+    "Ada Example",
+    "Ada Example was an English geologist who studied volcanoes in Iceland and Italy. She "
+    "wrote the first survey of volcanoes in the North Atlantic.",
+)
+
+
+def test_kinds_come_from_the_definition_or_from_personal_pronouns() -> None:
+    assert kind_of(FILM.content) == "work"
+    assert kind_of(LAVA.content) == "substance"
+    assert kind_of(PERSON.content) == "person"
+    assert kind_of("The Ottoman Empire was a state that spanned three continents.") == "place"
+    assert kind_of("Sleep is a state of reduced mental and physical activity.") == "process"
+    # A capitalised word belongs to a name, not to the definition.
+    assert kind_of("The Apollo program was the United States human spaceflight program.") == "event"
+    # "founder of the X Empire" names a founder, not an empire.
+    assert kind_of("Genghis Khan was the founder of the Mongol Empire. He ruled.") == "person"
+
+
+def test_each_source_is_judged_by_how_much_it_is_about_the_subject() -> None:
+    sources = [VOLCANO, LAVA, MAGMA, SURFACE, FILM, ISLAND, PERSON]
+    relevance = Relevance("volcanoes", sources)
+    assert relevance.article is VOLCANO
+    judged = {s.title: relevance.of(s) for s in sources}
+    assert judged["Volcano"] == OWN
+    assert judged["Lava"] == LINKED  # the volcano article names it, and it names volcanoes
+    assert judged["Magma"] == RELATED  # named by the article, and a substance: its matter
+    assert judged["Surface"] == OFF  # named by the article, but neither matter nor naming it
+    assert judged["Volcano Nights"] == OFF  # a film that takes the subject's name
+    assert judged["Mount Example"] == MENTIONS  # names it once, late: that sentence only
+    assert judged["Ada Example"] >= RELATED  # names it in its first sentence
+    # Without the article, a title that names the subject is still about it.
+    assert Relevance("volcanoes", [LAVA, page("Volcanoes of Iceland", "x y z")]).of(
+        page("Volcanoes of Iceland", "x y z")
+    ) in (TITLED, OWN)
+
+
+def test_the_subject_article_is_not_a_thing_of_the_subject() -> None:
+    sonnets = page("Shakespeare's sonnets", "William Shakespeare wrote sonnets on many themes.")
+    poet = page("William Shakespeare", "William Shakespeare was an English playwright and poet.")
+    assert subject_article("Shakespeare", [sonnets, poet]) is poet
+
+
+def test_links_compare_words_without_plural_endings_not_stems() -> None:
+    article = page("Heart", "In humans, the heart is located between the lungs.")
+    lung = page("Lung", "The lungs are the primary organs of the respiratory system.")
+    humanism = page("Humanism", "Humanism is a philosophical stance.")
+    linked = named_by(article, [article, lung, humanism])
+    assert normalize_url(lung.url) in linked
+    assert normalize_url(humanism.url) not in linked
+    assert fold("vessels") == "vessel" and fold("glass") == "glass" and fold("virus") == "virus"
+
+
+def test_link_queries_are_anchored_on_the_subject_and_skip_what_is_collected() -> None:
+    assert "magma chamber" in linked_phrases(VOLCANO.content)
+    queries = link_queries(VOLCANO, "volcanoes", [VOLCANO, LAVA], [], 10)
+    assert queries and all(q.startswith("volcanoes ") for q in queries)
+    assert "volcanoes magma chamber" in queries
+    assert "volcanoes lava" not in queries  # Lava is collected already
+    # Compounds come before single words.
+    assert queries.index("volcanoes magma chamber") < queries.index("volcanoes gases")
+
+
+async def test_the_writer_quotes_sources_about_the_subject_and_lists_what_it_lacks() -> None:
+    plan = ResearchPlan(
+        theme="How do volcanoes erupt",
+        investigation_points=["What volcanoes are", "Economic effects of volcanoes"],
+        search_queries=["volcanoes"],
+    )
+    sources = [VOLCANO, LAVA, MAGMA, SURFACE, FILM, PERSON]
+    draft = await ExtractiveEngine().write(plan, sources, None, None)
+    cited = draft.partition("## References")[2]
+    assert "Volcano_Nights" not in cited and "Surface" not in cited
+    assert "wiki/Lava" in cited  # a source about the subject that no point chose
+    assert f"## {GAPS_SECTION}" in draft
+    gaps = draft.partition(f"## {GAPS_SECTION}")[2].partition("## References")[0]
+    assert "- Economic effects of volcanoes" in gaps
+    assert "_The collected sources do not address this point._" not in draft
+    # The open questions make no claim: nothing there is counted as uncited.
+    assert not any("Economic effects" in s for s, _ in cited_sentences(draft))
+
+
+def test_a_drifting_draft_cannot_pass_review() -> None:
+    plan = ResearchPlan(
+        theme="How do volcanoes erupt",
+        investigation_points=["What volcanoes are"],
+        search_queries=["volcanoes"],
+    )
+    sources = [VOLCANO, FILM, SURFACE]
+    drifting = (
+        "# Volcanoes\n\n## Executive Summary\n\n"
+        "A volcano is a vent in the crust of a planet that allows hot lava and gases to escape "
+        "from a magma chamber below the surface.[^1]\n\n## Key Findings\n\n"
+        "- **What volcanoes are:** A surface is the outermost boundary of an object.[^2]\n\n"
+        "## Detailed Analysis\n\n### What volcanoes are\n\n"
+        "It follows a family on holiday whose hotel is cut off by a storm.[^3] "
+        "The surface of a lake is its top layer of water, where fish and birds meet in "
+        "summer.[^2]\n\n## References\n\n"
+        f"[^1]: [Volcano]({VOLCANO.url})\n[^2]: [Surface]({SURFACE.url})\n"
+        f"[^3]: [Volcano Nights]({FILM.url})\n"
+    )
+    checks = check_draft(drifting, plan, sources)
+    assert checks.drifts and checks.on_subject < 0.5
+    assert any(
+        i.type == "logic" and "not about the subject" in i.description for i in checks.issues
+    )
+    # Cited to the subject's own article, the same sentences are not drift (whether that
+    # article supports them is the fact check's business, not this one's).
+    body = drifting.partition("## References")[0].replace("[^2]", "[^1]").replace("[^3]", "[^1]")
+    on_subject = f"{body}## References\n\n[^1]: [Volcano]({VOLCANO.url})\n"
+    assert check_draft(on_subject, plan, sources).on_subject == 1.0
+
+
+def test_urls_with_parentheses_survive_a_markdown_link() -> None:
+    url = "https://en.wikipedia.org/wiki/Lift_(force)"
+    assert "(" not in markdown_url(url) and ")" not in markdown_url(url)
+    assert normalize_url(markdown_url(url)) == normalize_url(url)
+    plan = ResearchPlan(theme="Lift", investigation_points=["What lift is"], search_queries=["x"])
+    lift = SearchResult(
+        title="Lift (force)",
+        url=url,
+        content="Lift is the force that holds an aircraft in the air as it moves forward.",
+    )
+    draft = (
+        "# Lift\n\n## Executive Summary\n\nLift is the force that holds an aircraft in the air "
+        f"as it moves forward.[^1]\n\n## References\n\n[^1]: [Lift (force)]({url})\n"
+    )
+    checks = check_draft(draft, plan, [lift])
+    assert checks.citations.supported == 1
