@@ -115,3 +115,19 @@ class Investigator(Protocol):
         The tools record what they find themselves: the caller keeps the results.
         """
         ...
+
+
+@runtime_checkable
+class LinkFollower(Protocol):
+    """An engine that follows up its plan's first results within the same research step.
+
+    Having found the subject's own article, a researcher reads what it names (its
+    magma and lava, its Buddha) before drafting; `follow_up` names those queries. It is
+    cheap (no model call), so the researcher asks it once, after the plan's queries.
+    """
+
+    def follow_up(
+        self, plan: ResearchPlan, sources: Sequence[SearchResult], done: Sequence[str]
+    ) -> list[str]:
+        """Queries for what the sources found so far point to; none already in `done`."""
+        ...

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 
 from engines.base import Progress
 from engines.checks import GAPS_SECTION, check_draft
-from engines.frames import PEOPLE_CUES, aspect_point, cues_for_point, match_frame
+from engines.frames import (
+    PEOPLE_CUES,
+    all_aspects,
+    aspect_point,
+    aspects_for,
+    cues_for_point,
+    match_frame,
+)
 from engines.keyphrases import key_terms, named_entities
 from engines.kinds import kind_of
 from engines.relevance import (
@@ -31,7 +38,7 @@ from engines.relevance import (
 )
 from engines.sentences import split_sentences
 from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
-from tools.text import STOPWORDS, content_words, stem, stems
+from tools.text import STOPWORDS, content_words, stem, stems, words
 from tools.urls import markdown_url, normalize_url
 
 MAX_QUERIES = 8
@@ -40,6 +47,8 @@ MAX_QUERIES = 8
 QUERIES_PER_ROUND = 4
 LINKS_PER_ROUND = 4
 LINKS_IN_PLAN = 2
+# After the plan's queries, in the same step: what the subject's own article names.
+FOLLOW_UPS = 6
 SUMMARY_SENTENCES = 3
 SENTENCES_PER_POINT = 4
 MAX_FINDINGS = 5
@@ -99,14 +108,23 @@ def _subject_phrase(source: SearchResult) -> str:
     return title
 
 
-def _names_a_person_first(sentence: str) -> bool:
-    """False when a personal pronoun comes before any name in the sentence ("In his youth, he")."""
+def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
+    """False when a personal pronoun comes before the name it stands for ("In his youth, he").
+
+    A name counts when it is a run of capitalised words or a word of the source's title
+    ("Born in Florence, he studied" names a place, not the sculptor).
+    """
     pronoun = _PERSON_PRONOUN.search(sentence)
     if pronoun is None:
         return True
-    before = sentence[: pronoun.start()].split()
+    before = re.findall(r"[\w'’.-]+", sentence[: pronoun.start()])
+    title = set(words(source.title))
     return any(
-        word[:1].isupper() and (i > 0 or word.lower() not in STOPWORDS)
+        word[:1].isupper()
+        and (
+            word.lower().strip(".") in title
+            or (i + 1 < len(before) and before[i + 1][:1].isupper() and i > 0)
+        )
         for i, word in enumerate(before)
     )
 
@@ -176,8 +194,9 @@ class ExtractiveEngine:
     ) -> ResearchPlan:
         """Expand the topic by its frame; add the names and key terms of the first results."""
         frame, subject = match_frame(topic)
-        points = [aspect_point(a, topic, subject) for a in frame.aspects]
         relevance = Relevance(subject, probe)
+        aspects = aspects_for(frame, relevance.kind)
+        points = [aspect_point(a, topic, subject) for a in aspects]
         article = relevance.article
         subject_stems = set(stems(subject)) | set(relevance.phrase)
         on_topic = [hit for hit in probe if relevance.of(hit) > OFF]
@@ -190,7 +209,7 @@ class ExtractiveEngine:
             topic_words,
             *link_queries(article, subject, probe, (), LINKS_IN_PLAN),
             *names,
-            *(a.query.format(s=subject) for a in frame.aspects),
+            *(a.query.format(s=subject) for a in aspects),
         ]
         queries += [f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=2)]
         if feedback:
@@ -200,7 +219,8 @@ class ExtractiveEngine:
                 queries.insert(1, f"{subject} {focus}")
         queries = list(dict.fromkeys(q.strip() for q in queries if q.strip()))[:MAX_QUERIES]
         plan_text = (
-            f"Investigate {subject} as a '{frame.name}' question along {len(points)} points; "
+            f"Investigate {subject} ({relevance.kind or 'kind unknown'}) as a '{frame.name}' "
+            f"question along {len(points)} points; "
             f"search {len(queries)} short queries, then widen with key terms of what is found."
         )
         return ResearchPlan(
@@ -242,6 +262,14 @@ class ExtractiveEngine:
         ][:QUERIES_PER_ROUND]
         links = link_queries(article, subject, sources, [*done, *fresh], LINKS_PER_ROUND)
         return [*fresh, *links]
+
+    def follow_up(
+        self, plan: ResearchPlan, sources: Sequence[SearchResult], done: Sequence[str]
+    ) -> list[str]:
+        """What the subject's own article names, now that it may have been found."""
+        _, subject = match_frame(plan.theme)
+        article = Relevance(subject, sources).article
+        return link_queries(article, subject, sources, done, FOLLOW_UPS)
 
     async def decide(self, progress: Progress) -> RoutingDecision:
         """Rewrite only when new sources arrived since the last draft; else stop."""
@@ -286,7 +314,7 @@ class ExtractiveEngine:
                 if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                     continue
                 text = _resolve_pronoun(raw, source, position)
-                if text is None or not _names_a_person_first(text):
+                if text is None or not _names_a_person_first(text, source):
                     continue
                 terms = Counter(stems(text))
                 named = relevance.names(text)
@@ -494,8 +522,8 @@ def _cover_sources(
 
 def _frame_cues(theme: str, point: str) -> tuple[str, ...]:
     """Cue words of the frame aspect that produced `point`, if it came from the frame."""
-    frame, subject = match_frame(theme)
-    for aspect in frame.aspects:
+    _, subject = match_frame(theme)
+    for aspect in all_aspects():
         if aspect_point(aspect, theme, subject).casefold() == point.casefold():
             return aspect.cues
     return ()

@@ -8,6 +8,8 @@ tell which sentence speaks to which point, also for points a human typed in.
 import re
 from dataclasses import dataclass
 
+from engines.kinds import Kind
+
 
 @dataclass(frozen=True, slots=True)
 class Aspect:
@@ -295,8 +297,125 @@ FRAMES: tuple[Frame, ...] = (
     ),
 )
 
+# Aspects by the kind of thing the subject is (engines.kinds), for a topic that names
+# the subject without a question shape ("the Renaissance", "what is X"), and for the
+# history of a state or an organisation, which has rulers and a decline, not inventors.
+_EVENTS = (
+    "battle",
+    "war",
+    "campaign",
+    "protest",
+    "treaty",
+    "act",
+    "election",
+    "invasion",
+    "landing",
+    "mission",
+    "during",
+)
+_PLACES = ("located", "region", "capital", "border", "territory", "area", "lies", "coast")
+_IDEAS = ("theory", "principle", "concept", "idea", "describes", "explains", "based", "law")
+_USES = ("used", "applications", "applied", "use", "practice", "technology", "industry")
+_THEMES = ("theme", "themes", "story", "tells", "follows", "character", "plot", "depicts")
+_RECEPTION = ("acclaimed", "regarded", "considered", "influential", "praised", "criticized")
+
+KIND_ASPECTS: dict[Kind, tuple[Aspect, ...]] = {
+    "person": (
+        Aspect("Early life of {the_s}", "{s} early life born", _ORIGINS + _PEOPLE),
+        Aspect("Work and career of {the_s}", "{s} work career", _MECHANISM + _PEOPLE),
+        Aspect("Major achievements", "{s} achievements", _IMPACT),
+        Aspect("Legacy of {the_s}", "{s} legacy", _LEGACY),
+    ),
+    "event": (
+        Aspect("Background to {the_s}", "{s} background", _ORIGINS + _DEFINITION),
+        Aspect("Key events", "{s} events", _EVENTS + _TRIGGER),
+        Aspect("Key figures", "{s} leaders", _PEOPLE),
+        Aspect("Outcome and legacy", "{s} legacy", _CONSEQUENCE + _LEGACY),
+    ),
+    "place": (
+        Aspect("Overview of {the_s}", "{s}", _DEFINITION + _PLACES),
+        Aspect("Origins and rise", "{s} founded", _ORIGINS),
+        Aspect("Rulers and key figures", "{s} rulers", _PEOPLE),
+        Aspect("Society, economy and culture", "{s} society culture", _SOCIAL + _ECONOMIC),
+        Aspect("Decline and legacy", "{s} decline", _CONSEQUENCE + _LEGACY),
+    ),
+    "organisation": (
+        Aspect("Overview of {the_s}", "{s}", _DEFINITION),
+        Aspect("History of {the_s}", "{s} history founded", _ORIGINS),
+        Aspect("How {the_s} {works}", "{s} operations", _MECHANISM),
+        Aspect("Significance and impact", "{s} impact", _IMPACT),
+    ),
+    "work": (
+        Aspect("Overview of {the_s}", "{s}", _DEFINITION),
+        Aspect("Story and themes", "{s} themes", _THEMES),
+        Aspect("Creation and history", "{s} written", _ORIGINS),
+        Aspect("Reception and legacy", "{s} reception", _RECEPTION + _LEGACY),
+    ),
+    "technology": (
+        Aspect("What {the_s} {is_}", "{s}", _DEFINITION),
+        Aspect("How {the_s} {works}", "{s} works", _MECHANISM),
+        Aspect("History and invention", "{s} invented", _ORIGINS + _PEOPLE),
+        Aspect("Uses and impact", "{s} uses", _USES + _IMPACT),
+    ),
+    "process": (
+        Aspect("What {the_s} {is_}", "{s}", _DEFINITION),
+        Aspect("How {the_s} {works}", "{s} process", _MECHANISM),
+        Aspect("Causes and conditions", "{s} causes", _TRIGGER + _ORIGINS),
+        Aspect("Effects and significance", "{s} effects", _IMPACT),
+    ),
+    "living": (
+        Aspect("What {the_s} {is_}", "{s}", _DEFINITION),
+        Aspect("Structure and function", "{s} function", _MECHANISM),
+        Aspect("Role and significance", "{s} role", _IMPACT),
+    ),
+    "substance": (
+        Aspect("What {the_s} {is_}", "{s}", _DEFINITION),
+        Aspect("Properties and composition", "{s} composition", _MECHANISM),
+        Aspect("History and origins", "{s} history", _ORIGINS),
+        Aspect("Uses and impact", "{s} uses", _USES + _IMPACT),
+    ),
+    "concept": (
+        Aspect("Definition and overview", "{s}", _DEFINITION),
+        Aspect("Key ideas", "{s} principles", _IDEAS),
+        Aspect("History and key figures", "{s} history", _ORIGINS + _PEOPLE),
+        Aspect("Influence and applications", "{s} applications", _USES + _IMPACT),
+    ),
+}
+# The history of a state or organisation: rulers and decline rather than inventors.
+_HISTORY_OF_POWER = (
+    Aspect("Origins of {the_s}", "{s} origins founded", _ORIGINS),
+    Aspect("Rise and expansion", "{s} expansion", _SPREAD),
+    Aspect("Rulers and key figures", "{s} rulers", _PEOPLE),
+    Aspect("Society, economy and culture", "{s} society culture", _SOCIAL + _ECONOMIC),
+    Aspect("Decline and legacy", "{s} decline legacy", _CONSEQUENCE + _LEGACY),
+)
+
+
+def aspects_for(frame: Frame, kind: Kind | None) -> tuple[Aspect, ...]:
+    """The aspects to plan: the question's own, or for its kind when the question has none."""
+    if frame.name == "overview" and kind in KIND_ASPECTS:
+        return KIND_ASPECTS[kind]
+    if frame.name == "history" and kind in ("place", "organisation"):
+        return _HISTORY_OF_POWER
+    return frame.aspects
+
+
+def all_aspects() -> tuple[Aspect, ...]:
+    """Every aspect any plan may use: to find the cue words of a planned point."""
+    found = [a for f in FRAMES for a in f.aspects]
+    found += [a for aspects in KIND_ASPECTS.values() for a in aspects]
+    return (*found, *_HISTORY_OF_POWER)
+
+
 # Words in a human-written point that select a cue list.
 POINT_CUES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("events", "battles"), _EVENTS),
+    (("rulers", "leaders"), _PEOPLE),
+    (("decline", "outcome"), _CONSEQUENCE),
+    (("ideas", "principles"), _IDEAS),
+    (("uses", "applications"), _USES),
+    (("themes", "story"), _THEMES),
+    (("reception",), _RECEPTION),
     (("origin", "origins", "history", "background", "early", "beginning"), _ORIGINS),
     (("spread", "development", "growth", "evolution"), _SPREAD),
     (("figure", "figures", "people", "inventor", "leaders", "innovations"), _PEOPLE),

@@ -61,19 +61,55 @@ def linked_phrases(text: str) -> list[str]:
     Each run of content words between stopwords, numbers and punctuation is one phrase
     ("magma chamber", "nuclear fission", "Mahatma Gandhi"); a run longer than three
     words keeps its last three, the head of an English noun phrase being at its end.
+    Participles and adverbs end a run too ("composed of", "usually"). The first
+    sentence's naming of the subject itself ("X, also known as Y and Z, is") and the
+    kind it puts the subject in ("is an Indian religion") name no other article.
     """
     found: list[str] = []
-    for sentence in split_sentences(text):
+    for index, sentence in enumerate(split_sentences(text)):
+        skip_genus = False
+        if index == 0:
+            copula = _COPULA.search(sentence)
+            if copula is not None:
+                sentence, skip_genus = sentence[copula.end() :], True
         for piece in _BREAK.split(sentence):
             run: list[str] = []
             for word in [*piece.split(), ""]:
-                if word and word.lower() not in STOPWORDS and not word[:1].isdigit():
+                if word and not _ends_run(word, first=sentence.startswith(word)):
                     run.append(word)
                     continue
-                if run:
+                if run and not skip_genus:
                     found.append(" ".join(run[-3:]))
+                elif run:
+                    skip_genus = False
                 run = []
     return list(dict.fromkeys(p for p in found if len(p) > 2))
+
+
+_COPULA = re.compile(r"\s(?:is|was|are|were)\s")
+_IRREGULAR_PARTICIPLES = frozenset("known found made led held given seen born built".split())
+
+
+# Nouns of measure and quantity that name no article of their own.
+_GENERIC_NOUNS = frozenset(
+    "century centuries year years decade decades part parts number numbers time times "
+    "way ways kind kinds type types form forms end beginning rest half lot".split()
+)
+
+
+def _ends_run(word: str, first: bool = False) -> bool:
+    """A word no phrase that names an article runs through (verbs, adverbs, measures).
+
+    A capitalised word is part of a name unless it opens the sentence (`first`).
+    """
+    lowered = word.lower()
+    if lowered in STOPWORDS or lowered in _GENERIC_NOUNS or word[:1].isdigit():
+        return True
+    if not (word[:1].islower() or first):
+        return False
+    return lowered in _IRREGULAR_PARTICIPLES or (
+        len(lowered) > 4 and lowered.endswith(("ed", "ly"))
+    )
 
 
 def named_entities(sources: Sequence[SearchResult], exclude: set[str], limit: int) -> list[str]:

@@ -26,16 +26,11 @@ OWN = 1.0  # the subject's own article
 TITLED = 0.9  # its title names the subject ("History of Buddhism")
 LINKED = 0.8  # the subject's article names it, and it names the subject
 DEVOTED = 0.7  # it names the subject in its first sentence or in several
-RELATED = 0.6  # the subject's article names it, and it is the subject's matter
+RELATED = 0.6  # the subject's article names it, and the two share their vocabulary
 MENTIONS = 0.4  # it names the subject in passing: only those sentences count
 OFF = 0.0
 # Sources of these kinds are about the subject through their own works.
 _CREATORS: frozenset[Kind | None] = frozenset({"work", "person", "concept", "organisation"})
-# Things a subject is made of or works by; a linked place, person or event must share
-# the subject's vocabulary as well (Europe is named by the Renaissance, not about it).
-_MATTER: frozenset[Kind | None] = frozenset(
-    {"substance", "process", "living", "technology", "concept"}
-)
 # Cosine of two articles' word counts above which they share a matter (Forest and
 # Deforestation 0.57; Europe and Renaissance 0.05).
 SHARED_MATTER = 0.3
@@ -240,8 +235,6 @@ class Relevance:
             return LINKED
         if naming and (naming[0] == 0 or len(naming) >= 2):
             return DEVOTED
-        if linked and kind_of(source.content) in _MATTER:
-            return RELATED  # the subject's magma, forest, fission: what it is made of
         if linked:
             matter = Counter(stems(f"{source.title} {source.content}"))
             if _cosine(self._matter, matter) >= SHARED_MATTER:

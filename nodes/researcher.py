@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from engines.base import Investigator, ModelAccessError
+from engines.base import Investigator, LinkFollower, ModelAccessError
 from engines.recording import recording
 from graph.models import ResearchNote, SearchResult
 from graph.routing import RESEARCHER
@@ -118,6 +118,17 @@ async def _research(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, A
     try:
         if pending or plan is None:
             outcomes = list(await asyncio.gather(*(investigate(q) for q in pending)))
+            # A plan a human approved runs as approved: its queries and no others.
+            if (
+                plan is not None
+                and isinstance(deps.engine, LinkFollower)
+                and options.approval == "none"
+            ):
+                first = [r for o in outcomes for r in o.results]
+                follow = deps.engine.follow_up(
+                    plan, [*state.get("research_data", []), *first], [*done, *pending]
+                )
+                outcomes += await asyncio.gather(*(investigate(q) for q in follow))
         elif isinstance(deps.engine, Investigator) and deps.engine.max_cycles > 0:
             ran = {q.casefold() for q in done}
 

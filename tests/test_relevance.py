@@ -1,7 +1,10 @@
 """Relevance of sources to the subject, the kinds of things articles define, and drift."""
 
+from langgraph.types import Command
+
 from engines.checks import GAPS_SECTION, check_draft, cited_sentences
-from engines.extractive import ExtractiveEngine
+from engines.extractive import FOLLOW_UPS, ExtractiveEngine
+from engines.frames import match_frame
 from engines.keyphrases import fold, linked_phrases
 from engines.kinds import kind_of
 from engines.relevance import (
@@ -16,8 +19,12 @@ from engines.relevance import (
     named_by,
     subject_article,
 )
+from graph.builder import ResearchGraph
 from graph.models import ResearchPlan, SearchResult
+from nodes.context import Deps
 from tools.urls import markdown_url, normalize_url
+
+from .support import run_graph, start
 
 
 def page(title: str, content: str) -> SearchResult:
@@ -38,8 +45,8 @@ LAVA = page(
 )
 MAGMA = page(
     "Magma",
-    "Magma is the molten or semi-molten natural material from which all igneous rocks are "
-    "formed. It is found beneath the surface of the Earth.",
+    "Magma is the molten rock beneath the crust of a planet, held in a magma chamber. It "
+    "escapes to the surface as lava, with its gases.",
 )
 SURFACE = page(
     "Surface",
@@ -82,7 +89,7 @@ def test_each_source_is_judged_by_how_much_it_is_about_the_subject() -> None:
     judged = {s.title: relevance.of(s) for s in sources}
     assert judged["Volcano"] == OWN
     assert judged["Lava"] == LINKED  # the volcano article names it, and it names volcanoes
-    assert judged["Magma"] == RELATED  # named by the article, and a substance: its matter
+    assert judged["Magma"] == RELATED  # named by the article, and sharing its vocabulary
     assert judged["Surface"] == OFF  # named by the article, but neither matter nor naming it
     assert judged["Volcano Nights"] == OFF  # a film that takes the subject's name
     assert judged["Mount Example"] == MENTIONS  # names it once, late: that sentence only
@@ -185,3 +192,65 @@ def test_urls_with_parentheses_survive_a_markdown_link() -> None:
     )
     checks = check_draft(draft, plan, [lift])
     assert checks.citations.supported == 1
+
+
+async def test_the_first_step_follows_what_the_subject_article_names(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    values = await run_graph(graph, deps, "follow", start())
+    plan = values["task_plan"]
+    first_step = [n.query for n in values["notes"]][: len(plan.search_queries) + FOLLOW_UPS]
+    follow_ups = [q for q in first_step if q not in plan.search_queries]
+    assert follow_ups, "queries beyond the plan's in the first step"
+    subject = match_frame(plan.theme)[1]
+    assert all(q.startswith(f"{subject} ") for q in follow_ups)  # anchored on the subject
+
+
+async def test_a_plan_a_human_approves_runs_as_approved(graph: ResearchGraph, deps: Deps) -> None:
+    config = {"configurable": {"thread_id": "approved"}}
+    async for _ in graph.astream(start(approval="plan"), config, context=deps):
+        pass
+    plan = (await graph.aget_state(config)).values["task_plan"]
+    async for _ in graph.astream(Command(resume={"decision": "approve"}), config, context=deps):
+        pass
+    values = (await graph.aget_state(config)).values
+    # One research round (its first draft passes): exactly the approved queries ran.
+    assert len(values["drafts"]) == 1
+    assert values["queries_done"] == plan.search_queries
+
+
+async def test_the_plan_fits_the_kind_of_subject_its_article_defines() -> None:
+    empire = page(
+        "Ottoman Empire",
+        "The Ottoman Empire was a state that spanned Southeastern Europe, West Asia and North "
+        "Africa from the 14th to the early 20th century.",
+    )
+    plan = await ExtractiveEngine().plan("the rise of the Ottoman Empire", [empire], None)
+    assert "Rulers and key figures" in plan.investigation_points
+    assert "(place)" in plan.plan_text
+    movement = page(
+        "Civil rights movement",
+        "The civil rights movement was a social movement in the United States from 1954 to 1968.",
+    )
+    plan = await ExtractiveEngine().plan("the civil rights movement", [movement], None)
+    assert plan.investigation_points[:2] == [
+        "Background to the civil rights movement",
+        "Key events",
+    ]
+
+
+async def test_a_pronoun_after_a_place_is_not_taken_for_the_name_it_stands_for() -> None:
+    sculptor = page(
+        "Donatello",
+        "Donatello was an Italian sculptor of the Renaissance. Born in Florence, he studied "
+        "classical sculpture and developed an Early Renaissance style of sculpture. Donatello "
+        "worked in Rome, where he studied the ruins of ancient buildings for the Renaissance.",
+    )
+    plan = ResearchPlan(
+        theme="the Renaissance", investigation_points=["Key figures"], search_queries=["x"]
+    )
+    claims = [
+        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [sculptor], None, None))
+    ]
+    assert not any(c.startswith("Born in Florence") for c in claims)
+    assert any(c.startswith("Donatello worked in Rome") for c in claims)
