@@ -41,6 +41,7 @@ from graph.models import (
     RoundRecord,
 )
 from graph.routing import budget_reason
+from graph.state import ReportStatus
 from tools.urls import normalize_url
 
 HEARTBEAT_S = 15
@@ -70,6 +71,11 @@ class ThreadSummary(BaseModel):
     status: RunStatus
     created_at: datetime
     updated_at: datetime
+    report_status: ReportStatus | None = Field(
+        None,
+        description="The status of the report the last run wrote: final, or partial when "
+        "no draft passed review or the sources do not cover the subject.",
+    )
 
 
 class ThreadPage(BaseModel):
@@ -101,7 +107,6 @@ class ThreadDetail(ThreadSummary):
     )
     stopped: str | None = Field(None, description="Why the run stopped early, if it did.")
     error: str | None = None
-    report_status: str | None = None
     report: str | None = None
 
 
@@ -112,7 +117,9 @@ def _links(thread_id: str) -> Links:
 
 def _summary(record: ThreadRecord) -> ThreadSummary:
     summary = record.model_dump(include=set(ThreadSummary.model_fields))
-    return ThreadSummary(**summary | {"thread_id": public_id(record.thread_id)})
+    return ThreadSummary(
+        **summary | {"thread_id": public_id(record.thread_id), "report_status": record.report}
+    )
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -196,8 +203,12 @@ def create_app(settings: Settings) -> FastAPI:
         values = snapshot.values or {}
         usage = values.get("usage")
         review = values.get("review")
+        summary = _summary(record).model_dump()
+        # The checkpoint knows the report's status even for runs recorded before the
+        # registry kept it.
+        summary["report_status"] = values.get("report_status") or summary["report_status"]
         return ThreadDetail(
-            **_summary(record).model_dump(),
+            **summary,
             options=record.options,
             plan=values.get("task_plan"),
             approval=pending_interrupt(snapshot)
@@ -209,11 +220,13 @@ def create_app(settings: Settings) -> FastAPI:
             cost_usd=round(usage.cost_usd, 6) if usage is not None else 0.0,
             rounds=values.get("rounds", []),
             citations=review.citations if review is not None else None,
-            stopped=budget_reason(values)  # type: ignore[arg-type]
-            if values.get("report_status") == "partial"
-            else values.get("halted"),
+            stopped=values.get("stop_reason")
+            or (
+                budget_reason(values)  # type: ignore[arg-type]
+                if values.get("report_status") == "partial"
+                else values.get("halted")
+            ),
             error=record.error,
-            report_status=values.get("report_status"),
             report=values.get("final_report"),
         )
 

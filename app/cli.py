@@ -391,10 +391,17 @@ async def _show(settings: Settings, thread_id: str) -> None:
     if not values:
         _unknown_thread(thread_id)
     waiting = pending_interrupt(snapshot)
+    report_status = values.get("report_status")
     status = (
         "waiting for approval"
         if waiting
-        else ("completed" if is_finished(snapshot) else "running or interrupted")
+        else (
+            f"completed, {report_status} report"
+            if is_finished(snapshot) and report_status
+            else "completed"
+            if is_finished(snapshot)
+            else "running or interrupted"
+        )
     )
     err.print(
         f"[bold]{escape(values['topic'])}[/] · {status} · iteration {values.get('iteration_count', 0)} · {len(values.get('research_data', []))} sources"

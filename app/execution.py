@@ -27,7 +27,7 @@ from app.thread_ids import public_id
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from graph.models import ApprovalDecision, ResearchRequest, RunOptions
-from graph.state import initial_state
+from graph.state import ReportStatus, initial_state
 from nodes.context import Deps
 
 logger = logging.getLogger(__name__)
@@ -72,6 +72,7 @@ class LegStop:
     paused: bool = False  # by a pause request, at a node boundary
     interrupted: bool = False  # by an interrupt (a question, or interrupt_before/after)
     question: dict[str, Any] | None = None  # what the thread waits to have answered
+    report: ReportStatus | None = None  # the status of the report finalize wrote, if it did
 
 
 def checkpoint_id(snapshot: StateSnapshot) -> str | None:
@@ -308,6 +309,10 @@ class RunExecutor:
                     self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))
             if mode != "updates":
                 continue
+            if isinstance(chunk, dict):
+                for update in chunk.values():
+                    if isinstance(update, dict) and "report_status" in update:
+                        stop.report = update["report_status"]
             if isinstance(chunk, dict) and INTERRUPT in chunk:  # a question, or a stop
                 stop.interrupted = True  # before/after a node (an empty tuple then)
                 if chunk[INTERRUPT] and stop.question is None:
@@ -343,7 +348,7 @@ class RunExecutor:
         elif stop.paused or stop.interrupted:  # a pause, or interrupt_before/after
             await self.set_status(thread_id, "paused")
         else:
-            await self.finish(thread_id, "completed")
+            await self.finish(thread_id, "completed", report=stop.report)
 
     async def restate(self, thread_id: str) -> None:
         """Make an idle thread's status follow its checkpoint (after its state was edited)."""
@@ -378,30 +383,41 @@ class RunExecutor:
             await asyncio.gather(*pending)
 
     async def set_status(
-        self, thread_id: str, status: RunStatus, error: str | None = None, recovered: bool = False
+        self,
+        thread_id: str,
+        status: RunStatus,
+        error: str | None = None,
+        recovered: bool = False,
+        report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Record a status and publish it as an event."""
-        record = await self.registry.set_status(thread_id, status, error)
+        """Record a status (and the report's, when a run completes) and publish it as an event."""
+        record = await self.registry.set_status(thread_id, status, error, report)
         self.notify(record)
         data: dict[str, Any] = {"status": status}
         if error:
             data["error"] = error
+        if report:
+            data["report"] = report
         if recovered:
             data["recovered"] = True
         await self.publish(thread_id, "status", data)
         return record
 
     async def finish(
-        self, thread_id: str, status: RunStatus, error: str | None = None
+        self,
+        thread_id: str,
+        status: RunStatus,
+        error: str | None = None,
+        report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Close the run with a terminal status and the stream's last event."""
+        """Close the run with a terminal status (and its report's) and the stream's last event."""
         assert status in TERMINAL
         try:
             await self._settle_events(thread_id)
         except Exception:  # the run ends either way; its status must still be recorded
             logger.exception("events of %s could not be stored", thread_id)
         await self.signals.clear(thread_id)
-        record = await self.set_status(thread_id, status, error)
+        record = await self.set_status(thread_id, status, error, report=report)
         await self.publish(thread_id, TERMINAL_EVENT, {"status": status})
         # The thread's Platform run, executing, waiting or queued, ends here too.
         await self.platform.close_open(thread_id, status, error)

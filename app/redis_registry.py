@@ -22,6 +22,7 @@ from app.registry import (
     stamp,
 )
 from graph.redis_saver import awaited
+from graph.state import ReportStatus
 
 _ACTIVE_STATUSES = ("queued", "running")
 
@@ -101,27 +102,43 @@ class RedisRegistry:
             error=json.loads(values.get("error") or "null"),
             options=json.loads(values.get("options") or "{}"),
             metadata=json.loads(values.get("metadata") or "{}"),
+            report=values.get("report") or None,
         )
 
     async def set_status(
-        self, thread_id: str, status: RunStatus, error: str | None = None
+        self,
+        thread_id: str,
+        status: RunStatus,
+        error: str | None = None,
+        report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Set the run status and error, stamp `updated_at`; KeyError for an unknown thread."""
+        """Set the run status and error, stamp `updated_at`; KeyError for an unknown thread.
+
+        `report`: the status of the report the run wrote; a run that starts again clears it.
+        """
         record = await self.get(thread_id)
         if record is None:
             raise KeyError(thread_id)
         now = datetime.now(UTC)
+        key = self._thread(thread_id)
+        changes: dict[str, Any] = {"status": status, "error": error, "updated_at": now}
         pipe = self._client.pipeline(transaction=True)
         pipe.hset(
-            self._thread(thread_id),
+            key,
             mapping={"status": status, "error": json.dumps(error), "updated_at": stamp(now)},
         )
+        if report is not None:
+            pipe.hset(key, "report", report)
+            changes["report"] = report
+        elif status in _ACTIVE_STATUSES:
+            pipe.hdel(key, "report")
+            changes["report"] = None
         if status in _ACTIVE_STATUSES:
             pipe.zadd(self._active, {thread_id: _micros(record.created_at)})
         else:
             pipe.zrem(self._active, thread_id)
         await pipe.execute()
-        return record.model_copy(update={"status": status, "error": error, "updated_at": now})
+        return record.model_copy(update=changes)
 
     async def update(
         self,

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, field_validator
 
 from graph.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
+from graph.state import ReportStatus
 
 __all__ = [
     "ACTIVE",
@@ -37,18 +38,20 @@ RunStatus = Literal[
 ACTIVE: frozenset[RunStatus] = frozenset({"queued", "running"})
 TERMINAL: frozenset[RunStatus] = frozenset({"completed", "failed", "cancelled"})
 
-_COLUMNS = "thread_id, owner, topic, status, created_at, updated_at, error, options, metadata"
+_COLUMNS = (
+    "thread_id, owner, topic, status, created_at, updated_at, error, options, metadata, report"
+)
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS thread_registry ("
     "thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, topic TEXT NOT NULL, "
     "status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, "
-    "error TEXT, options TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '{}')",
+    "error TEXT, options TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '{}', report TEXT)",
     "CREATE INDEX IF NOT EXISTS thread_registry_by_owner "
     "ON thread_registry (owner, created_at DESC, thread_id DESC)",
     "CREATE INDEX IF NOT EXISTS thread_registry_active "
     "ON thread_registry (created_at, thread_id) WHERE status IN ('queued', 'running')",
 )
-_INSERT = f"INSERT INTO thread_registry ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = f"INSERT INTO thread_registry ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _GET = f"SELECT {_COLUMNS} FROM thread_registry WHERE thread_id = ?"
 _FIRST_PAGE = (
     f"SELECT {_COLUMNS} FROM thread_registry WHERE owner = ? "
@@ -58,8 +61,11 @@ _NEXT_PAGE = (
     f"SELECT {_COLUMNS} FROM thread_registry WHERE owner = ? AND (created_at, thread_id) < (?, ?) "
     "ORDER BY created_at DESC, thread_id DESC LIMIT ?"
 )
+# A run that starts again forgets the last report's status until it writes its own.
 _SET_STATUS = (
-    "UPDATE thread_registry SET status = ?, error = ?, updated_at = ? WHERE thread_id = ? "
+    "UPDATE thread_registry SET status = ?, error = ?, updated_at = ?, "
+    "report = CASE WHEN ? IS NOT NULL THEN ? WHEN ? IN ('queued', 'running') THEN NULL "
+    "ELSE report END WHERE thread_id = ? "
     f"RETURNING {_COLUMNS}"
 )
 # A NULL leaves its column as it is.
@@ -70,6 +76,7 @@ _UPDATE = (
 _DELETE = "DELETE FROM thread_registry WHERE thread_id = ?"
 # Files made before threads had metadata get the column.
 _ADD_METADATA = "ALTER TABLE thread_registry ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'"
+_ADD_REPORT = "ALTER TABLE thread_registry ADD COLUMN report TEXT"
 # Must match the partial index above so SQLite can use it.
 _ACTIVE = (
     f"SELECT {_COLUMNS} FROM thread_registry WHERE status IN ('queued', 'running') "
@@ -93,6 +100,9 @@ class ThreadRecord(BaseModel):
     error: str | None = None
     options: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
+    # The status of the report the last run wrote (graph.state.ReportStatus): final,
+    # or partial when it did not pass review or its sources do not cover the subject.
+    report: ReportStatus | None = None
 
     @field_validator("created_at", "updated_at")
     @classmethod
@@ -114,9 +124,17 @@ class Registry(Protocol):
         ...
 
     async def set_status(
-        self, thread_id: str, status: RunStatus, error: str | None = None
+        self,
+        thread_id: str,
+        status: RunStatus,
+        error: str | None = None,
+        report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Set the run status and error; KeyError for an unknown thread."""
+        """Set the run status and error (and the report's status, when one was written).
+
+        A run that starts again (queued, running) clears the last report's status.
+        KeyError for an unknown thread.
+        """
         ...
 
     async def update(
@@ -172,6 +190,7 @@ class SqliteRegistry:
             record.error,
             json.dumps(record.options, ensure_ascii=False),
             json.dumps(record.metadata, ensure_ascii=False),
+            record.report,
         )
         try:
             await self._write(_INSERT, row)
@@ -184,15 +203,22 @@ class SqliteRegistry:
         return records[0] if records else None
 
     async def set_status(
-        self, thread_id: str, status: RunStatus, error: str | None = None
+        self,
+        thread_id: str,
+        status: RunStatus,
+        error: str | None = None,
+        report: ReportStatus | None = None,
     ) -> ThreadRecord:
         """Set the run status and error (replacing any earlier error), stamp `updated_at`.
+
+        `report`: the status of the report the run wrote; a run that starts again clears it.
 
         Raises:
             KeyError: no thread has this id.
         """
         now = stamp(datetime.now(UTC))
-        records = await self._write(_SET_STATUS, (status, error, now, thread_id))
+        row = (status, error, now, report, report, status, thread_id)
+        records = await self._write(_SET_STATUS, row)
         if not records:
             raise KeyError(thread_id)
         return records[0]
@@ -274,6 +300,7 @@ def _records(rows: Iterable[Any]) -> list[ThreadRecord]:
             error=row[6],
             options=json.loads(row[7]),
             metadata=json.loads(row[8]),
+            report=row[9],
         )
         for row in rows
     ]
@@ -322,3 +349,5 @@ def _prepare(conn: sqlite3.Connection) -> None:
     columns = [row[1] for row in conn.execute("PRAGMA table_info(thread_registry)")]
     if "metadata" not in columns:
         conn.execute(_ADD_METADATA)
+    if "report" not in columns:
+        conn.execute(_ADD_REPORT)

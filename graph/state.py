@@ -108,6 +108,7 @@ class ResearchState(TypedDict, total=False):
     research_exhausted: bool
     final_report: str | None
     report_status: ReportStatus | None
+    stop_reason: str | None  # why the report is partial, as its front matter says
 
 
 def initial_state(topic: str, options: RunOptions) -> ResearchState:

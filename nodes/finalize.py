@@ -1,6 +1,7 @@
 """Finalize: pick the best-reviewed draft, mark it partial if it did not pass, ask for sign-off."""
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -13,6 +14,8 @@ from graph.models import ApprovalDecision, Draft
 from graph.routing import WRITER, budget_reason
 from graph.state import ResearchState
 from nodes.context import Deps
+
+_CITATION = re.compile(r"\[\^\d+\](?!:)")
 
 
 def best_draft(drafts: list[Draft]) -> Draft | None:
@@ -75,6 +78,23 @@ def front_matter(
     return "\n".join(lines) + "\n\n"
 
 
+def cites_anything(markdown: str) -> bool:
+    """True when the report's body cites at least one source."""
+    _, body = split_front_matter(markdown)
+    return _CITATION.search(body) is not None
+
+
+def insufficient(search: str) -> str:
+    """Why a report that cites nothing is partial, and what would help."""
+    where = (
+        "set a web search key (TAVILY_API_KEY or BRAVE_API_KEY) or index documents about "
+        "it (`research-agent corpus index`)"
+        if search == "local"
+        else "rephrase the topic, or name the subject as its sources would"
+    )
+    return f"the collected sources do not cover this subject: {where}"
+
+
 def _no_draft(state: ResearchState) -> Draft:
     """The report of a run that wrote nothing: no research needed, or nothing could be written."""
     plan = state.get("task_plan")
@@ -108,14 +128,22 @@ async def finalize(
     no_research = plan is not None and not plan.search_queries and not state.get("drafts")
     # A halted run (the model refused to serve it) is partial whatever the fallback wrote.
     approved = draft.review is not None and draft.review.approved and not state.get("halted")
-    status = "final" if approved or no_research else "partial"
-    stopped = None if approved or no_research else budget_reason(state)
+    uncovered = not no_research and not cites_anything(draft.markdown)
+    status = "final" if (approved and not uncovered) or no_research else "partial"
+    stopped = (
+        insufficient(runtime.context.search.name)
+        if uncovered
+        else None
+        if approved or no_research
+        else budget_reason(state)
+    )
     _, body = split_front_matter(draft.markdown)
     engine = runtime.context.engine
     report = front_matter(state, draft, engine.description, status, engine.models, stopped) + body
     update: dict[str, Any] = {
         "final_report": report,
         "report_status": status,
+        "stop_reason": stopped,
         "current_draft": draft.markdown,
     }
     if state["options"].approval == "plan_and_report":
@@ -128,6 +156,7 @@ async def finalize(
             update.update(
                 final_report=None,
                 report_status=None,
+                stop_reason=None,
                 feedback=feedback,
                 messages=[HumanMessage(content=f"Report rejected: {feedback}")],
             )

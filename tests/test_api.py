@@ -252,6 +252,23 @@ async def test_threads_are_listed_newest_first_with_a_cursor(service: Service) -
         assert (await client.get(f"/v1/research/{ids[0]}")).status_code == 404
 
 
+async def test_the_list_and_the_detail_say_when_a_report_is_partial(service: Service) -> None:
+    async with service() as client:
+        known = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        unknown = (await client.post("/v1/research", json={"topic": "zyxwv frobnication"})).json()[
+            "thread_id"
+        ]
+        for thread_id in (known, unknown):
+            await wait_for_status(client, thread_id, TERMINAL)
+        items = {t["thread_id"]: t for t in (await client.get("/v1/research")).json()["items"]}
+        assert items[known]["report_status"] == "final"
+        assert items[unknown]["report_status"] == "partial"
+        detail = (await client.get(f"/v1/research/{unknown}")).json()
+        assert detail["status"] == "completed" and detail["report_status"] == "partial"
+        assert "do not cover this subject" in detail["stopped"]
+        assert "corpus index" in detail["report"]
+
+
 async def _waiting_for_plan(client: httpx.AsyncClient) -> tuple[str, dict[str, Any]]:
     thread_id = (
         await client.post("/v1/research", json={"topic": TOPIC, "options": {"approval": "plan"}})

@@ -207,6 +207,8 @@ def test_a_run_writes_a_cited_report_that_show_prints_again(
     shown = cli(cli_env, "show", thread_id)
     assert shown.returncode == 0, shown.stderr
     assert "completed" in shown.stderr
+    status = re.search(r"^status: (\w+)$", front, re.M)
+    assert status and f"completed, {status.group(1)} report" in shown.stderr
     assert shown.stdout.strip() == report.strip()
 
 

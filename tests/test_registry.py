@@ -212,6 +212,22 @@ async def test_set_status_without_an_error_clears_the_earlier_one(
     assert running.error is None
 
 
+async def test_a_completed_run_keeps_its_report_status_until_the_thread_runs_again(
+    registry: SqliteRegistry,
+) -> None:
+    await registry.create(record("t1", status="running"))
+
+    done = await registry.set_status("t1", "completed", report="partial")
+    assert done.report == "partial"
+    assert (await registry.get("t1")) == done
+    page, _ = await registry.list("alice")
+    assert [r.report for r in page] == ["partial"]
+    # Pausing or failing later does not forget it; a new run does, until it writes its own.
+    assert (await registry.set_status("t1", "cancelled")).report == "partial"
+    assert (await registry.set_status("t1", "running")).report is None
+    assert (await registry.get("t1")).report is None  # type: ignore[union-attr]
+
+
 async def test_set_status_of_an_unknown_thread_raises_key_error(registry: SqliteRegistry) -> None:
     with pytest.raises(KeyError):
         await registry.set_status("missing", "running")

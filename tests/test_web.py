@@ -97,9 +97,11 @@ def dialogs(page: Page) -> list[str]:
     return seen
 
 
-async def start_run(page: Page, base: str, approval: str = "none", min_sources: int = 3) -> str:
+async def start_run(
+    page: Page, base: str, approval: str = "none", min_sources: int = 3, topic: str = TOPIC
+) -> str:
     await page.goto(base)
-    await page.fill("#topic", TOPIC)
+    await page.fill("#topic", topic)
     await page.fill("#min-sources", str(min_sources))
     await page.select_option("#approval", approval)
     await page.click("#start")
@@ -109,6 +111,16 @@ async def start_run(page: Page, base: str, approval: str = "none", min_sources: 
 
 async def wait_for_status(page: Page, status: str) -> None:
     await expect(page.locator("#run-status")).to_have_text(status, timeout=WAIT_MS)
+
+
+async def test_a_run_whose_report_is_partial_says_so_in_its_badges(page: Page, server: str) -> None:
+    thread_id = await start_run(page, server, topic="zyxwv frobnication", min_sources=1)
+    await wait_for_status(page, "partial")
+    item = page.locator(f'#threads .thread[data-thread-id="{thread_id}"] .status')
+    await expect(item).to_have_text("partial", timeout=WAIT_MS)
+    await page.reload()  # from the list and the detail, not only from the live events
+    await wait_for_status(page, "partial")
+    await expect(item).to_have_text("partial", timeout=WAIT_MS)
 
 
 async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_link_to_references(

@@ -15,7 +15,10 @@
   const STATUS_LABELS = {
     queued: "Queued", running: "Running", waiting_for_approval: "Waiting for approval",
     paused: "Paused", completed: "Completed", failed: "Failed", cancelled: "Cancelled",
+    partial: "Completed with a partial report: no draft passed review, or the sources do not cover the subject",
   };
+  /** What a badge says: a completed run whose report is partial says so. */
+  const shownStatus = (status, report) => (status === "completed" && report === "partial" ? "partial" : status);
   const numbers = new Intl.NumberFormat("en-US");
 
   const $ = (selector) => document.querySelector(selector);
@@ -214,8 +217,8 @@
     li.dataset.threadId = item.thread_id;
     const link = el("a", "thread-topic", item.topic);
     link.href = `#/runs/${encodeURIComponent(item.thread_id)}`;
-    const status = el("span", "status badge", item.status);
-    status.dataset.status = item.status;
+    const status = el("span", "status badge");
+    setBadge(status, shownStatus(item.status, item.report_status));
     const when = el("time", "muted", new Date(item.created_at).toLocaleString());
     when.dateTime = item.created_at;
     li.append(link, el("span", "thread-meta", status, " ", when));
@@ -271,7 +274,7 @@
   async function openRun(id) {
     closeRun("Loading…", "Opening the research");
     const view = {
-      id, controller: new AbortController(), lastEventId: 0, status: null, done: false,
+      id, controller: new AbortController(), lastEventId: 0, status: null, reportStatus: null, done: false,
       pendingApproval: null, approvalKey: null, draftVersion: null, hasReport: false,
       report: "none", // none | loading | loaded
       pauseRequested: false, sources: 0,
@@ -315,6 +318,7 @@
     const o = detail.options || {};
     $("#run-options").textContent =
       `${o.max_iterations} iterations · ${o.min_sources} sources min · approval: ${o.approval}`;
+    view.reportStatus = detail.report_status;
     setStatus(view, detail.status);
     const seconds = Object.values(detail.usage?.nodes || {}).reduce((sum, n) => sum + (n.seconds || 0), 0);
     renderUsage({ tokens: detail.tokens, cost_usd: detail.cost_usd, seconds });
@@ -331,9 +335,10 @@
   function setStatus(view, status) {
     if (view.status !== status) view.pauseRequested = false;
     view.status = status;
-    setBadge($("#run-status"), status);
+    const shown = shownStatus(status, view.reportStatus);
+    setBadge($("#run-status"), shown);
     const item = document.querySelector(`#threads .thread[data-thread-id="${CSS.escape(view.id)}"] .status`);
-    if (item) setBadge(item, status);
+    if (item) setBadge(item, shown);
     showText($("#run-note"), view.pauseRequested ? "Pausing after the current step…" : "");
     updateButtons(view);
   }
@@ -517,6 +522,8 @@
 
   function onStatus(view, data) {
     const status = data.status;
+    if (data.report) view.reportStatus = data.report;
+    else if (status === "queued" || status === "running") view.reportStatus = null;
     setStatus(view, status);
     // A failure's message has its own `error` step just before: the status line stays short.
     if (TIMELINE_STATUSES.has(status)) addStep("status", STATUS_LABELS[status], null);
