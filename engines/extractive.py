@@ -34,6 +34,7 @@ from engines.relevance import (
     RELATED,
     Relevance,
     bare_title,
+    group_movement,
     link_queries,
 )
 from engines.sentences import split_sentences
@@ -72,7 +73,13 @@ _CONTEXTUAL = re.compile(
 _CATEGORY = re.compile(r"^The ([a-z]+)\b")
 _PERSONAL = re.compile(r"^(He|She)\b")
 _PERSON_PRONOUN = re.compile(r"\b(?:he|she|him|his|her|hers)\b")
-_POSSESSIVE = re.compile(r"^(His|Her)\b")
+_POSSESSIVE = re.compile(r"^(His|Her|Its)\b")
+# "The term ...", "The two ...": these stand for something named before; quoted alone,
+# a reader cannot tell what. Kept only when the lead defines the noun (see below).
+_ANAPHORIC = frozenset(
+    "term field two three former latter same work film book album song novel play series "
+    "group band company movement game show city country region".split()
+)
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
@@ -155,6 +162,8 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
     if category and head and re.search(head, _lead(source)):
         # "The painting ..." in an article whose lead says "X is a painting": it means X.
         return _capitalise(subject) + sentence[category.end() :]
+    if (category and category.group(1) in _ANAPHORIC) or sentence.startswith("Their "):
+        return None
     return sentence
 
 
@@ -195,7 +204,8 @@ class ExtractiveEngine:
         """Expand the topic by its frame; add the names and key terms of the first results."""
         frame, subject = match_frame(topic)
         relevance = Relevance(subject, probe)
-        aspects = aspects_for(frame, relevance.kind)
+        movement = group_movement(subject)
+        aspects = aspects_for(frame, relevance.kind, group=movement is not None)
         points = [aspect_point(a, topic, subject) for a in aspects]
         article = relevance.article
         subject_stems = set(stems(subject)) | set(relevance.phrase)
@@ -206,6 +216,7 @@ class ExtractiveEngine:
         topic_words = " ".join(content_words(topic, keep_case=True))
         queries = [
             subject,
+            movement or "",
             topic_words,
             *link_queries(article, subject, probe, (), LINKS_IN_PLAN),
             *names,

@@ -391,8 +391,22 @@ _HISTORY_OF_POWER = (
 )
 
 
-def aspects_for(frame: Frame, kind: Kind | None) -> tuple[Aspect, ...]:
-    """The aspects to plan: the question's own, or for its kind when the question has none."""
+# A group of people named after what unites them ("the French Impressionist painters").
+_GROUP = (
+    Aspect("Origins of the movement", "{s} origins", _ORIGINS),
+    Aspect("Leading figures", "{s} leading", _PEOPLE),
+    Aspect("Style and methods", "{s} style", _MECHANISM + _IDEAS),
+    Aspect("Influence and legacy", "{s} influence", _IMPACT + _LEGACY),
+)
+
+
+def aspects_for(frame: Frame, kind: Kind | None, group: bool = False) -> tuple[Aspect, ...]:
+    """The aspects to plan: the question's own, or for its kind when the question has none.
+
+    `group`: the subject is a group of people (`engines.relevance.group_movement`).
+    """
+    if frame.name == "overview" and group:
+        return _GROUP
     if frame.name == "overview" and kind in KIND_ASPECTS:
         return KIND_ASPECTS[kind]
     if frame.name == "history" and kind in ("place", "organisation"):
@@ -404,12 +418,13 @@ def all_aspects() -> tuple[Aspect, ...]:
     """Every aspect any plan may use: to find the cue words of a planned point."""
     found = [a for f in FRAMES for a in f.aspects]
     found += [a for aspects in KIND_ASPECTS.values() for a in aspects]
-    return (*found, *_HISTORY_OF_POWER)
+    return (*found, *_HISTORY_OF_POWER, *_GROUP)
 
 
 # Words in a human-written point that select a cue list.
 POINT_CUES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("events", "battles"), _EVENTS),
+    (("style", "methods"), _MECHANISM + _IDEAS),
     (("rulers", "leaders"), _PEOPLE),
     (("decline", "outcome"), _CONSEQUENCE),
     (("ideas", "principles"), _IDEAS),

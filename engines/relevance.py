@@ -37,8 +37,20 @@ SHARED_MATTER = 0.3
 
 
 def subject_tokens(text: str) -> list[str]:
-    """Stems of every word, stopwords and single letters kept: "World War I" is not "World War II"."""
-    return [stem(w) for w in words(text)]
+    """Stems of every word, stopwords and single letters kept: "World War I" is not "World War II".
+
+    A follower and the movement are one word here: "Impressionist" and "Impressionism",
+    "Buddhist" and "Buddhism" (`_root`).
+    """
+    return [_root(stem(w)) for w in words(text)]
+
+
+def _root(token: str) -> str:
+    """A stem without "ist" or "ism", when enough is left to tell words apart."""
+    for suffix in ("ist", "ism"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
+            return token[: -len(suffix)]
+    return token
 
 
 def mentions(text: str, subject: Sequence[str]) -> int:
@@ -86,7 +98,43 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             continue
         if closeness >= 0.5 and (best is None or (closeness, -rank) > best):
             best, found = (closeness, -rank), source
-    return found
+    return found or _movement_article(subject, sources)
+
+
+# A plural noun of a role: "painters", "philosophers", "scientists", "musicians".
+_ROLE = re.compile(r"(?:ers|ists|ians|ors)$")
+
+
+def group_movement(subject: str) -> str | None:
+    """What a group of people is named after, as a query; None for other subjects.
+
+    "Impressionism" for "the French Impressionist painters", "Greek" for "the Greek
+    philosophers".
+    """
+    parts = subject.split()
+    if len(parts) < 2 or not _ROLE.search(parts[-1].lower()):
+        return None
+    nearest = parts[-2]
+    return re.sub(r"ists?$", "ism", nearest) if re.search(r"\wists?$", nearest) else nearest
+
+
+def _movement_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
+    """The article of what makes a group of people one ("the French Impressionist painters").
+
+    Its title is made of the words before the role and has the nearest of them
+    ("Impressionism"); among several, the best ranked.
+    """
+    parts = subject.split()
+    if len(parts) < 2 or not _ROLE.search(parts[-1].lower()):
+        return None
+    modifiers = _significant(" ".join(parts[:-1]))
+    if not modifiers:
+        return None
+    for source in sources:
+        title = set(_significant(source.title))
+        if title and title <= set(modifiers) and modifiers[-1] in title:
+            return source
+    return None
 
 
 def _adds_only_names(title: str, subject: str) -> bool:

@@ -243,3 +243,19 @@ async def test_headings_read_as_english(topic: str, points: list[str]) -> None:
     plan = await ExtractiveEngine().plan(topic, [], None)
     assert plan.investigation_points[:2] == points
     assert all(query.split()[0] in {"internet", "glaciers"} for query in plan.search_queries)
+
+
+async def test_its_names_the_subject_and_an_unresolved_the_term_is_not_quoted() -> None:
+    genre = SearchResult(
+        title="Jazz",
+        url="https://example.org/jazz",
+        content="Jazz is a music genre that originated in New Orleans. Its roots are in blues "
+        "and ragtime of the late nineteenth century. The term was first used in print in "
+        "Chicago around 1915 by newspaper writers.",
+    )
+    plan = ResearchPlan(theme="Jazz", investigation_points=["Origins"], search_queries=["x"])
+    claims = [
+        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [genre], None, None))
+    ]
+    assert any(c.startswith("Jazz's roots are in blues") for c in claims)
+    assert not any(c.startswith("The term was first used") for c in claims)

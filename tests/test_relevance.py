@@ -15,6 +15,7 @@ from engines.relevance import (
     RELATED,
     TITLED,
     Relevance,
+    group_movement,
     link_queries,
     named_by,
     subject_article,
@@ -254,3 +255,24 @@ async def test_a_pronoun_after_a_place_is_not_taken_for_the_name_it_stands_for()
     ]
     assert not any(c.startswith("Born in Florence") for c in claims)
     assert any(c.startswith("Donatello worked in Rome") for c in claims)
+
+
+def test_a_group_of_people_is_found_through_what_unites_them() -> None:
+    movement = page(
+        "Impressionism",
+        "Impressionism was a 19th-century art movement characterised by visible brush strokes.",
+    )
+    french = page("French", "French is a Romance language spoken in France.")
+    painter = page(
+        "Claude Monet",
+        "Claude Monet was a French painter and founder of Impressionist painting. He painted "
+        "water lilies.",
+    )
+    subject = "French Impressionist painters"
+    assert group_movement(subject) == "Impressionism"
+    assert group_movement("the Greek philosophers".removeprefix("the ")) == "Greek"
+    assert group_movement("volcanoes") is None and group_movement("human heart") is None
+    assert subject_article(subject, [french, movement, painter]) is movement
+    relevance = Relevance(subject, [french, movement, painter])
+    assert relevance.of(painter) >= RELATED  # "Impressionist" names "Impressionism"
+    assert relevance.of(french) == OFF
