@@ -98,7 +98,31 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             continue
         if closeness >= 0.5 and (best is None or (closeness, -rank) > best):
             best, found = (closeness, -rank), source
-    return found or _movement_article(subject, sources)
+    return found or _movement_article(subject, sources) or _nearest_article(subject, sources)
+
+
+def _nearest_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
+    """When no title names the subject ("nuclear reactors"), the article that stands in.
+
+    Its title shares a word with the subject and its text uses every word of it ("Nuclear
+    power": "... Reactors producing ..."); among several, the one that uses them most, then
+    the best ranked. A subject of one word has no stand-in.
+    """
+    wanted = set(_significant(subject))
+    if len(wanted) < 2:
+        return None
+    best: tuple[int, int] | None = None
+    found: SearchResult | None = None
+    for rank, source in enumerate(sources):
+        if not wanted & set(_significant(source.title)):
+            continue
+        text = Counter(_significant(f"{source.title} {source.content}"))
+        if not all(text[w] for w in wanted):
+            continue
+        uses = sum(text[w] for w in wanted)
+        if best is None or (uses, -rank) > best:
+            best, found = (uses, -rank), source
+    return found
 
 
 # A plural noun of a role: "painters", "philosophers", "scientists", "musicians".

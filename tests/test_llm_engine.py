@@ -182,6 +182,42 @@ async def test_an_invented_footnote_is_removed_and_an_unsupported_claim_is_an_is
     assert any(e["event"] == "review" and e["citations"]["share"] < 1 for e in events)
 
 
+async def test_a_drifting_draft_fails_review_however_the_model_scores_it(
+    llm: FakeLLM, settings_env: Path
+) -> None:
+    llm.responder = ResearchModel(review_scores=1.0)
+    press = SearchResult(
+        title="Printing press",
+        url="https://example.org/press",
+        content="A printing press is a mechanical device for applying pressure to an inked "
+        "surface resting upon a print medium.",
+    )
+    waltz = SearchResult(
+        title="The Blue Danube",
+        url="https://example.org/waltz",
+        content="The Blue Danube is a waltz by Johann Strauss II, composed in 1866. It is "
+        "one of the most consistently popular pieces of music in the classical repertoire.",
+    )
+    plan = ResearchPlan(
+        theme="History of the printing press",
+        investigation_points=["Origins"],
+        search_queries=["printing press"],
+    )
+    draft = (
+        "# History of the printing press\n\n## Executive Summary\n\n"
+        "The Blue Danube is a waltz by Johann Strauss II, composed in 1866.[^2]\n\n"
+        "## Key Findings\n\n- **Origins:** It is one of the most consistently popular pieces "
+        "of music in the classical repertoire.[^2]\n\n## Detailed Analysis\n\n### Origins\n\n"
+        "A printing press is a mechanical device for applying pressure to an inked surface "
+        "resting upon a print medium.[^1]\n\n## References\n\n"
+        f"[^1]: [Printing press]({press.url})\n[^2]: [The Blue Danube]({waltz.url})\n"
+    )
+    review = await engine_for(llm).review(draft, plan, [press, waltz])
+    assert not review.approved  # the model gave 1.0 on every criterion
+    assert any("not about the subject" in i.description for i in review.issues)
+    assert review.scores.logic < 1.0
+
+
 # -- structured output: repair, then fallback ----------------------------------------------
 
 

@@ -276,3 +276,17 @@ def test_a_group_of_people_is_found_through_what_unites_them() -> None:
     relevance = Relevance(subject, [french, movement, painter])
     assert relevance.of(painter) >= RELATED  # "Impressionist" names "Impressionism"
     assert relevance.of(french) == OFF
+
+
+def test_a_subject_without_an_article_of_its_own_gets_the_nearest_stand_in() -> None:
+    power = page(
+        "Nuclear power",
+        "Nuclear power is the use of nuclear reactions to produce electricity. Reactors of "
+        "this kind split uranium nuclei.",
+    )
+    weapon = page("Nuclear weapon", "A nuclear weapon is an explosive device.")
+    fusion = page("Reactor (film)", "Reactor is a 2004 film about a nuclear accident.")
+    assert subject_article("nuclear reactors", [weapon, fusion, power]) is power
+    # One word of the subject is not enough to stand in for it.
+    assert subject_article("nuclear reactors", [weapon]) is None
+    assert subject_article("volcanoes", [page("Volcanic rock", "Volcanoes make it.")]) is None
