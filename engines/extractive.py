@@ -27,7 +27,6 @@ from engines.frames import (
 from engines.keyphrases import key_terms, named_entities
 from engines.kinds import kind_of
 from engines.relevance import (
-    DEVOTED,
     MENTIONS,
     OFF,
     OWN,
@@ -56,8 +55,10 @@ MAX_FINDINGS = 5
 # Sources about the subject that no point chose may add this many sentences in all.
 MAX_COVERED = 6
 RELATED_SUBJECTS = "Related subjects"
-# A key finding must name the subject or come from the subject's own article.
+# A key finding comes from a source about the subject (engines.relevance: DEVOTED or
+# closer), not from a sentence that names it in passing (PASSING).
 KEY_FINDING_TOPICAL = 0.7
+PASSING = 0.55
 REDUNDANCY_JACCARD = 0.5
 _MIN_CHARS, _MAX_CHARS = 40, 420
 # Sentences that open with these lean on a previous sentence we may not quote.
@@ -332,7 +333,9 @@ class ExtractiveEngine:
                 if about <= MENTIONS and not named:
                     continue
                 if len(terms) >= 4:
-                    topical = max(about, DEVOTED) if named else about
+                    # A sentence that names the subject in a source that only mentions
+                    # it may inform a section, but not lead one as a key finding.
+                    topical = max(about, PASSING) if named else about
                     # The article that is the subject itself opens with its definition.
                     if about == OWN:
                         topical += 0.5 / (1 + position)

@@ -54,12 +54,32 @@ def _root(token: str) -> str:
 
 
 def mentions(text: str, subject: Sequence[str]) -> int:
-    """How often `text` names the subject: the exact phrase, or most words of a long subject."""
+    """How often `text` names the subject: the exact phrase, or most words of a long subject.
+
+    "The French Revolution of 1830" and "a second French Revolution" name another
+    instance of the subject's kind, not the subject.
+    """
     tokens = subject_tokens(text)
     if len(subject) <= 4:
-        return _phrase_count(tokens, subject)
+        n = len(subject)
+        return sum(
+            tokens[i : i + n] == list(subject)
+            and not (i > 0 and tokens[i - 1] in _ORDINALS)
+            and not (
+                tokens[i + n : i + n + 1] == ["of"] and _YEAR.fullmatch(_at(tokens, i + n + 1))
+            )
+            for i in range(len(tokens) - n + 1)
+        )
     core = {t for t in subject if t not in STOPWORDS}
     return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
+
+
+_ORDINALS = frozenset({"second", "third", "fourth", "fifth", "sixth", "another", "new"})
+_YEAR = re.compile(r"\d{3,4}")
+
+
+def _at(tokens: Sequence[str], index: int) -> str:
+    return tokens[index] if index < len(tokens) else ""
 
 
 def _significant(text: str) -> list[str]:
@@ -305,7 +325,7 @@ class Relevance:
         linked = normalize_url(source.url) in self._linked
         if linked and naming:
             return LINKED
-        if naming and (naming[0] == 0 or len(naming) >= 2):
+        if len(naming) >= 2:
             return DEVOTED
         if linked:
             matter = Counter(stems(f"{source.title} {source.content}"))

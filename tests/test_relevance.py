@@ -266,7 +266,7 @@ def test_a_group_of_people_is_found_through_what_unites_them() -> None:
     painter = page(
         "Claude Monet",
         "Claude Monet was a French painter and founder of Impressionist painting. He painted "
-        "water lilies.",
+        "water lilies in the Impressionist manner.",
     )
     subject = "French Impressionist painters"
     assert group_movement(subject) == "Impressionism"
@@ -274,7 +274,7 @@ def test_a_group_of_people_is_found_through_what_unites_them() -> None:
     assert group_movement("volcanoes") is None and group_movement("human heart") is None
     assert subject_article(subject, [french, movement, painter]) is movement
     relevance = Relevance(subject, [french, movement, painter])
-    assert relevance.of(painter) >= RELATED  # "Impressionist" names "Impressionism"
+    assert relevance.of(painter) >= RELATED  # "Impressionist" names "Impressionism", twice
     assert relevance.of(french) == OFF
 
 
@@ -290,3 +290,20 @@ def test_a_subject_without_an_article_of_its_own_gets_the_nearest_stand_in() -> 
     # One word of the subject is not enough to stand in for it.
     assert subject_article("nuclear reactors", [weapon]) is None
     assert subject_article("volcanoes", [page("Volcanic rock", "Volcanoes make it.")]) is None
+
+
+def test_another_instance_of_the_subject_is_not_the_subject() -> None:
+    revolution = page(
+        "French Revolution",
+        "The French Revolution was a period of political change in France from 1789 to 1799.",
+    )
+    july = page(
+        "July Revolution",
+        "The July Revolution, also known as the French Revolution of 1830, was a second "
+        "French Revolution after the first. It brought Louis Philippe to the throne.",
+    )
+    relevance = Relevance("French Revolution", [revolution, july])
+    assert not relevance.names("The July Revolution, also known as the French Revolution of 1830.")
+    assert not relevance.names("It was a second French Revolution after the first.")
+    assert relevance.names("The French Revolution of France began in 1789.")
+    assert relevance.of(july) == OFF
