@@ -27,10 +27,12 @@ from engines.frames import (
 from engines.keyphrases import key_terms, named_entities
 from engines.kinds import kind_of
 from engines.relevance import (
+    LINKED,
     MENTIONS,
     OFF,
     OWN,
     RELATED,
+    TITLED,
     Relevance,
     bare_title,
     group_movement,
@@ -96,6 +98,7 @@ class Candidate:
     terms: Counter[str]
     topical: float
     about: float = 0.0  # how much its source is about the subject (engines.relevance)
+    named: bool = False  # the sentence names the subject
     person: bool = False  # from an article about a person the subject concerns
     base: float = 0.0
 
@@ -347,6 +350,7 @@ class ExtractiveEngine:
                             terms=terms,
                             topical=topical,
                             about=about,
+                            named=named,
                             person=about >= RELATED and kind_of(source.content) == "person",
                         )
                     )
@@ -436,7 +440,9 @@ class ExtractiveEngine:
             score[point] = [
                 # A sentence that neither names the subject nor comes from its own
                 # article only counts at half weight, whatever its cue words.
-                (fit * 0.6 + c.base * 0.4) * min(1.0, c.topical + 0.3) if fit >= threshold else 0.0
+                (fit * 0.6 + c.base * 0.4) * min(1.0, c.topical + 0.3)
+                if fit >= threshold and _speaks_to_subject(c)
+                else 0.0
                 for c, fit in zip(candidates, fits[point], strict=True)
             ]
         # A sentence goes to the point it fits best; a point nobody chose may then take
@@ -476,7 +482,14 @@ class ExtractiveEngine:
                 chosen.append(candidate)
         # The best pick that names the subject leads (it may become the key finding);
         # the rest read in source order.
-        lead = next((c for c in picks if c.topical >= KEY_FINDING_TOPICAL), None)
+        lead = next(
+            (
+                c
+                for c in picks
+                if c.topical >= KEY_FINDING_TOPICAL and (c.named or c.about >= TITLED)
+            ),
+            None,
+        )
         rest = [c for c in picks if c is not lead]
         ordered = sorted(rest, key=lambda c: (c.source.url, c.position))
         return [lead, *ordered] if lead is not None else ordered
@@ -498,6 +511,17 @@ class ExtractiveEngine:
         )
 
 
+def _speaks_to_subject(candidate: Candidate) -> bool:
+    """Whether a sentence may answer a point.
+
+    It may when it names the subject, or when its source is the subject's article, titled
+    by it or linked by it, or is about one of its people. A source devoted to something else (a bossa nova article that names jazz) speaks to the
+    subject only where it names it; its best sentence may still close the report
+    (`_cover_sources`).
+    """
+    return candidate.named or candidate.about >= LINKED or candidate.person
+
+
 def _cover_sources(
     candidates: list[Candidate],
     fits: dict[str, list[float]],
@@ -517,7 +541,11 @@ def _cover_sources(
         key = normalize_url(candidate.source.url)
         if key in quoted or candidate.about < RELATED or candidate in chosen:
             continue
-        if key not in best or candidate.base > candidates[best[key]].base:
+        # A sentence that names the subject says why the source belongs in the report.
+        if key not in best or (candidate.named, candidate.base) > (
+            candidates[best[key]].named,
+            candidates[best[key]].base,
+        ):
             best[key] = i
     added = 0
     for i in sorted(best.values(), key=lambda i: candidates[i].base, reverse=True):
@@ -572,7 +600,10 @@ def _render(
     findings = {
         point: picks[0]
         for point, picks in by_point.items()
-        if picks and picks[0].topical >= KEY_FINDING_TOPICAL and point != RELATED_SUBJECTS
+        if picks
+        and picks[0].topical >= KEY_FINDING_TOPICAL
+        and (picks[0].named or picks[0].about >= TITLED)
+        and point != RELATED_SUBJECTS
     }
     findings = dict(list(findings.items())[:MAX_FINDINGS])
     for point, candidate in findings.items():

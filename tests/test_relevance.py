@@ -307,3 +307,25 @@ def test_another_instance_of_the_subject_is_not_the_subject() -> None:
     assert not relevance.names("It was a second French Revolution after the first.")
     assert relevance.names("The French Revolution of France began in 1789.")
     assert relevance.of(july) == OFF
+
+
+async def test_a_source_devoted_to_something_else_speaks_only_where_it_names_the_subject() -> None:
+    jazz = page(
+        "Jazz",
+        "Jazz is a music genre that originated in New Orleans in the late 19th century. Jazz "
+        "is characterized by swing and blue notes.",
+    )
+    bossa = page(
+        "Bossa nova",
+        "Bossa nova is a relaxed style of samba that originated and developed early in Rio "
+        "in the late 1950s. Bossa nova was influenced by jazz harmonies. Many bossa nova "
+        "songs are now jazz standards.",
+    )
+    plan = ResearchPlan(
+        theme="the history of jazz",
+        investigation_points=["Origins of jazz", "Legacy of jazz"],
+        search_queries=["jazz"],
+    )
+    draft = await ExtractiveEngine().write(plan, [jazz, bossa], None, None)
+    assert "wiki/Bossa_nova" in draft  # it names jazz: those sentences count
+    assert "relaxed style of samba" not in draft  # this one is about bossa nova alone
