@@ -39,8 +39,12 @@ def front_matter(
     status: str,
     models: dict[str, str] | None = None,
     stopped: str | None = None,
+    uncovered: bool = False,
 ) -> str:
-    """YAML front matter that says how the report was made (strings as JSON, valid YAML)."""
+    """YAML front matter that says how the report was made (strings as JSON, valid YAML).
+
+    `uncovered`: the report cites nothing, and `stopped` says why and what would help.
+    """
     review = draft.review
     usage = state.get("usage")
     lines = [
@@ -68,7 +72,9 @@ def front_matter(
     ]
     if stopped:
         lines.insert(-1, f"stopped: {json.dumps(stopped, ensure_ascii=False)}")
-    if status == "partial":
+    if status == "partial" and uncovered:
+        lines += ["", f"> **Partial report:** {stopped}."]
+    elif status == "partial":
         why = stopped or "the budget was spent, or there was nothing more to find"
         lines += [
             "",
@@ -139,7 +145,10 @@ async def finalize(
     )
     _, body = split_front_matter(draft.markdown)
     engine = runtime.context.engine
-    report = front_matter(state, draft, engine.description, status, engine.models, stopped) + body
+    report = (
+        front_matter(state, draft, engine.description, status, engine.models, stopped, uncovered)
+        + body
+    )
     update: dict[str, Any] = {
         "final_report": report,
         "report_status": status,

@@ -266,6 +266,10 @@ async def test_the_list_and_the_detail_say_when_a_report_is_partial(service: Ser
         detail = (await client.get(f"/v1/research/{unknown}")).json()
         assert detail["status"] == "completed" and detail["report_status"] == "partial"
         assert "do not cover this subject" in detail["stopped"]
+        assert (
+            "> **Partial report:** the collected sources do not cover this subject"
+            in (detail["report"])
+        )
         assert "corpus index" in detail["report"]
 
 
