@@ -209,6 +209,12 @@ _CONSEQUENCE = (
     "influence",
 )
 
+_PERSON = (
+    Aspect("Early life of {the_s}", "{s} early life born", _ORIGINS + _PEOPLE),
+    Aspect("Work and career of {the_s}", "{s} work career", _MECHANISM + _PEOPLE),
+    Aspect("Major achievements", "{s} achievements", _IMPACT),
+    Aspect("Legacy of {the_s}", "{s} legacy", _LEGACY),
+)
 _GENERIC = (
     Aspect("Definition and overview", "{s}", _DEFINITION),
     Aspect("History and origins", "{s} history", _ORIGINS),
@@ -270,12 +276,7 @@ FRAMES: tuple[Frame, ...] = (
             r"\s+of\s+|who\s+(?:was|is|were)\s+)(?P<s>.+?)\??$",
             re.IGNORECASE,
         ),
-        (
-            Aspect("Early life of {the_s}", "{s} early life born", _ORIGINS + _PEOPLE),
-            Aspect("Work and career of {the_s}", "{s} work career", _MECHANISM + _PEOPLE),
-            Aspect("Major achievements", "{s} achievements", _IMPACT),
-            Aspect("Legacy of {the_s}", "{s} legacy", _LEGACY),
-        ),
+        _PERSON,
     ),
     Frame(
         "how",
@@ -320,12 +321,7 @@ _THEMES = ("theme", "themes", "story", "tells", "follows", "character", "plot", 
 _RECEPTION = ("acclaimed", "regarded", "considered", "influential", "praised", "criticized")
 
 KIND_ASPECTS: dict[Kind, tuple[Aspect, ...]] = {
-    "person": (
-        Aspect("Early life of {the_s}", "{s} early life born", _ORIGINS + _PEOPLE),
-        Aspect("Work and career of {the_s}", "{s} work career", _MECHANISM + _PEOPLE),
-        Aspect("Major achievements", "{s} achievements", _IMPACT),
-        Aspect("Legacy of {the_s}", "{s} legacy", _LEGACY),
-    ),
+    "person": _PERSON,
     "event": (
         Aspect("Background to {the_s}", "{s} background", _ORIGINS + _DEFINITION),
         Aspect("Key events", "{s} events", _EVENTS + _TRIGGER),

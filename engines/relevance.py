@@ -1,11 +1,12 @@
 """Is a source about the research subject? Shared by the planner, the writer and the review.
 
 A source is about the subject when it is the subject's own article, when its title
-names the subject, when the subject's own article names it and it shares the
-subject's matter, or when it names the subject throughout. A source that merely
+names the subject, when the subject's own article names it and it names the subject or
+shares its vocabulary, or when it names the subject in several sentences. A source that merely
 mentions the subject lends only the sentences that name it; a film or novel whose
 title takes the subject's name (Bicycle Thieves, Heart of Darkness) lends nothing,
-unless the subject is itself a work or a person.
+unless the subject is itself a work, a person, a concept or an organisation (which
+have works named after them).
 """
 
 import math
@@ -25,7 +26,7 @@ from tools.urls import normalize_url
 OWN = 1.0  # the subject's own article
 TITLED = 0.9  # its title names the subject ("History of Buddhism")
 LINKED = 0.8  # the subject's article names it, and it names the subject
-DEVOTED = 0.7  # it names the subject in its first sentence or in several
+DEVOTED = 0.7  # it names the subject in two sentences or more
 RELATED = 0.6  # the subject's article names it, and the two share their vocabulary
 MENTIONS = 0.4  # it names the subject in passing: only those sentences count
 OFF = 0.0
@@ -267,11 +268,6 @@ def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
     """How often `phrase` occurs in `tokens`, word for word."""
     n, wanted = len(phrase), list(phrase)
     return sum(list(tokens[i : i + n]) == wanted for i in range(len(tokens) - n + 1))
-
-
-def is_on_topic(source: SearchResult, subject: Sequence[str]) -> bool:
-    """True when the source names the subject in its title or text."""
-    return mentions(f"{source.title}. {source.content}", subject) > 0
 
 
 def _cosine(a: Counter[str], b: Counter[str]) -> float:
