@@ -26,6 +26,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
+from openai import ContentFilterFinishReasonError, LengthFinishReasonError
 from pydantic import BaseModel, ValidationError
 
 from engines.base import Engine, Progress, ReadTool, SearchTool
@@ -224,6 +225,10 @@ class LLMEngine:
                 # Some clients validate the schema inside the call and raise instead of
                 # returning `parsing_error`; the model still gets its repair round.
                 answer = {"raw": None, "parsed": None, "parsing_error": exc}
+            except (LengthFinishReasonError, ContentFilterFinishReasonError) as exc:
+                # A structured answer cut off by the token cap, or withheld by a filter:
+                # as unusable as an unparsable one, and repaired (then fallen back) alike.
+                answer = {"raw": None, "parsed": None, "parsing_error": _cut_off(exc)}
             parsed, error = answer.get("parsed"), answer.get("parsing_error")
             if isinstance(parsed, schema) and error is None:
                 return parsed
@@ -483,3 +488,12 @@ class LLMEngine:
             checks.citations,
             drifts=checks.drifts,
         )
+
+
+def _cut_off(exc: LengthFinishReasonError | ContentFilterFinishReasonError) -> str:
+    """What the repair round tells a model whose structured answer never finished."""
+    if isinstance(exc, LengthFinishReasonError):
+        return (
+            "the answer was cut off by the token limit before it was complete: answer more briefly"
+        )
+    return "the answer was withheld by the provider's content filter"

@@ -67,6 +67,7 @@ class Reply:
     delay_s: float = 0.0
     malformed: bool = False  # 200 with a body (or stream chunk) that is not JSON
     usage: dict[str, Any] | None = None  # None: counted words (see the module docstring)
+    finish: str | None = None  # a finish_reason to report ("length", "content_filter")
 
     @classmethod
     def json(cls, obj: Mapping[str, Any] | BaseModel, **fields: Any) -> "Reply":
@@ -76,7 +77,7 @@ class Reply:
 
     @property
     def finish_reason(self) -> str:
-        return "tool_calls" if self.tool_calls else "stop"
+        return self.finish or ("tool_calls" if self.tool_calls else "stop")
 
     def wire_tool_calls(self) -> list[dict[str, Any]]:
         return [

@@ -221,6 +221,39 @@ async def test_a_drifting_draft_fails_review_however_the_model_scores_it(
 # -- structured output: repair, then fallback ----------------------------------------------
 
 
+@pytest.mark.parametrize("finish", ["length", "content_filter"])
+async def test_a_structured_answer_cut_off_is_repaired_then_falls_back_without_killing_the_run(
+    llm: FakeLLM,
+    settings_env: Path,
+    graph: ResearchGraph,
+    corpus: LocalCorpus,
+    finish: str,
+) -> None:
+    script = ResearchModel()
+    cut = {"n": 0}
+
+    def responder(call: Any) -> Reply:
+        if call.schema_name == "ReviewOutput":
+            cut["n"] += 1
+            return Reply(content='{"scores": {"fact_check": 0.9', finish=finish)
+        return script(call)
+
+    llm.responder = responder
+    config = ModelConfig(structured_output="json_schema")
+    deps = Deps(engine=engine_for(llm, models={"default": config.model_dump()}), search=corpus)
+    values, events = await run(graph, deps, "llm-cut", start(min_sources=2, max_iterations=3))
+
+    assert values["final_report"], "the run ends with a report, not a traceback"
+    assert cut["n"] >= 2  # the cut-off answer got its repair round
+    repairs = [c for c in llm.calls if c.schema_name == "ReviewOutput" and len(c.messages) > 2]
+    wanted = "token limit" if finish == "length" else "content filter"
+    assert any(wanted in str(c.messages[-1]) for c in repairs)
+    assert any(e["event"] == "fallback" and "ReviewOutput" in e.get("reason", "") for e in events)
+
+
+# -- structured output: repair, then fallback (answers that do not fit) ---------------------
+
+
 async def test_a_bad_plan_gets_one_repair_round_that_shows_the_error(
     llm: FakeLLM, settings_env: Path
 ) -> None:
