@@ -72,6 +72,12 @@ def sections(body: str) -> dict[str, str]:
     return found
 
 
+def cites_anything(markdown: str) -> bool:
+    """True when the report's body cites at least one source."""
+    _, body = split_front_matter(markdown)
+    return _FOOTNOTE_REF.search(body) is not None
+
+
 def footnote_urls(body: str) -> dict[int, str]:
     """Map footnote numbers to the URL their definition names."""
     urls: dict[int, str] = {}

@@ -37,10 +37,11 @@ from engines.relevance import (
     bare_title,
     group_movement,
     link_queries,
+    subject_article,
 )
 from engines.sentences import split_sentences
 from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
-from tools.text import STOPWORDS, content_words, stem, stems, words
+from tools.text import STOPWORDS, content_words, cosine, stem, stems, words
 from tools.urls import markdown_url, normalize_url
 
 MAX_QUERIES = 8
@@ -175,15 +176,6 @@ def _lead(source: SearchResult) -> str:
     return next(iter(split_sentences(source.content)), "")
 
 
-def _cosine(a: Counter[str], b: Counter[str], idf: dict[str, float]) -> float:
-    dot = sum(a[t] * b[t] * idf.get(t, 1.0) ** 2 for t in a.keys() & b.keys())
-    if not dot:
-        return 0.0
-    norm_a = math.sqrt(sum((v * idf.get(t, 1.0)) ** 2 for t, v in a.items()))
-    norm_b = math.sqrt(sum((v * idf.get(t, 1.0)) ** 2 for t, v in b.items()))
-    return dot / (norm_a * norm_b)
-
-
 def _jaccard(a: Counter[str], b: Counter[str]) -> float:
     union = len(a.keys() | b.keys())
     return len(a.keys() & b.keys()) / union if union else 0.0
@@ -283,8 +275,7 @@ class ExtractiveEngine:
     ) -> list[str]:
         """What the subject's own article names, now that it may have been found."""
         _, subject = match_frame(plan.theme)
-        article = Relevance(subject, sources).article
-        return link_queries(article, subject, sources, done, FOLLOW_UPS)
+        return link_queries(subject_article(subject, sources), subject, sources, done, FOLLOW_UPS)
 
     async def decide(self, progress: Progress) -> RoutingDecision:
         """Rewrite only when new sources arrived since the last draft; else stop."""
@@ -362,7 +353,7 @@ class ExtractiveEngine:
             centroid.update(candidate.terms)
         for candidate in candidates:
             candidate.base = (
-                0.35 * _cosine(candidate.terms, centroid, idf)
+                0.35 * cosine(candidate.terms, centroid, idf)
                 + 0.40 * candidate.topical
                 + 0.15 / (1 + candidate.position)
                 + 0.10 * (candidate.source.relevance_score or 0.0)

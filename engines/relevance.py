@@ -19,7 +19,7 @@ from engines.keyphrases import fold, folded, linked_phrases
 from engines.kinds import Kind, kind_of
 from engines.sentences import split_sentences
 from graph.models import SearchResult
-from tools.text import STOPWORDS, stem, stems, words
+from tools.text import STOPWORDS, cosine, stem, stems, words
 from tools.urls import normalize_url
 
 # How much a source is about the subject (Relevance.of).
@@ -270,13 +270,6 @@ def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
     return sum(list(tokens[i : i + n]) == wanted for i in range(len(tokens) - n + 1))
 
 
-def _cosine(a: Counter[str], b: Counter[str]) -> float:
-    dot = sum(a[t] * b[t] for t in a.keys() & b.keys())
-    if not dot:
-        return 0.0
-    return dot / math.sqrt(sum(v * v for v in a.values()) * sum(v * v for v in b.values()))
-
-
 @dataclass
 class Relevance:
     """How much each source is about one subject, judged against the sources collected."""
@@ -288,6 +281,8 @@ class Relevance:
     kind: Kind | None = field(init=False)
     _linked: frozenset[str] = field(init=False)
     _matter: Counter[str] = field(init=False)
+    # Judged once per source: the review asks again for every claim that cites it.
+    _judged: dict[str, float] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.article = subject_article(self.subject, self.sources)
@@ -306,25 +301,29 @@ class Relevance:
 
     def of(self, source: SearchResult) -> float:
         """OWN, TITLED, LINKED, DEVOTED, RELATED, MENTIONS or OFF."""
+        key = normalize_url(source.url)
+        if key not in self._judged:
+            self._judged[key] = self._judge(source, key)
+        return self._judged[key]
+
+    def _judge(self, source: SearchResult, key: str) -> float:
         if not self.phrase:
             return MENTIONS
-        if self.article is not None and normalize_url(source.url) == normalize_url(
-            self.article.url
-        ):
+        if self.article is not None and key == normalize_url(self.article.url):
             return OWN
-        sentences = split_sentences(source.content)
-        naming = [i for i, s in enumerate(sentences) if self.names(s)]
         if self.names(source.title):
             if self.kind not in _CREATORS and kind_of(source.content) == "work":
                 return OFF  # a film or novel that takes the subject's name
             return TITLED
-        linked = normalize_url(source.url) in self._linked
+        sentences = split_sentences(source.content)
+        naming = [i for i, s in enumerate(sentences) if self.names(s)]
+        linked = key in self._linked
         if linked and naming:
             return LINKED
         if len(naming) >= 2:
             return DEVOTED
         if linked:
             matter = Counter(stems(f"{source.title} {source.content}"))
-            if _cosine(self._matter, matter) >= SHARED_MATTER:
+            if cosine(self._matter, matter) >= SHARED_MATTER:
                 return RELATED
         return MENTIONS if naming else OFF

@@ -1,7 +1,6 @@
 """Finalize: pick the best-reviewed draft, mark it partial if it did not pass, ask for sign-off."""
 
 import json
-import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -9,13 +8,11 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-from engines.checks import split_front_matter
+from engines.checks import cites_anything, split_front_matter
 from graph.models import ApprovalDecision, Draft
 from graph.routing import WRITER, budget_reason
 from graph.state import ResearchState
 from nodes.context import Deps
-
-_CITATION = re.compile(r"\[\^\d+\](?!:)")
 
 
 def best_draft(drafts: list[Draft]) -> Draft | None:
@@ -82,12 +79,6 @@ def front_matter(
             " The gaps are marked below.",
         ]
     return "\n".join(lines) + "\n\n"
-
-
-def cites_anything(markdown: str) -> bool:
-    """True when the report's body cites at least one source."""
-    _, body = split_front_matter(markdown)
-    return _CITATION.search(body) is not None
 
 
 def insufficient(search: str) -> str:

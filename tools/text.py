@@ -1,6 +1,8 @@
 """Word-level text helpers shared by the search index and the extractive engine."""
 
+import math
 import re
+from collections import Counter
 from functools import lru_cache
 
 import snowballstemmer
@@ -45,3 +47,14 @@ def stem(word: str) -> str:
 def stems(text: str) -> list[str]:
     """Stems of the content words of `text`."""
     return [stem(w) for w in content_words(text)]
+
+
+def cosine(a: Counter[str], b: Counter[str], idf: dict[str, float] | None = None) -> float:
+    """Cosine of two word counts, each word weighted by `idf` (1.0 when absent)."""
+    weight = idf or {}
+    dot = sum(a[t] * b[t] * weight.get(t, 1.0) ** 2 for t in a.keys() & b.keys())
+    if not dot:
+        return 0.0
+    norm_a = math.sqrt(sum((v * weight.get(t, 1.0)) ** 2 for t, v in a.items()))
+    norm_b = math.sqrt(sum((v * weight.get(t, 1.0)) ** 2 for t, v in b.items()))
+    return dot / (norm_a * norm_b)
