@@ -23,14 +23,16 @@ def key_terms(sources: Sequence[SearchResult], exclude: set[str], limit: int) ->
     document_frequency: Counter[str] = Counter()
     surface: dict[str, str] = {}
     for source in sources:
-        seen = set()
+        # In the order the words come, not a set's: ties in `most_common` keep that order,
+        # and a set's order changes with every process's hash seed (so would the queries).
+        seen: dict[str, None] = {}
         for word in content_words(f"{source.title} {source.content}"):
             token = stem(word)
             if token in exclude or word.isdigit() or len(word) < 4:
                 continue
             surface.setdefault(token, word)
-            seen.add(token)
-        document_frequency.update(seen)
+            seen[token] = None
+        document_frequency.update(seen.keys())
     ranked = [t for t, n in document_frequency.most_common() if n >= 2]
     return [surface[t] for t in ranked[:limit]]
 
