@@ -88,6 +88,7 @@ class ProgressPrinter:
     def __init__(self) -> None:
         self.sources = 0
         self.tokens = 0
+        self.structured: dict[str, str] = {}  # the structured-output method said per model
 
     def __call__(self, mode: str, chunk: Any) -> None:
         """Report one streamed chunk."""
@@ -128,6 +129,13 @@ class ProgressPrinter:
             )
         elif kind == "fallback":
             err.print(f"  [yellow]fallback[/] {event['step']}: {escape(event['reason'])}")
+        elif kind == "structured_output" and event["method"] != self.structured.get(event["model"]):
+            self.structured[event["model"]] = event["method"]
+            refused = ", ".join(event["refused"]) or "none"
+            err.print(
+                f"  [dim]structured output[/] {escape(event['model'])}: {event['method']}"
+                f" (refused by the server: {escape(refused)})"
+            )
         elif kind == "usage" and event["total"]["tokens"] > self.tokens:
             total = event["total"]
             self.tokens = total["tokens"]

@@ -72,6 +72,14 @@ def sections(body: str) -> dict[str, str]:
     return found
 
 
+def has_gaps(markdown: str) -> bool:
+    """Whether the report lists the points its sources did not address (its Open Questions)."""
+    return any(
+        line.startswith("#") and line.lstrip("#").strip() == GAPS_SECTION
+        for line in markdown.splitlines()
+    )
+
+
 def cites_anything(markdown: str) -> bool:
     """True when the report's body cites at least one source."""
     _, body = split_front_matter(markdown)

@@ -11,9 +11,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from langchain.chat_models import init_chat_model
-from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -26,14 +26,27 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool
-from openai import ContentFilterFinishReasonError, LengthFinishReasonError
+from openai import APIStatusError, ContentFilterFinishReasonError, LengthFinishReasonError
 from pydantic import BaseModel, ValidationError
 
 from engines.base import Engine, Progress, ReadTool, SearchTool
-from engines.checks import check_draft
+from engines.checks import check_draft, cites_anything, strip_unknown_footnotes
 from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
 from engines.model_errors import access_error, classify_model_error
-from engines.recording import ModelCall, record_call, record_fallback
+from engines.recording import ModelCall, record_call, record_fallback, record_structured
+from engines.structured import (
+    AUTO_ORDER,
+    OTHER_PROVIDERS_ORDER,
+    Capabilities,
+    Method,
+    MethodRefused,
+    UnusableAnswer,
+    bind,
+    read,
+    refuses,
+    with_instructions,
+)
+from engines.substance import plan_problem
 from graph.models import (
     ResearchPlan,
     Review,
@@ -51,6 +64,26 @@ T = TypeVar("T")
 S = TypeVar("S", bound=BaseModel)
 # Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) ignore the key but the client wants one.
 PLACEHOLDER_KEY = "not-needed"
+# Characters per token, for estimating the usage of a reply whose server sent none.
+CHARS_PER_TOKEN = 4
+
+
+def speaks_openai(base_url: str | None) -> bool:
+    """Whether the server is OpenAI's own (None: the client's default, which is OpenAI's)."""
+    return base_url is None or (urlsplit(base_url).hostname or "").endswith("openai.com")
+
+
+def token_cap(max_tokens: int, base_url: str | None) -> dict[str, Any]:
+    """The call arguments that cap an answer at `max_tokens` on this server.
+
+    The client sends the cap as `max_completion_tokens`, which OpenAI wants and some
+    compatible servers ignore (llama-cpp-python generated 7,708 tokens over 455 s past
+    a cap of 1,024): to any other server the cap goes as `max_tokens` as well.
+    """
+    cap: dict[str, Any] = {"max_tokens": max_tokens}
+    if not speaks_openai(base_url):
+        cap["extra_body"] = {"max_tokens": max_tokens}
+    return cap
 
 
 def chat_model(config: ModelConfig, base_url: str | None, api_key: str | None) -> BaseChatModel:
@@ -61,7 +94,6 @@ def chat_model(config: ModelConfig, base_url: str | None, api_key: str | None) -
     kwargs: dict[str, Any] = {"timeout": config.timeout_seconds, "max_retries": 0}
     optional = {
         "temperature": config.temperature,
-        "max_tokens": config.max_tokens,
         "stop": config.stop_sequences,
         "top_p": config.top_p,
         "seed": config.seed,
@@ -69,6 +101,12 @@ def chat_model(config: ModelConfig, base_url: str | None, api_key: str | None) -
         "api_key": api_key or (PLACEHOLDER_KEY if base_url else None),
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
+    if config.max_tokens is not None:
+        kwargs.update(
+            token_cap(config.max_tokens, base_url)
+            if config.provider == "openai"
+            else {"max_tokens": config.max_tokens}
+        )
     if config.provider == "openai":
         kwargs["stream_usage"] = True  # the last streamed chunk carries the token counts
     model = init_chat_model(config.model_name, model_provider=config.provider, **kwargs)
@@ -104,9 +142,22 @@ class LLMEngine:
         self._base_url = base_url
         self._prices = dict(prices or {})
         self._retry = retry or RetryPolicy(base_delay_s=1.0, max_delay_s=20.0, jitter=0.5)
-        self._summarizer = self._models["researcher"].bind(max_tokens=summary_tokens)
+        researcher_config = self._configs["researcher"]
+        self._summarizer = self._models["researcher"].bind(
+            **(
+                token_cap(summary_tokens, base_url)
+                if researcher_config.provider == "openai"
+                else {"max_tokens": summary_tokens}
+            )
+        )
         self.max_cycles = max_cycles
-        self._bound: dict[tuple[Role, type[BaseModel]], Runnable[Any, Any]] = {}
+        self._bound: dict[tuple[Role, type[BaseModel], Method], Runnable[Any, Any]] = {}
+        self._capabilities = {
+            provider: Capabilities(AUTO_ORDER if provider == "openai" else OTHER_PROVIDERS_ORDER)
+            for provider in {c.provider for c in self._configs.values()}
+        }
+        # Models seen answering a ReAct turn without a tool call: they are asked for queries.
+        self._no_tool_calls: set[str] = set()
         distinct = dict.fromkeys(c.model for c in self._configs.values())
         self.description = f"llm ({', '.join(distinct)})"
 
@@ -124,12 +175,25 @@ class LLMEngine:
         return self._prices.get(config.model) or self._prices.get(config.model_name)
 
     def _record(
-        self, role: Role, message: AIMessage | None, seconds: float, error: str | None
+        self,
+        role: Role,
+        message: AIMessage | None,
+        seconds: float,
+        error: str | None,
+        *,
+        first: bool,
+        prompt: Sequence[BaseMessage] = (),
     ) -> None:
         config = self._configs[role]
         usage = message.usage_metadata if message is not None else None
-        tokens_in = usage["input_tokens"] if usage else 0
-        tokens_out = usage["output_tokens"] if usage else 0
+        estimated = message is not None and not usage
+        if usage:
+            tokens_in, tokens_out = usage["input_tokens"], usage["output_tokens"]
+        elif message is not None:  # the server sent no usage (llama-cpp-python when streaming)
+            tokens_in = -(-sum(len(_text(m)) for m in prompt) // CHARS_PER_TOKEN)
+            tokens_out = -(-len(_text(message)) // CHARS_PER_TOKEN)
+        else:
+            tokens_in = tokens_out = 0
         price = self._price(config)
         record_call(
             ModelCall(
@@ -140,21 +204,50 @@ class LLMEngine:
                 seconds=seconds,
                 cost_usd=price.cost(tokens_in, tokens_out) if price else 0.0,
                 error=error,
+                first=first,
+                estimated=estimated,
             )
         )
 
-    async def _ask(self, role: Role, op: Callable[[], Awaitable[tuple[T, AIMessage]]]) -> T:
-        """One model request with retries and accounting; see the module docstring for failures."""
+    async def _ask(
+        self,
+        role: Role,
+        op: Callable[[], Awaitable[tuple[T, AIMessage]]],
+        prompt: Sequence[BaseMessage] = (),
+    ) -> T:
+        """One model request with retries and accounting; see the module docstring for failures.
+
+        Each attempt is bounded by the role's timeout as a whole: the client's own timeout
+        bounds each read, which a server streaming a long answer never trips.
+        """
         config = self._configs[role]
+        attempts = 0
 
         async def attempt() -> T:
+            nonlocal attempts
+            attempts += 1
             started = time.perf_counter()
             try:
-                result, message = await op()
+                async with asyncio.timeout(config.timeout_seconds):
+                    result, message = await op()
             except Exception as exc:
-                self._record(role, None, time.perf_counter() - started, type(exc).__name__)
+                self._record(
+                    role,
+                    None,
+                    time.perf_counter() - started,
+                    type(exc).__name__,
+                    first=attempts == 1,
+                    prompt=prompt,
+                )
                 raise
-            self._record(role, message, time.perf_counter() - started, None)
+            self._record(
+                role,
+                message,
+                time.perf_counter() - started,
+                None,
+                first=attempts == 1,
+                prompt=prompt,
+            )
             return result
 
         policy = replace(self._retry, max_retries=config.max_retries)
@@ -174,7 +267,7 @@ class LLMEngine:
             message = await chat.ainvoke(messages)
             return _text(message), message
 
-        return await self._ask(role, op)
+        return await self._ask(role, op, messages)
 
     async def _stream(
         self, role: Role, messages: list[BaseMessage], on_token: Callable[[str], None] | None
@@ -190,56 +283,99 @@ class LLMEngine:
             message = AIMessage(content=whole.content, usage_metadata=whole.usage_metadata)
             return _text(message), message
 
-        return await self._ask(role, op)
+        return await self._ask(role, op, messages)
 
-    def _structured_runnable(self, role: Role, schema: type[BaseModel]) -> Runnable[Any, Any]:
-        """The role's model bound to `schema`, built once (1.4 ms a time for the review)."""
-        key = (role, schema)
+    def _runnable(self, role: Role, schema: type[BaseModel], method: Method) -> Runnable[Any, Any]:
+        """The role's model asking for `schema` by `method`, built once (1.4 ms a time)."""
+        key = (role, schema, method)
         if key not in self._bound:
-            method = self._configs[role].structured_output
-            options: dict[str, Any] = {"include_raw": True}
-            if method != "auto":
-                options["method"] = method
-            self._bound[key] = self._models[role].with_structured_output(schema, **options)
+            self._bound[key] = bind(self._models[role], schema, method)
         return self._bound[key]
 
     async def _structured(
-        self, role: Role, schema: type[S], messages: list[BaseMessage], step: str
+        self,
+        role: Role,
+        schema: type[S],
+        messages: list[BaseMessage],
+        step: str,
+        check: Callable[[S], str | None] | None = None,
     ) -> S | None:
-        """The schema filled by the model, after one repair round; None means fall back."""
-        runnable = self._structured_runnable(role, schema)
+        """The schema filled by the model, after one repair round; None means fall back.
 
-        async def op() -> tuple[dict[str, Any], AIMessage]:
-            answer = await runnable.ainvoke(messages)
-            assert isinstance(answer, dict)  # include_raw gives {raw, parsed, parsing_error}
-            return answer, answer["raw"]
+        `check` names what makes a well-formed answer unusable (junk that fits the
+        schema); such an answer is repaired like one that does not parse.
+        """
+        config = self._configs[role]
+        capabilities = self._capabilities[config.provider]
+        for method in capabilities.candidates(config.model, config.structured_output):
+            try:
+                return await self._structured_by(method, role, schema, messages, step, check)
+            except MethodRefused as refusal:
+                if config.structured_output != "auto":
+                    record_fallback(
+                        step,
+                        f"the {role} model's server refused {refusal}; set "
+                        f"models.{role}.structured_output to auto (or another method)",
+                    )
+                    return None
+                capabilities.refuse(config.model, refusal)
+        record_fallback(step, f"the {role} model's server refused every way of asking for JSON")
+        return None
 
-        error: object = None
+    async def _structured_by(
+        self,
+        method: Method,
+        role: Role,
+        schema: type[S],
+        messages: list[BaseMessage],
+        step: str,
+        check: Callable[[S], str | None] | None,
+    ) -> S | None:
+        """`_structured` by one method; raises MethodRefused when the server will not do it."""
+        config = self._configs[role]
+        capabilities = self._capabilities[config.provider]
+        detecting = config.structured_output == "auto" and config.model not in capabilities.chosen
+        runnable = self._runnable(role, schema, method)
+        asked = with_instructions(messages, schema, method)
+
+        async def op() -> tuple[AIMessage, AIMessage]:
+            try:
+                message = await runnable.ainvoke(asked)
+            except (LengthFinishReasonError, ContentFilterFinishReasonError) as exc:
+                message = _unfinished(exc)  # read() names why, and the repair round follows
+            except APIStatusError as exc:
+                refusal = refuses(method, exc)
+                if refusal is None:
+                    raise
+                raise refusal from exc
+            assert isinstance(message, AIMessage)
+            return message, message
+
+        error: Exception | None = None
         for _ in range(2):
             try:
-                answer = await self._ask(role, op)
+                message = await self._ask(role, op, asked)
             except ProviderError as exc:  # retries exhausted: the step falls back
                 record_fallback(step, f"the {role} model failed: {exc}")
                 return None
-            except (ValidationError, OutputParserException) as exc:
-                # Some clients validate the schema inside the call and raise instead of
-                # returning `parsing_error`; the model still gets its repair round.
-                answer = {"raw": None, "parsed": None, "parsing_error": exc}
-            except (LengthFinishReasonError, ContentFilterFinishReasonError) as exc:
-                # A structured answer cut off by the token cap, or withheld by a filter:
-                # as unusable as an unparsable one, and repaired (then fallen back) alike.
-                answer = {"raw": None, "parsed": None, "parsing_error": _cut_off(exc)}
-            parsed, error = answer.get("parsed"), answer.get("parsing_error")
-            if isinstance(parsed, schema) and error is None:
+            if detecting and method == "function_calling" and not message.tool_calls:
+                raise MethodRefused(method, "the model answered without calling the forced tool")
+            capabilities.confirm(config.model, method)
+            detecting = False
+            record_structured(config.model, method, capabilities.refused.get(config.model, {}))
+            try:
+                parsed = read(message, schema, method)
+                problem = check(parsed) if check is not None else None
+                if problem is not None:
+                    raise UnusableAnswer(problem)
                 return parsed
-            error = error or "the answer was empty"
-            raw: AIMessage | None = answer["raw"]
-            shown = (
-                (_text(raw) or str([c.get("args") for c in raw.tool_calls]))
-                if raw is not None
-                else "(an answer that did not fit the schema)"
-            )
-            messages = [*messages, AIMessage(content=shown), HumanMessage(repair_message(error))]
+            except (UnusableAnswer, ValidationError) as exc:
+                error = exc
+            asked = [
+                *asked,
+                AIMessage(content=_shown(message)),
+                HumanMessage(repair_message(error)),
+            ]
         record_fallback(
             step, f"the {role} model's answer did not fit {schema.__name__} twice: {error}"
         )
@@ -259,15 +395,14 @@ class LLMEngine:
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
-        """Points and at most 3 queries; no queries means the topic needs no research."""
+        """Points and 1 to 3 queries; a plan without substance is repaired, then falls back."""
+        system = self._system("planner", planner.PLAN_SYSTEM)
         out = await self._structured(
             "planner",
             planner.PlanOutput,
-            [
-                self._system("planner", planner.PLAN_SYSTEM),
-                HumanMessage(planner.plan_message(topic, probe, feedback)),
-            ],
+            [system, HumanMessage(planner.plan_message(topic, probe, feedback))],
             "plan",
+            check=lambda plan: plan_problem(plan, topic, [system.text]),
         )
         if out is None:
             return await self._fallback.plan(topic, probe, feedback)
@@ -350,7 +485,10 @@ class LLMEngine:
             ),
         ]
         thoughts: list[str] = []
-        for _ in range(self.max_cycles):
+        model_name = self._configs["researcher"].model
+        if model_name in self._no_tool_calls:
+            return await self._queries_instead(plan, done, sources, search, thoughts)
+        for turn_number in range(self.max_cycles):
 
             async def op() -> tuple[AIMessage, AIMessage]:
                 answer = await model.ainvoke(messages)
@@ -366,11 +504,32 @@ class LLMEngine:
             if _text(turn).strip():
                 thoughts.append(_text(turn).strip())
             if not turn.tool_calls:
+                if turn_number == 0:  # it never searched: its gaps are still open
+                    self._no_tool_calls.add(model_name)
+                    return await self._queries_instead(plan, done, sources, search, thoughts)
                 break
             observations = await asyncio.gather(
                 *(self._observe(by_name, call) for call in turn.tool_calls)
             )
             messages.extend(observations)
+        return thoughts
+
+    async def _queries_instead(
+        self,
+        plan: ResearchPlan,
+        done: Sequence[str],
+        sources: Sequence[SearchResult],
+        search: SearchTool,
+        thoughts: list[str],
+    ) -> list[str]:
+        """Close the gaps by asking for queries, for a model that does not call tools."""
+        queries = await self.refine_queries(plan, sources, done, None)
+        await asyncio.gather(*(search(query) for query in queries))
+        thoughts.append(
+            "The model does not call tools here, so it was asked for queries instead: "
+            + ("; ".join(queries) or "it had none")
+            + "."
+        )
         return thoughts
 
     @staticmethod
@@ -438,19 +597,28 @@ class LLMEngine:
         feedback: str | None,
         on_token: Callable[[str], None] | None = None,
     ) -> str:
-        """The report, streamed token by token to `on_token`."""
+        """The report, streamed token by token to `on_token`.
+
+        A draft that cites none of the sources it was given (a small model's usual answer)
+        is no report: the extractive writer drafts from the same sources instead.
+        """
         messages: list[BaseMessage] = [
             self._system("writer", writer.SYSTEM),
             HumanMessage(
                 writer.message(plan, sources, review.feedback if review else None, feedback)
             ),
         ]
-        return await self._or_fallback(
-            "write",
-            "writer",
-            self._stream("writer", messages, on_token),
-            lambda: self._fallback.write(plan, sources, review, feedback),
+
+        async def extractive() -> str:
+            return await self._fallback.write(plan, sources, review, feedback)
+
+        draft = await self._or_fallback(
+            "write", "writer", self._stream("writer", messages, on_token), extractive
         )
+        if sources and not cites_anything(strip_unknown_footnotes(draft, sources)[0]):
+            record_fallback("write", "the writer model's draft cites none of the sources")
+            return await extractive()
+        return draft
 
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
@@ -490,10 +658,32 @@ class LLMEngine:
         )
 
 
-def _cut_off(exc: LengthFinishReasonError | ContentFilterFinishReasonError) -> str:
-    """What the repair round tells a model whose structured answer never finished."""
-    if isinstance(exc, LengthFinishReasonError):
-        return (
-            "the answer was cut off by the token limit before it was complete: answer more briefly"
-        )
-    return "the answer was withheld by the provider's content filter"
+def _unfinished(exc: LengthFinishReasonError | ContentFilterFinishReasonError) -> AIMessage:
+    """The answer the client refused to hand back (cut off, or filtered), with its usage."""
+    completion = exc.completion
+    choice = completion.choices[0] if completion is not None and completion.choices else None
+    usage = completion.usage if completion is not None else None
+    reason = "length" if isinstance(exc, LengthFinishReasonError) else "content_filter"
+    return AIMessage(
+        content=(choice.message.content or "") if choice else "",
+        response_metadata={"finish_reason": reason},
+        usage_metadata=(
+            {
+                "input_tokens": usage.prompt_tokens,
+                "output_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            }
+            if usage is not None
+            else None
+        ),
+    )
+
+
+def _shown(message: AIMessage) -> str:
+    """The model's unusable answer as the repair round shows it back."""
+    text = _text(message).strip()
+    if text:
+        return text
+    if message.tool_calls:
+        return str([c.get("args") for c in message.tool_calls])
+    return "(an empty answer)"

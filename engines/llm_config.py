@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 Role = Literal["planner", "researcher", "writer", "reviewer"]
 ROLES: tuple[Role, ...] = ("planner", "researcher", "writer", "reviewer")
 DEFAULT_MODEL = "openai:gpt-4o-mini"
-StructuredOutput = Literal["auto", "json_schema", "function_calling", "json_mode"]
+StructuredOutput = Literal["auto", "json_schema", "function_calling", "json_mode", "prompt"]
 
 
 def _reject_empty(value: str | None) -> str | None:
@@ -45,8 +45,9 @@ class ModelConfig(BaseModel):
     )
     structured_output: StructuredOutput = Field(
         "auto",
-        description="How plans, routing decisions and reviews are asked for: the provider's "
-        "JSON-schema mode, a forced tool call, or plain JSON mode (auto: the provider's default).",
+        description="How plans, routing decisions and reviews are asked for: a JSON schema "
+        "(response_format), a forced tool call, JSON mode, or the schema in the prompt; auto "
+        "tries them in that order once per model and keeps the first its server accepts.",
     )
 
     @property

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True)
 class ModelCall:
-    """One request to a model (a retried request counts once per attempt that answered)."""
+    """One request to a model: each attempt of a retried call, each round of a repaired one."""
 
     role: str
     model: str
@@ -23,6 +23,8 @@ class ModelCall:
     seconds: float = 0.0
     cost_usd: float = 0.0
     error: str | None = None
+    first: bool = True  # the first attempt of a call (retries are requests, not calls)
+    estimated: bool = False  # the server sent no usage: tokens counted from the text's length
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +35,22 @@ class Fallback:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class StructuredOutput:
+    """How a model was asked for structured answers, and which ways its server refused."""
+
+    model: str
+    method: str
+    refused: dict[str, str]
+
+
 @dataclass(slots=True)
 class Recorder:
-    """The model calls and fallbacks of one node step."""
+    """The model calls, fallbacks and structured-output methods of one node step."""
 
     calls: list[ModelCall] = field(default_factory=list)
     fallbacks: list[Fallback] = field(default_factory=list)
+    structured: dict[str, StructuredOutput] = field(default_factory=dict)
 
 
 _current: ContextVar[Recorder | None] = ContextVar("engine_recorder", default=None)
@@ -67,3 +79,10 @@ def record_fallback(step: str, reason: str) -> None:
     recorder = _current.get()
     if recorder is not None:
         recorder.fallbacks.append(Fallback(step, reason))
+
+
+def record_structured(model: str, method: str, refused: dict[str, str]) -> None:
+    """Report which way `model` was asked for a structured answer (the last one counts)."""
+    recorder = _current.get()
+    if recorder is not None:
+        recorder.structured[model] = StructuredOutput(model, method, dict(refused))

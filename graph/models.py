@@ -190,9 +190,9 @@ class CitationCheck(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def share(self) -> float:
-        """Supported share of the cited sentences (1.0 when nothing is cited)."""
-        return round(self.supported / self.cited_claims, 4) if self.cited_claims else 1.0
+    def share(self) -> float | None:
+        """Supported share of the cited sentences (None when nothing is cited: no share)."""
+        return round(self.supported / self.cited_claims, 4) if self.cited_claims else None
 
 
 class Review(BaseModel):
@@ -302,7 +302,12 @@ class RoutingDecision(BaseModel):
 
 
 class NodeUsage(BaseModel):
-    """What one node (or one model) has spent so far."""
+    """What one node (or one model) has spent so far.
+
+    `calls` are a node's steps, or the calls made to a model (a retried call is one call
+    and several `requests`; a repair round is a call of its own); `requests` are model
+    requests in both views.
+    """
 
     calls: int = 0
     seconds: float = 0.0
@@ -311,10 +316,14 @@ class NodeUsage(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     errors: int = Field(0, description="Requests that failed (a retried request counts each time).")
+    estimated: int = Field(
+        0, description="Requests whose server reported no usage: their tokens are estimated."
+    )
 
     def __add__(self, other: "NodeUsage") -> "NodeUsage":
         return NodeUsage(
             calls=self.calls + other.calls,
+            estimated=self.estimated + other.estimated,
             seconds=self.seconds + other.seconds,
             requests=self.requests + other.requests,
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,

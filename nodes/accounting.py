@@ -31,30 +31,34 @@ async def unless_refused(
         return await fallback(), str(exc)
 
 
-def spent(node: str, started: float, requests: int = 0, recorder: Recorder | None = None) -> Usage:
+def spent(node: str, started: float, recorder: Recorder | None = None) -> Usage:
     """Usage of one call of `node` that began at `started` (a `time.perf_counter()` value).
 
-    The model calls in `recorder` add their tokens and cost to the node, and to their model.
+    The model calls in `recorder` add their requests, tokens and cost to the node, and to
+    their model: a node's requests are its model requests, so both views add up alike.
     """
     models: dict[str, NodeUsage] = {}
     for call in recorder.calls if recorder else []:
         models[call.model] = models.get(call.model, NodeUsage()) + NodeUsage(
+            calls=call.first,
             requests=1,
             seconds=call.seconds,
             prompt_tokens=call.input_tokens,
             completion_tokens=call.output_tokens,
             cost_usd=call.cost_usd,
             errors=call.error is not None,
+            estimated=call.estimated,
         )
     total = sum(models.values(), NodeUsage())
     own = NodeUsage(
         calls=1,
         seconds=time.perf_counter() - started,
-        requests=requests,
+        requests=total.requests,
         prompt_tokens=total.prompt_tokens,
         completion_tokens=total.completion_tokens,
         cost_usd=total.cost_usd,
         errors=total.errors,
+        estimated=total.estimated,
     )
     return Usage(nodes={node: own}, models=models)
 
@@ -75,14 +79,13 @@ def account(
     started: float,
     recorder: Recorder,
     *,
-    requests: int = 0,
     engine_used: bool = True,
 ) -> dict[str, Any]:
     """The `usage` and `rounds` updates of a node step; streams the run's new totals.
 
     The step joins the record of round `iteration_count + 1` (the iteration it works on).
     """
-    usage = spent(node, started, requests, recorder)
+    usage = spent(node, started, recorder)
     mine = usage.nodes[node]
     kind = "llm" if recorder.calls else runtime.context.engine.name if engine_used else "tools"
     problems = [f"{f.step}: {f.reason}" for f in recorder.fallbacks]
@@ -109,6 +112,15 @@ def account(
                 content=f"Fell back to the extractive engine for {fallback.step}: {fallback.reason}",
                 name=node,
             )
+        )
+    for chosen in recorder.structured.values():
+        runtime.stream_writer(
+            {
+                "event": "structured_output",
+                "model": chosen.model,
+                "method": chosen.method,
+                "refused": chosen.refused,
+            }
         )
     total = state.get("usage", Usage()) + usage
     # Plain dicts, dumped only where there is something to say: this runs at every step.

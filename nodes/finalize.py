@@ -8,7 +8,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-from engines.checks import cites_anything, split_front_matter
+from engines.checks import cites_anything, has_gaps, split_front_matter
 from graph.models import ApprovalDecision, Draft
 from graph.routing import WRITER, budget_reason
 from graph.state import ResearchState
@@ -55,7 +55,11 @@ def front_matter(
         lines.append(f"tokens: {usage.total_tokens}")
         lines.append(f"cost_usd: {round(usage.cost_usd, 6)}")
     if review is not None and review.citations is not None:
-        lines.append(f"supported_citations: {review.citations.share}")
+        citations = review.citations
+        share = citations.share
+        lines.append(f"supported_citations: {'null' if share is None else share}")
+        lines.append(f"cited_claims: {citations.cited_claims}")
+        lines.append(f"uncited_claims: {citations.uncited_claims}")
     lines += [
         f"status: {status}",
         f"draft: {draft.version}",
@@ -73,12 +77,16 @@ def front_matter(
         lines += ["", f"> **Partial report:** {stopped}."]
     elif status == "partial":
         why = stopped or "the budget was spent, or there was nothing more to find"
+        marked = " The gaps are listed under Open Questions." if has_gaps(draft.markdown) else ""
         lines += [
             "",
             f"> **Partial report:** the research ended before a draft passed review: {why}."
-            " The gaps are marked below.",
+            + marked,
         ]
     return "\n".join(lines) + "\n\n"
+
+
+NO_QUERIES = "the plan has no search queries, so nothing was researched: add queries to the plan"
 
 
 def insufficient(search: str) -> str:
@@ -93,11 +101,10 @@ def insufficient(search: str) -> str:
 
 
 def _no_draft(state: ResearchState) -> Draft:
-    """The report of a run that wrote nothing: no research needed, or nothing could be written."""
+    """The report of a run that wrote nothing: a plan with no queries, or nothing to write from."""
     plan = state.get("task_plan")
     if plan is not None and not plan.search_queries:
-        text = plan.plan_text.strip() or "The topic needs no web research."
-        body = f"# {plan.theme}\n\nNo further research needed. {text}\n"
+        body = f"# {plan.theme}\n\nNothing was researched: the plan has no search queries.\n"
     else:
         body = f"# {state['topic']}\n\nNo report could be written.\n"
     return Draft(version=1, markdown=body, source_count=0)
@@ -125,13 +132,16 @@ async def finalize(
     no_research = plan is not None and not plan.search_queries and not state.get("drafts")
     # A halted run (the model refused to serve it) is partial whatever the fallback wrote.
     approved = draft.review is not None and draft.review.approved and not state.get("halted")
-    uncovered = not no_research and not cites_anything(draft.markdown)
-    status = "final" if (approved and not uncovered) or no_research else "partial"
+    # A report that cites nothing is never final, however it came about.
+    uncovered = not cites_anything(draft.markdown)
+    status = "final" if approved and not uncovered else "partial"
     stopped = (
-        insufficient(runtime.context.search.name)
+        NO_QUERIES
+        if no_research
+        else insufficient(runtime.context.search.name)
         if uncovered
         else None
-        if approved or no_research
+        if approved
         else budget_reason(state)
     )
     _, body = split_front_matter(draft.markdown)

@@ -57,9 +57,7 @@ async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
         update = await _research(state, runtime)
     return merge_updates(
         update,
-        account(
-            RESEARCHER, state, runtime, started, recorder, requests=len(update["queries_done"])
-        ),
+        account(RESEARCHER, state, runtime, started, recorder),
     )
 
 

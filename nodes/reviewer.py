@@ -77,4 +77,4 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
     }
     if halted:
         update["halted"] = halted
-    return merge_updates(update, account(REVIEWER, state, runtime, started, recorder, requests=1))
+    return merge_updates(update, account(REVIEWER, state, runtime, started, recorder))

@@ -53,9 +53,7 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
                 "human_input_required": not approved,
                 "messages": [AIMessage(content=f"Plan: {plan.plan_text}", name=SUPERVISOR)],
             }
-            return merge_updates(
-                update, account(SUPERVISOR, state, runtime, started, recorder, requests=1)
-            )
+            return merge_updates(update, account(SUPERVISOR, state, runtime, started, recorder))
         halted: str | None = None
         rule = fixed_supervisor_rule(state)
         if rule is None:

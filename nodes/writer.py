@@ -80,4 +80,4 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     }
     if halted:
         update["halted"] = halted
-    return merge_updates(update, account(WRITER, state, runtime, started, recorder, requests=1))
+    return merge_updates(update, account(WRITER, state, runtime, started, recorder))

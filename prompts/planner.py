@@ -13,9 +13,8 @@ PLAN_SYSTEM = """You are the Supervisor of a research agent. You turn a topic in
 
 Rules:
 - 3 to 6 investigation points: the distinct questions a thorough report must answer.
-- At most 3 short web search queries (a few keywords each, no quotes or operators) that
-  together cover the points. If the topic needs no research (a greeting, a question answered
-  by the topic itself), return no queries and say why in plan_text.
+- 1 to 3 short web search queries (a few keywords each, no quotes or operators) that
+  together cover the points; at least one names the topic's subject.
 - Write the points, queries and plan_text in the same language as the topic.
 - Answer with the JSON object the schema describes and nothing else."""
 
@@ -37,7 +36,7 @@ class PlanOutput(BaseModel):
         min_length=1, max_length=8, description="The questions the report must answer."
     )
     search_queries: list[Query] = Field(
-        max_length=3, description="Short web search queries; empty when no research is needed."
+        min_length=1, max_length=3, description="Short web search queries about the topic."
     )
     plan_text: str = Field(description="Two or three sentences: how the research will proceed.")
 

@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -65,6 +65,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)  # sent with errors and answers alike
     error_body: dict[str, Any] | None = None  # None: the OpenAI error shape for `status`
     delay_s: float = 0.0
+    chunk_delay_s: float = 0.0  # a stream that trickles: this long before each chunk
     malformed: bool = False  # 200 with a body (or stream chunk) that is not JSON
     usage: dict[str, Any] | None = None  # None: counted words (see the module docstring)
     finish: str | None = None  # a finish_reason to report ("length", "content_filter")
@@ -128,12 +129,15 @@ class Call:
             schema_name = choice["function"]["name"]
             schema = functions.get(schema_name, {}).get("parameters")
         users = [m for m in messages if m.get("role") == "user"]
+        system = "\n".join(
+            message_text(m) for m in messages if m.get("role") in ("system", "developer")
+        )
+        if schema_name is None and (announced := _ANNOUNCED_SCHEMA.search(system)):
+            schema_name = announced.group(1)  # JSON mode or the schema in the prompt
         return cls(
             model=str(body.get("model", "")),
             messages=messages,
-            system="\n".join(
-                message_text(m) for m in messages if m.get("role") in ("system", "developer")
-            ),
+            system=system,
             user=message_text(users[-1]) if users else "",
             stream=bool(body.get("stream")),
             tools=list(functions),
@@ -145,6 +149,23 @@ class Call:
 
 
 Responder = Callable[[Call], Reply]
+
+
+def answered_as_asked(reply: Reply, call: Call, cap: int | None) -> Reply:
+    """The reply as the server would send it: a forced tool called, the token cap kept.
+
+    A server that forces a tool call constrains the model to it, so a scripted JSON answer
+    becomes that call's arguments; an answer longer than the cap is cut off there.
+    """
+    if reply.status >= 400 or reply.malformed:
+        return reply
+    forced = call.body.get("tool_choice")
+    if isinstance(forced, dict) and reply.content and not reply.tool_calls:
+        name = forced["function"]["name"]
+        reply = replace(reply, content=None, tool_calls=[ToolCall(name, reply.content)])
+    if cap is not None and completion_tokens(reply) > cap and reply.content:
+        reply = replace(reply, content=" ".join(reply.content.split()[:cap]), finish="length")
+    return reply
 
 
 def default_responder(call: Call) -> Reply:
@@ -187,17 +208,44 @@ def sse(data: Mapping[str, Any] | str) -> bytes:
     return f"data: {payload}\n\n".encode()
 
 
+@dataclass
+class ServerQuirks:
+    """How this server departs from OpenAI's, as real OpenAI-compatible servers do.
+
+    The defaults are OpenAI's behaviour. llama-cpp-python 0.3: `refuses_json_schema`,
+    `ignores_max_completion_tokens`, `no_stream_usage`; llama-server with a small model's
+    chat template: `ignores_tool_choice`.
+    """
+
+    refuses_json_schema: bool = False  # HTTP 500 naming response_format, as llama-cpp-python
+    refuses_json_object: bool = False  # the same for JSON mode
+    ignores_tool_choice: bool = False  # a forced tool is dropped: the model answers in text
+    ignores_max_completion_tokens: bool = False  # only `max_tokens` caps the answer
+    no_stream_usage: bool = False  # streamed replies never carry usage
+
+
+# What llama-cpp-python 0.3.36 answers to a json_schema response_format.
+REFUSED_FORMAT = (
+    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}'}]"
+)
+# The schema name the engine's prompt-side instructions announce ("... (a PlanOutput) ...").
+_ANNOUNCED_SCHEMA = re.compile(r"one JSON object \(a (\w+)\)")
+
+
 class FakeLLM:
     """An OpenAI-compatible /v1/chat/completions; replies are scripted or computed per call."""
 
     def __init__(self) -> None:
         self.base_url = ""  # set by the server fixture: "http://127.0.0.1:PORT/v1"
         self.calls: list[Call] = []
+        self.quirks = ServerQuirks()
         self.responder: Responder = default_responder
         self.reported_prompt_tokens = 0
         self.reported_completion_tokens = 0
         self.reported_requests = 0
         self.abandoned = 0  # delayed replies whose client hung up before the delay ended
+        self.refused = 0  # requests refused for their response_format (see ServerQuirks)
         self.responder_errors: list[Exception] = []  # what the responder raised (answered 500)
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -225,10 +273,12 @@ class FakeLLM:
             self._queue.clear()
             self.calls.clear()
             self.responder = default_responder
+            self.quirks = ServerQuirks()
             self.reported_prompt_tokens = 0
             self.reported_completion_tokens = 0
             self.reported_requests = 0
             self.abandoned = 0
+            self.refused = 0
             self.responder_errors.clear()
 
     def _take(self, call: Call) -> tuple[Reply, int]:
@@ -246,6 +296,13 @@ class FakeLLM:
             message = f"the fake's responder raised {exc!r}"
             return Reply(status=500, error_body=error_body(500, message)), epoch
 
+    def cap(self, body: Mapping[str, Any]) -> int | None:
+        """The answer's token cap as this server reads the request (None: uncapped)."""
+        names: tuple[str, ...] = ("max_completion_tokens", "max_tokens")
+        if self.quirks.ignores_max_completion_tokens:
+            names = ("max_tokens",)
+        return next((int(body[n]) for n in names if body.get(n) is not None), None)
+
     def _report(self, epoch: int, usage: Mapping[str, Any]) -> None:
         with self._lock:
             if epoch != self._epoch:
@@ -261,11 +318,23 @@ class FakeLLM:
             return error_response(Reply(status=400), "request body is not JSON")
         if not isinstance(body, dict):
             return error_response(Reply(status=400), "request body is not a JSON object")
+        quirks = self.quirks
+        kind = (body.get("response_format") or {}).get("type")
+        if (kind == "json_schema" and quirks.refuses_json_schema) or (
+            kind == "json_object" and quirks.refuses_json_object
+        ):
+            with self._lock:
+                self.refused += 1
+                self.calls.append(Call.parse(body, request.headers))
+            return error_response(Reply(status=500), REFUSED_FORMAT.replace("{kind}", kind))
+        if quirks.ignores_tool_choice:  # the tools stay offered; the model need not call one
+            body = {k: v for k, v in body.items() if k != "tool_choice"}
         call = Call.parse(body, request.headers)
         problem = strict_schema_problem(body)
         if problem is not None:  # as OpenAI does, before any answer is scripted
             return error_response(Reply(status=400), problem)
         reply, epoch = self._take(call)
+        reply = answered_as_asked(reply, call, self.cap(body))
         if reply.delay_s > 0 and not await wait_unless_disconnected(request, reply.delay_s):
             with self._lock:
                 self.abandoned += epoch == self._epoch
@@ -289,7 +358,7 @@ class FakeLLM:
         self._report(epoch, usage)
         if call.stream:
             return StreamingResponse(
-                chunks(completion_id, call, reply, usage),
+                chunks(completion_id, call, reply, None if quirks.no_stream_usage else usage),
                 media_type="text/event-stream",
                 headers=reply.headers,
             )
@@ -462,14 +531,17 @@ def deltas(reply: Reply) -> Iterator[dict[str, Any]]:
 
 
 async def chunks(
-    completion_id: str, call: Call, reply: Reply, usage: dict[str, Any]
+    completion_id: str, call: Call, reply: Reply, usage: dict[str, Any] | None
 ) -> AsyncIterator[bytes]:
+    """The reply as OpenAI streams it; `usage` None: a server that never sends usage."""
     for delta in deltas(reply):
+        if reply.chunk_delay_s:
+            await asyncio.sleep(reply.chunk_delay_s)
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
         yield sse(chunk(completion_id, call, [choice]))
     final = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": reply.finish_reason}
     yield sse(chunk(completion_id, call, [final]))
-    if call.include_usage:
+    if call.include_usage and usage is not None:
         yield sse(chunk(completion_id, call, [], usage))
     yield sse("[DONE]")
 

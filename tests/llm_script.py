@@ -28,6 +28,7 @@ class ResearchModel:
     queries: list[str] = field(default_factory=lambda: ["printing press", "movable type"])
     review_scores: float = 0.95
     invent_footnote: bool = False  # the writer cites a source it was never given
+    cites: bool = True  # False: the writer's draft cites nothing, as small models write
     unsupported_claim: str | None = None  # a cited sentence no source says
     # The ReAct loop: one tool call per turn from this list, then a conclusion.
     actions: list[ToolCall] = field(
@@ -82,7 +83,8 @@ class ResearchModel:
                 }
             )
         if kind == "write":
-            return Reply(content=self.report(call.user))
+            report = self.report(call.user)
+            return Reply(content=report if self.cites else re.sub(r"\[\^\d+\]:?", "", report))
         return Reply(content="- The sources answer the query [1].")
 
     def report(self, prompt: str) -> str:

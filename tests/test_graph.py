@@ -109,6 +109,33 @@ async def test_a_topic_the_corpus_knows_nothing_about_ends_with_an_honest_partia
     assert values["report_status"] == "partial"
     assert "[^" not in body, "off-topic sources are not cited"
     assert "say little about this topic" in body
+    # With nothing cited there is no supported share to boast of.
+    front, _ = split_front_matter(values["final_report"])
+    assert "supported_citations: null" in front and "cited_claims: 0" in front
+    assert values["review"].citations.share is None
+
+
+async def test_a_partial_report_points_to_its_gaps_only_when_it_lists_them(
+    graph: ResearchGraph, corpus: LocalCorpus
+) -> None:
+    deps = Deps(engine=FailingReviewEngine(), search=corpus)
+    values = await run_graph(graph, deps, "gaps", start(max_iterations=2))
+    _, body = split_front_matter(values["final_report"])
+    banner = next(line for line in values["final_report"].splitlines() if "Partial report" in line)
+    assert ("Open Questions" in banner) == ("## Open Questions" in body)
+
+
+async def test_a_plan_edited_down_to_no_queries_ends_partial_and_says_why(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    question = await _plan_interrupt(graph, deps, "noqueries")
+    plan = {**question["plan"], "search_queries": []}
+    values = await run_graph(
+        graph, deps, "noqueries", Command(resume={"decision": "edit", "plan": plan})
+    )
+    assert values["report_status"] == "partial"
+    assert "no search queries" in values["final_report"]
+    assert values.get("research_data", []) == []
 
 
 async def _plan_interrupt(graph: ResearchGraph, deps: Deps, thread: str) -> dict[str, Any]:

@@ -574,7 +574,7 @@
     ];
     const cited = review.citations?.cited_claims;
     if (cited) {
-      // With nothing cited the share is 1.0 by definition: only a real share is shown.
+      // With nothing cited there is no share (null): only a real one is shown.
       parts.push(`supported citations ${Math.round(review.citations.share * 100)}% (${review.citations.supported} of ${cited})`);
     }
     const verdict = review.approved ? "passed" : "needs work";

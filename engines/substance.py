@@ -1,0 +1,57 @@
+"""Whether a model's plan, though it fits the schema, has substance.
+
+A small model given a JSON schema fills it with whatever it has: a field name
+("iin-plan_text") for a point, a line of the system prompt for a query, no queries at all.
+Such a plan would send the run searching for nothing, so it is refused and repaired
+like an answer that does not parse, and the extractive planner takes over after that.
+"""
+
+import re
+from collections.abc import Sequence
+
+from prompts.planner import PlanOutput
+from tools.text import stems, words
+
+# Copying this many consecutive words of the prompt is echoing it, not planning.
+ECHO_WORDS = 5
+# An identifier ("plan_text") is a schema's word, not a research point or a search.
+_IDENTIFIER = re.compile(r"\b[A-Za-z]+_[A-Za-z_]+\b")
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    tokens = [w.casefold() for w in words(text)]
+    return {tuple(tokens[i : i + ECHO_WORDS]) for i in range(len(tokens) - ECHO_WORDS + 1)}
+
+
+def _wordless(text: str) -> bool:
+    """No word at all ("...", "1.", "-"): nothing a report could answer or a search find."""
+    return not any(c.isalpha() for c in text)
+
+
+def plan_problem(plan: PlanOutput, topic: str, prompt: Sequence[str]) -> str | None:
+    """What makes `plan` unusable for `topic`, said so the model can fix it; None if usable.
+
+    `prompt` is the instructions the model was given (not the sources it was shown,
+    whose titles a query may fairly repeat): a point or query that copies them is an echo.
+    """
+    if not plan.search_queries:
+        return "there are no search queries: give 1 to 3 short queries that name the topic"
+    echoed = set().union(*(_shingles(text) for text in prompt)) - _shingles(topic)
+    for field, items in (
+        ("search query", plan.search_queries),
+        ("point", plan.investigation_points),
+    ):
+        for item in items:
+            if _shingles(item) & echoed:
+                return f"the {field} {item!r} copies the instructions: write your own"
+            if _IDENTIFIER.search(item):
+                return f"the {field} {item!r} is a field name, not about the topic"
+            if _wordless(item):
+                return f"the {field} {item!r} has no words"
+    subject = set(stems(topic))
+    if subject and not any(subject & set(stems(query)) for query in plan.search_queries):
+        return (
+            f"no search query names the topic ({topic!r}): at least one must, "
+            "in a few of its own words"
+        )
+    return None
