@@ -129,6 +129,8 @@ class ProgressPrinter:
             )
         elif kind == "fallback":
             err.print(f"  [yellow]fallback[/] {event['step']}: {escape(event['reason'])}")
+        elif kind == "repair":
+            err.print(f"  [dim]repair[/] {event['step']}: {escape(event['error'])}")
         elif kind == "structured_output" and event["method"] != self.structured.get(event["model"]):
             self.structured[event["model"]] = event["method"]
             refused = ", ".join(event["refused"]) or "none"

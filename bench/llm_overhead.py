@@ -14,7 +14,7 @@ draft, 10 sources of ~1,200 chars) four variants are timed, interleaved round by
   iterating the stream; `parse` with the pydantic schema for structured output): what the
   OpenAI SDK adds (request transform, strict schema, response and chunk models);
 - langchain: the same ChatOpenAI models the engine uses, called directly on prebuilt
-  messages (`ainvoke`, a prebuilt `with_structured_output` runnable, or `astream` feeding
+  messages (`ainvoke`, the engine's prebuilt structured-output binding, or `astream` feeding
   the callback): what LangChain adds on top of the SDK;
 - engine: the `LLMEngine` method inside `recording()`, as a node calls it: what we add
   (prompt building, the retry wrapper, usage recording, the merging of streamed chunks, and for review the citation checks).
@@ -59,6 +59,7 @@ from starlette.routing import Route
 
 from app.deps import llm_engine
 from app.settings import CONFIG_ENV, Settings
+from engines import structured
 from engines.checks import check_draft
 from engines.llm import LLMEngine, chat_model
 from engines.llm_config import Role
@@ -319,12 +320,9 @@ class Bench:
         e = self.engine
         plan, few, many, draft = self.plan, self.few, self.many, self.draft
         summarizer = self.model["researcher"].bind(max_tokens=researcher.SUMMARY_TOKENS)
-        planner_out = self.model["planner"].with_structured_output(
-            planner.PlanOutput, include_raw=True
-        )
-        reviewer_out = self.model["reviewer"].with_structured_output(
-            reviewer.ReviewOutput, include_raw=True
-        )
+        # As the engine asks (structured.bind: response_format json_schema) and reads.
+        planner_out = structured.bind(self.model["planner"], planner.PlanOutput, "json_schema")
+        reviewer_out = structured.bind(self.model["reviewer"], reviewer.ReviewOutput, "json_schema")
         summary_messages = messages(
             researcher.SUMMARY_SYSTEM, researcher.summary_message(TOPIC, few)
         )
@@ -338,7 +336,7 @@ class Bench:
 
         async def bare_plan() -> None:
             answer = await planner_out.ainvoke(plan_messages)
-            assert isinstance(answer, dict) and answer["parsed"] is not None
+            structured.read(answer, planner.PlanOutput, "json_schema")
 
         async def bare_write() -> None:
             async for chunk in writer_model.astream(write_messages):
@@ -347,7 +345,7 @@ class Bench:
 
         async def bare_review() -> None:
             answer = await reviewer_out.ainvoke(review_messages)
-            assert isinstance(answer, dict) and answer["parsed"] is not None
+            structured.read(answer, reviewer.ReviewOutput, "json_schema")
 
         engine_calls: dict[str, Call] = {
             "summarize": lambda: self.engine_call(lambda: e.summarize(TOPIC, few)),

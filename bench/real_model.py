@@ -52,6 +52,7 @@ class Outcome:
     error: str | None = None
     over_budget: bool = False
     fallbacks: Counter[str] = field(default_factory=Counter)
+    repairs: Counter[str] = field(default_factory=Counter)
     methods: dict[str, str] = field(default_factory=dict)
     refused: set[str] = field(default_factory=set)
     requests: int = 0
@@ -74,6 +75,8 @@ async def research(settings: Settings, topic: str, options: RunOptions, out: Pat
             return
         if chunk.get("event") == "fallback":
             outcome.fallbacks[chunk["step"]] += 1
+        elif chunk.get("event") == "repair":
+            outcome.repairs[chunk["step"]] += 1
         elif chunk.get("event") == "structured_output":
             outcome.methods[chunk["model"]] = chunk["method"]
             outcome.refused.update(chunk["refused"])
@@ -151,14 +154,28 @@ def main() -> int:
     options = RunOptions(max_iterations=args.max_iterations, time_budget_s=args.time_budget)
     print(f"model {model} at {args.base_url}; {len(chosen)} topics; reports in {out}")
 
+    engines = [("llm", llm)] if args.skip_extractive else [("extractive", extractive), ("llm", llm)]
+    runs = asyncio.run(run_all(engines, list(chosen), options, out))
+    report(runs)
+    for engine, _ in engines:
+        print(f"\n{engine}:\n{score(args.score, out / engine, topics_file)}")
+    return 1 if any(r.error is not None or r.over_budget for r in runs) else 0
+
+
+async def run_all(
+    engines: list[tuple[str, Settings]], topics: list[str], options: RunOptions, out: Path
+) -> list[Outcome]:
+    """Every topic with every engine; the LLM runs are printed as they end, and returned.
+
+    One event loop for all: the chat client's connection pool belongs to the loop it was
+    made in, and a second `asyncio.run` would find it closed.
+    """
     runs: list[Outcome] = []
-    for engine, settings in (("extractive", extractive), ("llm", llm)):
-        if engine == "extractive" and args.skip_extractive:
-            continue
+    for engine, settings in engines:
         folder = out / engine
         folder.mkdir(exist_ok=True)
-        for i, topic in enumerate(chosen):
-            outcome = asyncio.run(research(settings, topic, options, folder / f"{i:02d}.md"))
+        for i, topic in enumerate(topics):
+            outcome = await research(settings, topic, options, folder / f"{i:02d}.md")
             if engine == "llm":
                 runs.append(outcome)
                 print(
@@ -166,15 +183,22 @@ def main() -> int:
                     f"{'/'.join(sorted(set(outcome.methods.values()))) or '-':>16} "
                     f"req {outcome.requests:3d} tok {outcome.tokens:6d}"
                     f"{f' ({outcome.estimated} est.)' if outcome.estimated else ''} "
+                    f"repairs {dict(outcome.repairs) or '-'} "
                     f"fallbacks {dict(outcome.fallbacks) or '-'}  {topic}"
                     + (f"  ERROR {outcome.error}" if outcome.error else "")
                     + ("  OVER BUDGET" if outcome.over_budget else ""),
                     flush=True,
                 )
+    return runs
+
+
+def report(runs: list[Outcome]) -> None:
+    """The LLM runs' totals."""
     print()
     crashed = sum(r.error is not None for r in runs)
     over = sum(r.over_budget for r in runs)
     fallbacks = sum((r.fallbacks for r in runs), Counter[str]())
+    repairs = sum((r.repairs for r in runs), Counter[str]())
     methods = Counter(m for r in runs for m in r.methods.values())
     refused = Counter(m for r in runs for m in r.refused)
     seconds = sorted(r.seconds for r in runs)
@@ -183,12 +207,9 @@ def main() -> int:
         print(f"wall per run: median {seconds[len(seconds) // 2]:.1f} s, max {seconds[-1]:.1f} s")
     print(f"statuses: {dict(Counter(r.status for r in runs))}")
     print(f"structured output settled on: {dict(methods)}; refused by the server: {dict(refused)}")
+    print(f"repair rounds by step: {dict(repairs)}")
     print(f"fallbacks by step: {dict(fallbacks)}")
     print(f"requests {sum(r.requests for r in runs)}, tokens {sum(r.tokens for r in runs)}")
-    for engine in ("extractive", "llm"):
-        if (out / engine).exists():
-            print(f"\n{engine}:\n{score(args.score, out / engine, topics_file)}")
-    return 1 if crashed or over else 0
 
 
 if __name__ == "__main__":

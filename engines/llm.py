@@ -33,7 +33,14 @@ from engines.base import Engine, Progress, ReadTool, SearchTool
 from engines.checks import check_draft, cites_anything, strip_unknown_footnotes
 from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
 from engines.model_errors import access_error, classify_model_error
-from engines.recording import ModelCall, record_call, record_fallback, record_structured
+from engines.recording import (
+    ModelCall,
+    record_call,
+    record_fallback,
+    record_repair,
+    record_structured,
+    time_left,
+)
 from engines.structured import (
     AUTO_ORDER,
     OTHER_PROVIDERS_ORDER,
@@ -66,6 +73,15 @@ S = TypeVar("S", bound=BaseModel)
 PLACEHOLDER_KEY = "not-needed"
 # Characters per token, for estimating the usage of a reply whose server sent none.
 CHARS_PER_TOKEN = 4
+
+
+class BudgetSpent(ProviderError):
+    """The run's time budget ended before this call could start: the step falls back."""
+
+    @property
+    def is_retryable(self) -> bool:
+        """Never: the budget does not come back."""
+        return False
 
 
 def speaks_openai(base_url: str | None) -> bool:
@@ -217,18 +233,23 @@ class LLMEngine:
     ) -> T:
         """One model request with retries and accounting; see the module docstring for failures.
 
-        Each attempt is bounded by the role's timeout as a whole: the client's own timeout
-        bounds each read, which a server streaming a long answer never trips.
+        Each attempt is bounded as a whole by the role's timeout and by what is left of the
+        run's time budget (the client's own timeout bounds each read, which a server
+        streaming a long answer never trips); once the budget is spent, no attempt starts.
         """
         config = self._configs[role]
         attempts = 0
 
         async def attempt() -> T:
             nonlocal attempts
+            left = time_left()
+            if left is not None and left <= 0:
+                raise BudgetSpent("the run's time budget is spent", "TIMEOUT_ERROR")
             attempts += 1
             started = time.perf_counter()
+            limit = config.timeout_seconds if left is None else min(config.timeout_seconds, left)
             try:
-                async with asyncio.timeout(config.timeout_seconds):
+                async with asyncio.timeout(limit):
                     result, message = await op()
             except Exception as exc:
                 self._record(
@@ -256,7 +277,7 @@ class LLMEngine:
                 attempt, policy, config.timeout_seconds, classify_model_error
             )
         except ProviderError as exc:
-            if exc.is_retryable:
+            if exc.is_retryable or isinstance(exc, BudgetSpent):
                 raise
             raise access_error(exc, role, config.model, self._base_url) from exc
 
@@ -307,7 +328,14 @@ class LLMEngine:
         """
         config = self._configs[role]
         capabilities = self._capabilities[config.provider]
-        for method in capabilities.candidates(config.model, config.structured_output):
+        tried: set[Method] = set()
+        while remaining := [
+            m
+            for m in capabilities.candidates(config.model, config.structured_output)
+            if m not in tried
+        ]:
+            method = remaining[0]
+            tried.add(method)
             try:
                 return await self._structured_by(method, role, schema, messages, step, check)
             except MethodRefused as refusal:
@@ -352,7 +380,7 @@ class LLMEngine:
             return message, message
 
         error: Exception | None = None
-        for _ in range(2):
+        for attempt in ("first", "repair"):
             try:
                 message = await self._ask(role, op, asked)
             except ProviderError as exc:  # retries exhausted: the step falls back
@@ -371,6 +399,9 @@ class LLMEngine:
                 return parsed
             except (UnusableAnswer, ValidationError) as exc:
                 error = exc
+            if attempt == "repair":
+                break
+            record_repair(step, _brief(error))
             asked = [
                 *asked,
                 AIMessage(content=_shown(message)),
@@ -677,6 +708,16 @@ def _unfinished(exc: LengthFinishReasonError | ContentFilterFinishReasonError) -
             else None
         ),
     )
+
+
+def _brief(error: Exception) -> str:
+    """What was wrong with an answer, in a line (pydantic's first errors, with their fields)."""
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(part) for part in e['loc']) or 'the answer'}: {e['msg']}"
+            for e in error.errors()[:3]
+        )
+    return str(error)[:300]
 
 
 def _shown(message: AIMessage) -> str:

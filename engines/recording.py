@@ -1,11 +1,15 @@
 """What an engine spent and where it fell back, collected for the node that called it.
 
+The recorder also carries the run's deadline (the end of its time budget), so every model
+call of the step can be bounded by it without the Engine protocol passing it around.
+
 A node opens `recording()` around its engine calls; the engine reports each model call
 and each fallback with `record_call` / `record_fallback`. A context variable carries the
 recorder, so concurrent nodes (and concurrent runs) never see each other's figures, and
 the Engine protocol stays free of bookkeeping parameters.
 """
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -36,6 +40,14 @@ class Fallback:
 
 
 @dataclass(frozen=True, slots=True)
+class Repair:
+    """A structured answer that did not fit and was asked for again, with what was wrong."""
+
+    step: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class StructuredOutput:
     """How a model was asked for structured answers, and which ways its server refused."""
 
@@ -46,25 +58,35 @@ class StructuredOutput:
 
 @dataclass(slots=True)
 class Recorder:
-    """The model calls, fallbacks and structured-output methods of one node step."""
+    """The model calls, fallbacks, repairs and structured-output methods of one node step."""
 
     calls: list[ModelCall] = field(default_factory=list)
     fallbacks: list[Fallback] = field(default_factory=list)
     structured: dict[str, StructuredOutput] = field(default_factory=dict)
+    repairs: list[Repair] = field(default_factory=list)
+    deadline: float | None = None  # time.monotonic() when the run's time budget ends
 
 
 _current: ContextVar[Recorder | None] = ContextVar("engine_recorder", default=None)
 
 
 @contextmanager
-def recording() -> Iterator[Recorder]:
+def recording(deadline: float | None = None) -> Iterator[Recorder]:
     """Collect what the engine reports inside the block (tasks started inside share it)."""
-    recorder = Recorder()
+    recorder = Recorder(deadline=deadline)
     token = _current.set(recorder)
     try:
         yield recorder
     finally:
         _current.reset(token)
+
+
+def time_left() -> float | None:
+    """Seconds until the run's time budget ends (None: no budget known here)."""
+    recorder = _current.get()
+    if recorder is None or recorder.deadline is None:
+        return None
+    return recorder.deadline - time.monotonic()
 
 
 def record_call(call: ModelCall) -> None:
@@ -86,3 +108,10 @@ def record_structured(model: str, method: str, refused: dict[str, str]) -> None:
     recorder = _current.get()
     if recorder is not None:
         recorder.structured[model] = StructuredOutput(model, method, dict(refused))
+
+
+def record_repair(step: str, error: str) -> None:
+    """Report that `step`'s structured answer did not fit and gets its repair round."""
+    recorder = _current.get()
+    if recorder is not None:
+        recorder.repairs.append(Repair(step, error))

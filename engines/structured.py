@@ -157,5 +157,11 @@ class Capabilities:
         self.chosen[model] = method
 
     def refuse(self, model: str, refusal: MethodRefused) -> None:
-        """Remember that `model`'s server refused a method (it is not tried again)."""
+        """Remember that `model`'s server refused a method (it is not tried again).
+
+        A method that worked before and is refused now (a schema the server cannot turn
+        into a grammar) is given up too: the next call looks for another.
+        """
         self.refused.setdefault(model, {})[refusal.method] = refusal.why
+        if self.chosen.get(model) == refusal.method:
+            del self.chosen[model]

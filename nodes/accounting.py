@@ -31,6 +31,12 @@ async def unless_refused(
         return await fallback(), str(exc)
 
 
+def run_deadline(state: ResearchState) -> float:
+    """When the run's time budget ends, as a `time.monotonic()` value (active time counts)."""
+    spent_s = state["usage"].seconds if "usage" in state else 0.0
+    return time.monotonic() + max(0.0, state["options"].time_budget_s - spent_s)
+
+
 def spent(node: str, started: float, recorder: Recorder | None = None) -> Usage:
     """Usage of one call of `node` that began at `started` (a `time.perf_counter()` value).
 
@@ -113,6 +119,8 @@ def account(
                 name=node,
             )
         )
+    for repair in recorder.repairs:
+        runtime.stream_writer({"event": "repair", "step": repair.step, "error": repair.error})
     for chosen in recorder.structured.values():
         runtime.stream_writer(
             {

@@ -14,7 +14,7 @@ from engines.recording import recording
 from graph.models import ResearchNote, SearchResult
 from graph.routing import RESEARCHER
 from graph.state import ResearchState
-from nodes.accounting import account, merge_updates
+from nodes.accounting import account, merge_updates, run_deadline
 from nodes.context import Deps
 from nodes.reading import Reading, read_top_pages
 from nodes.sources import to_sources
@@ -53,7 +53,7 @@ def _describe(exc: BaseException) -> str:
 async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Search and summarise every pending query concurrently; failures are noted, not fatal."""
     started = time.perf_counter()
-    with recording() as recorder:
+    with recording(run_deadline(state)) as recorder:
         update = await _research(state, runtime)
     return merge_updates(
         update,
@@ -76,8 +76,7 @@ async def _research(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, A
     done = state.get("queries_done", [])
     gate = asyncio.Semaphore(deps.search_concurrency)
     known = {normalize_url(s.url) for s in state.get("research_data", [])}
-    spent_s = state["usage"].seconds if "usage" in state else 0.0
-    deadline = time.monotonic() + max(0.0, options.time_budget_s - spent_s)
+    deadline = run_deadline(state)
     pages: dict[str, asyncio.Task[Page]] = {}
 
     async def investigate(query: str) -> _Outcome:

@@ -11,7 +11,7 @@ from engines.recording import recording
 from graph.models import CitationCheck, Review, ReviewIssue
 from graph.routing import REVIEWER
 from graph.state import ResearchState
-from nodes.accounting import account, merge_updates, unless_refused
+from nodes.accounting import account, merge_updates, run_deadline, unless_refused
 from nodes.context import Deps
 
 
@@ -44,7 +44,7 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
     deps = runtime.context
     sources = state.get("research_data", [])
     markdown, removed = strip_unknown_footnotes(drafts[-1].markdown, sources)
-    with recording() as recorder:
+    with recording(run_deadline(state)) as recorder:
         review, halted = await unless_refused(
             "review",
             deps.engine.review(markdown, plan, sources),

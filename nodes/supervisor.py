@@ -12,7 +12,7 @@ from engines.recording import recording
 from graph.models import Action, SearchResult
 from graph.routing import SUPERVISOR, fixed_supervisor_rule
 from graph.state import ResearchState
-from nodes.accounting import account, merge_updates
+from nodes.accounting import account, merge_updates, run_deadline
 from nodes.context import Deps
 from nodes.sources import to_sources
 
@@ -38,7 +38,7 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
     started = time.perf_counter()
     deps = runtime.context
     plan = state.get("task_plan")
-    with recording() as recorder:
+    with recording(run_deadline(state)) as recorder:
         if plan is None:
             probe = await _probe(state, deps)
             plan = await deps.engine.plan(state["topic"], probe, state.get("feedback"))

@@ -12,7 +12,7 @@ from engines.recording import recording
 from graph.models import Draft
 from graph.routing import WRITER
 from graph.state import ResearchState
-from nodes.accounting import account, merge_updates, unless_refused
+from nodes.accounting import account, merge_updates, run_deadline, unless_refused
 from nodes.context import Deps
 
 # Tokens are forwarded in pieces of about this many characters: one event per token would
@@ -60,7 +60,7 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     on_token, flush = token_batcher(runtime.stream_writer, version)
     halted: str | None = None
     review, feedback = state.get("review"), state.get("feedback")
-    with recording() as recorder:
+    with recording(run_deadline(state)) as recorder:
         writing = deps.engine.write(plan, sources, review, feedback, on_token)
         if sources:
             markdown, halted = await unless_refused(

@@ -19,7 +19,7 @@ from nodes.context import Deps
 from prompts.planner import PLAN_SYSTEM
 from tools.local_corpus import LocalCorpus
 
-from .fake_llm import Call, FakeLLM, Reply
+from .fake_llm import Call, FakeLLM, Reply, error_body
 from .llm_script import ResearchModel
 from .support import start
 from .test_llm_engine import engine_for, run
@@ -98,6 +98,22 @@ async def test_a_server_that_ignores_the_forced_tool_and_refuses_json_mode_is_as
     assert set(chosen.refused) == {"json_schema", "function_calling", "json_mode"}
     # The ignored tool call still cost a request, and it is counted.
     assert len(recorder.calls) == 4 == len(llm.calls)
+
+
+async def test_a_method_that_worked_and_is_refused_later_is_given_up_for_the_next(
+    llm: FakeLLM, settings_env: Path
+) -> None:
+    llm.responder = ResearchModel()
+    engine = engine_for(llm)
+    await engine.plan("history of the printing press", [], None)  # json_schema works
+    refusal = "response_format: the JSON schema could not be turned into a grammar"
+    llm.script(Reply(status=500, error_body=error_body(500, refusal)))
+    with recording() as recorder:
+        plan = await engine.plan("history of the printing press", [], None)
+    assert plan.search_queries == ["printing press", "movable type"]
+    assert structured_kinds(llm) == ["json_schema", "json_schema", "tool"]
+    assert recorder.structured["openai:gpt-4o-mini"].method == "function_calling"
+    assert recorder.fallbacks == []
 
 
 async def test_a_run_says_which_way_of_asking_is_used_and_needs_no_fallback(
@@ -220,7 +236,9 @@ async def test_node_and_model_request_counts_agree_after_a_repair_round(
     llm.script(Reply(content="not json"))  # the plan needs its repair round
     llm.responder = script
     deps = Deps(engine=engine_for(llm), search=corpus)
-    values, _ = await run(graph, deps, "llm-counts", start(min_sources=2))
+    values, events = await run(graph, deps, "llm-counts", start(min_sources=2))
+    repairs = [e for e in events if e["event"] == "repair"]
+    assert [e["step"] for e in repairs] == ["plan"] and "no JSON" in repairs[0]["error"]
 
     usage = values["usage"]
     model = usage.models["openai:gpt-4o-mini"]
@@ -303,3 +321,25 @@ async def test_a_draft_that_cites_nothing_is_written_by_the_extractive_writer_in
     )
     _, body = split_front_matter(values["final_report"])
     assert "[^1]" in body and values["review"].citations.cited_claims > 0
+
+
+async def test_a_model_call_ends_with_the_runs_time_budget_and_the_step_falls_back(
+    llm: FakeLLM, settings_env: Path, graph: ResearchGraph, corpus: LocalCorpus
+) -> None:
+    script = ResearchModel()
+
+    def responder(call: Call) -> Reply:
+        reply = script(call)
+        if "Writer of professional" in call.system:  # a 20 s trickle, each chunk in time
+            return Reply(content=reply.content, chunk_delay_s=0.1)
+        return reply
+
+    llm.responder = responder
+    deps = Deps(engine=engine_for(llm), search=corpus)
+    values, events = await run(graph, deps, "llm-budget-s", start(min_sources=2, time_budget_s=3))
+
+    fell_back = [e for e in events if e["event"] == "fallback" and e["step"] == "write"]
+    assert fell_back and "time budget is spent" in fell_back[0]["reason"]
+    assert values["usage"].seconds < 15  # the stream alone would take 20 s
+    # The extractive writer drafted instead, from the same sources.
+    assert "[^1]" in split_front_matter(values["final_report"])[1]

@@ -505,6 +505,13 @@
       case "draft": addStep("draft", `Draft ${data.version}`, `${numbers.format(data.chars || 0)} characters written`); break;
       case "review": reviewStep(data); break;
       case "fallback": addStep("fallback", "Fallback", `${data.step}: ${data.reason}`); break;
+      case "repair": addStep("fallback", "Answer asked again", `${data.step}: ${data.error}`); break;
+      case "structured_output":
+        if (view.structured !== data.method) {  // said once per run, unless it changes
+          view.structured = data.method;
+          addStep("model", "Structured output", `${data.model}: ${data.method}`);
+        }
+        break;
       case "report":
         addStep("report", "Report", `${data.status} report, ${numbers.format(data.chars || 0)} characters`);
         // Not loaded yet: the checkpoint holding it is written after this event, before
