@@ -29,7 +29,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from openai import APIStatusError, ContentFilterFinishReasonError, LengthFinishReasonError
 from pydantic import BaseModel, ValidationError
 
-from engines.base import Engine, Progress, ReadTool, SearchTool
+from engines.base import Engine, LinkFollower, Progress, ReadTool, SearchTool
 from engines.checks import check_draft, cites_anything, strip_unknown_footnotes
 from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
 from engines.model_errors import access_error, classify_model_error
@@ -444,6 +444,18 @@ class LLMEngine:
             search_queries=list(dict.fromkeys(out.search_queries)),
             plan_text=out.plan_text,
         )
+
+    def follow_up(
+        self, plan: ResearchPlan, sources: Sequence[SearchResult], done: Sequence[str]
+    ) -> list[str]:
+        """The extractive engine's link follow-ups: what the subject's own article names.
+
+        No model call. The model's ReAct loop comes on top, in the next research step, so a
+        model too small to search well still reads what the extractive engine would have.
+        """
+        if isinstance(self._fallback, LinkFollower):
+            return self._fallback.follow_up(plan, sources, done)
+        return []
 
     async def refine_queries(
         self,
