@@ -1,4 +1,8 @@
-"""The `research-agent` command: run, resume and inspect research, manage the local corpus."""
+"""What the `research-agent` commands do (`app/cli.py` parses them, and loads this on use).
+
+Kept apart so that `research-agent --help` and argument errors never import LangGraph,
+LangChain or the stores: those take a second or two to load.
+"""
 
 import asyncio
 import sys
@@ -6,9 +10,9 @@ import uuid
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Any, NoReturn
 
-import typer
+import click
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -31,16 +35,7 @@ from tools.corpus_files import CorpusFormatError, iter_documents
 from tools.local_corpus import CorpusMissingError, LocalCorpus, build_index
 from tools.wiki_corpus import CorpusDownloadError, fetch_demo_corpus
 
-DEMO_TOPIC = "history of the printing press"
 BAD_INPUT = 2
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="A deep-research agent: plan, search, write a cited report, review it.",
-)
-corpus_app = typer.Typer(no_args_is_help=True, help="Build and inspect the local search corpus.")
-app.add_typer(corpus_app, name="corpus")
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
 
@@ -48,7 +43,7 @@ out = Console(highlight=False)
 def fail(message: str) -> NoReturn:
     """Print a one-line error and exit with the bad-input code."""
     err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
-    raise typer.Exit(BAD_INPUT)
+    raise click.exceptions.Exit(BAD_INPUT)
 
 
 # How the fields of a research request are spelled on the command line.
@@ -298,22 +293,15 @@ async def _run(
             _finish(snapshot.values, pending_interrupt(snapshot), thread_id, out_file)
 
 
-@app.command()
 def run(
-    topic: Annotated[str, typer.Argument(help="What to research.")],
-    max_iterations: Annotated[
-        int, typer.Option(help="Researcher, writer and reviewer steps (1..20).")
-    ] = 5,
-    min_sources: Annotated[int, typer.Option(help="Sources before the first draft.")] = 5,
-    max_results: Annotated[int, typer.Option(help="Results per search query (1..20).")] = 5,
-    approve: Annotated[
-        str, typer.Option(help="Ask for approval: none, plan or plan_and_report.")
-    ] = "none",
-    time_budget: Annotated[float, typer.Option(help="Active time budget in seconds.")] = 600.0,
-    out_file: Annotated[
-        Path | None, typer.Option("--out", help="Write the report to this file.")
-    ] = None,
-    thread: Annotated[str | None, typer.Option(help="Thread id (default: a new one).")] = None,
+    topic: str,
+    max_iterations: int,
+    min_sources: int,
+    max_results: int,
+    approve: str,
+    time_budget: float,
+    out_file: Path | None,
+    thread: str | None,
 ) -> None:
     """Research a topic and print the cited report."""
     try:
@@ -330,7 +318,7 @@ def run(
     except ValidationError as exc:
         fail(f"invalid request ({_explain(exc, flags=True)})")
     settings = load_settings()
-    thread_id = thread or uuid.uuid4().hex
+    thread_id = thread or new_thread_id()
     interactive = request.options.approval != "none"
     _until_interrupted(_run(settings, request, thread_id, out_file, interactive), thread_id)
 
@@ -345,7 +333,7 @@ def _until_interrupted(work: Coroutine[Any, Any, None], thread_id: str) -> None:
         err.print(
             f"\n[yellow]interrupted[/]: continue with `research-agent resume {escape(thread_id)}`"
         )
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
 
 
 def _unknown_thread(thread_id: str) -> NoReturn:
@@ -381,13 +369,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
             _finish(final.values, pending_interrupt(final), thread_id, out_file)
 
 
-@app.command()
-def resume(
-    thread_id: Annotated[str, typer.Argument(help="The thread to continue.")],
-    out_file: Annotated[
-        Path | None, typer.Option("--out", help="Write the report to this file.")
-    ] = None,
-) -> None:
+def resume(thread_id: str, out_file: Path | None) -> None:
     """Continue an interrupted, waiting or killed run from its last checkpoint."""
     _until_interrupted(_resume(load_settings(), thread_id, out_file), thread_id)
 
@@ -429,8 +411,7 @@ async def _show(settings: Settings, thread_id: str) -> None:
         _print_report(values["final_report"])
 
 
-@app.command()
-def show(thread_id: Annotated[str, typer.Argument(help="The thread to show.")]) -> None:
+def show(thread_id: str) -> None:
     """Print a thread's status, research notes and report."""
     asyncio.run(_show(load_settings(), thread_id))
 
@@ -453,13 +434,7 @@ def _ensure_demo_corpus(settings: Settings) -> None:
     )
 
 
-@app.command()
-def demo(
-    topic: Annotated[str, typer.Argument(help="What to research.")] = DEMO_TOPIC,
-    out_file: Annotated[
-        Path | None, typer.Option("--out", help="Write the report to this file.")
-    ] = None,
-) -> None:
+def demo(topic: str, out_file: Path | None) -> None:
     """Fetch the demo corpus if needed, then research a topic end to end, offline."""
     settings = load_settings()
     _ensure_demo_corpus(settings)
@@ -467,27 +442,19 @@ def demo(
         request = ResearchRequest(topic=topic)
     except ValidationError as exc:
         fail(f"invalid request ({_explain(exc, flags=True)})")
-    thread_id = uuid.uuid4().hex
+    thread_id = new_thread_id()
     _until_interrupted(_run(settings, request, thread_id, out_file, interactive=False), thread_id)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-@app.command()
-def serve(
-    host: Annotated[
-        str | None, typer.Option(help="Address to listen on (default: the setting).")
-    ] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default: the setting, 8000).")] = None,
-    no_worker: Annotated[
-        bool,
-        typer.Option(
-            "--no-worker",
-            help="With Redis: only serve the API; `research-agent worker` processes execute the runs.",
-        ),
-    ] = False,
-) -> None:
+def new_thread_id() -> str:
+    """A fresh thread id."""
+    return uuid.uuid4().hex
+
+
+def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     """Run the HTTP service (REST + Server-Sent Events) on the embedded defaults."""
     import uvicorn
 
@@ -534,7 +501,6 @@ def _check_before_start(settings: Settings) -> None:
         fail(str(exc))
 
 
-@app.command()
 def worker() -> None:
     """Execute queued research runs from Redis (`RESEARCH_REDIS_URL`) until stopped.
 
@@ -565,12 +531,7 @@ async def _work(settings: Settings) -> None:
             await working
 
 
-@corpus_app.command("index")
-def corpus_index(
-    path: Annotated[
-        Path, typer.Argument(help="A folder (or file) of .md, .txt, .html and .jsonl documents.")
-    ],
-) -> None:
+def corpus_index(path: Path) -> None:
     """Index documents as the local search corpus (replacing the current index)."""
     if not path.exists():
         fail(f"{path} does not exist: give a folder of .md, .txt, .html or .jsonl files")
@@ -587,17 +548,12 @@ def corpus_index(
     )
 
 
-@corpus_app.command("demo")
 def corpus_demo() -> None:
     """Download and index the Wikipedia demo corpus."""
     _ensure_demo_corpus(load_settings())
 
 
-@corpus_app.command("search")
-def corpus_search(
-    query: Annotated[str, typer.Argument(help="Search terms.")],
-    limit: Annotated[int, typer.Option(help="Results to show.")] = 5,
-) -> None:
+def corpus_search(query: str, limit: int) -> None:
     """Query the local corpus, to see what the researcher would find."""
     try:
         corpus = LocalCorpus(load_settings().corpus_index_path)
@@ -612,8 +568,3 @@ def corpus_search(
             f"no results for {escape(query)!r} in the local corpus: set TAVILY_API_KEY or "
             "BRAVE_API_KEY for web search, or add documents with `research-agent corpus index PATH`"
         )
-
-
-def main() -> None:
-    """Entry point of the console script."""
-    app()

@@ -613,7 +613,8 @@ def _render(
         lines += [f"## {GAPS_SECTION}", "", "The collected sources do not address:", ""]
         lines += [f"- {point}" for point in gaps]
         lines.append("")
-    lines += ["## References", ""]
+    if numbers:
+        lines += ["## References", ""]
     for key, number in numbers.items():
         source = sources[key]
         lines.append(f"[^{number}]: [{source.title}]({markdown_url(source.url)})")

@@ -80,7 +80,9 @@ def union_queries(left: list[str] | None, right: list[str] | None) -> list[str]:
     return merged
 
 
-ReportStatus = Literal["final", "partial"]
+# final: a draft passed review; partial: the budget ended first (the best draft is kept);
+# insufficient: the report cites nothing (the sources do not cover the subject).
+ReportStatus = Literal["final", "partial", "insufficient"]
 
 
 class ResearchState(TypedDict, total=False):

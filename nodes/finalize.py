@@ -36,11 +36,10 @@ def front_matter(
     status: str,
     models: dict[str, str] | None = None,
     stopped: str | None = None,
-    uncovered: bool = False,
 ) -> str:
     """YAML front matter that says how the report was made (strings as JSON, valid YAML).
 
-    `uncovered`: the report cites nothing, and `stopped` says why and what would help.
+    A report that is not final opens with why (`stopped`) and what would help.
     """
     review = draft.review
     usage = state.get("usage")
@@ -73,8 +72,8 @@ def front_matter(
     ]
     if stopped:
         lines.insert(-1, f"stopped: {json.dumps(stopped, ensure_ascii=False)}")
-    if status == "partial" and uncovered:
-        lines += ["", f"> **Partial report:** {stopped}."]
+    if status == "insufficient":
+        lines += ["", f"> **Insufficient sources:** {stopped}."]
     elif status == "partial":
         why = stopped or "the budget was spent, or there was nothing more to find"
         marked = " The gaps are listed under Open Questions." if has_gaps(draft.markdown) else ""
@@ -134,7 +133,7 @@ async def finalize(
     approved = draft.review is not None and draft.review.approved and not state.get("halted")
     # A report that cites nothing is never final, however it came about.
     uncovered = not cites_anything(draft.markdown)
-    status = "final" if approved and not uncovered else "partial"
+    status = "insufficient" if uncovered else "final" if approved else "partial"
     stopped = (
         NO_QUERIES
         if no_research
@@ -146,10 +145,7 @@ async def finalize(
     )
     _, body = split_front_matter(draft.markdown)
     engine = runtime.context.engine
-    report = (
-        front_matter(state, draft, engine.description, status, engine.models, stopped, uncovered)
-        + body
-    )
+    report = front_matter(state, draft, engine.description, status, engine.models, stopped) + body
     update: dict[str, Any] = {
         "final_report": report,
         "report_status": status,

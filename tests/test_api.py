@@ -252,7 +252,9 @@ async def test_threads_are_listed_newest_first_with_a_cursor(service: Service) -
         assert (await client.get(f"/v1/research/{ids[0]}")).status_code == 404
 
 
-async def test_the_list_and_the_detail_say_when_a_report_is_partial(service: Service) -> None:
+async def test_the_list_and_the_detail_say_when_the_sources_were_insufficient(
+    service: Service,
+) -> None:
     async with service() as client:
         known = (await client.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
         unknown = (await client.post("/v1/research", json={"topic": "zyxwv frobnication"})).json()[
@@ -262,12 +264,12 @@ async def test_the_list_and_the_detail_say_when_a_report_is_partial(service: Ser
             await wait_for_status(client, thread_id, TERMINAL)
         items = {t["thread_id"]: t for t in (await client.get("/v1/research")).json()["items"]}
         assert items[known]["report_status"] == "final"
-        assert items[unknown]["report_status"] == "partial"
+        assert items[unknown]["report_status"] == "insufficient"
         detail = (await client.get(f"/v1/research/{unknown}")).json()
-        assert detail["status"] == "completed" and detail["report_status"] == "partial"
+        assert detail["status"] == "completed" and detail["report_status"] == "insufficient"
         assert "do not cover this subject" in detail["stopped"]
         assert (
-            "> **Partial report:** the collected sources do not cover this subject"
+            "> **Insufficient sources:** the collected sources do not cover this subject"
             in (detail["report"])
         )
         assert "corpus index" in detail["report"]

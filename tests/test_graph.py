@@ -23,7 +23,7 @@ async def test_a_run_ends_with_a_cited_report_on_the_fixture_corpus(
     report = values["final_report"]
     front, body = split_front_matter(report)
     assert 'engine: "extractive' in front
-    assert values["report_status"] in ("final", "partial")
+    assert values["report_status"] in ("final", "partial", "insufficient")
     assert f"status: {values['report_status']}" in front
     headings = sections(body)
     assert all(name in headings for name in REQUIRED_SECTIONS)
@@ -101,12 +101,12 @@ async def test_a_provider_failing_every_second_query_still_gives_a_report(
     assert values["final_report"]
 
 
-async def test_a_topic_the_corpus_knows_nothing_about_ends_with_an_honest_partial_report(
+async def test_a_topic_the_corpus_knows_nothing_about_ends_with_an_honest_insufficient_report(
     graph: ResearchGraph, deps: Deps
 ) -> None:
     values = await run_graph(graph, deps, "nothing", start("zyxwv frobnication", max_iterations=3))
     _, body = split_front_matter(values["final_report"])
-    assert values["report_status"] == "partial"
+    assert values["report_status"] == "insufficient"
     assert "[^" not in body, "off-topic sources are not cited"
     assert "say little about this topic" in body
     # With nothing cited there is no supported share to boast of.
@@ -125,7 +125,7 @@ async def test_a_partial_report_points_to_its_gaps_only_when_it_lists_them(
     assert ("Open Questions" in banner) == ("## Open Questions" in body)
 
 
-async def test_a_plan_edited_down_to_no_queries_ends_partial_and_says_why(
+async def test_a_plan_edited_down_to_no_queries_ends_insufficient_and_says_why(
     graph: ResearchGraph, deps: Deps
 ) -> None:
     question = await _plan_interrupt(graph, deps, "noqueries")
@@ -133,7 +133,7 @@ async def test_a_plan_edited_down_to_no_queries_ends_partial_and_says_why(
     values = await run_graph(
         graph, deps, "noqueries", Command(resume={"decision": "edit", "plan": plan})
     )
-    assert values["report_status"] == "partial"
+    assert values["report_status"] == "insufficient"
     assert "no search queries" in values["final_report"]
     assert values.get("research_data", []) == []
 

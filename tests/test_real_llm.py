@@ -3,7 +3,7 @@
 Runs only when RESEARCH_TEST_LLM_URL names the server's base URL (for example llama.cpp's
 `llama-server` at http://127.0.0.1:8082/v1); RESEARCH_TEST_LLM_MODEL names the model
 (default: the first the server lists). Whatever the model writes, the run must finish
-(final or partial, never a crash), within its time budget, with token and request figures
+(final, partial or insufficient, never a crash), within its time budget, with token and request figures
 that agree with the server's own usage reports.
 
     RESEARCH_TEST_LLM_URL=http://127.0.0.1:8082/v1 pytest -s tests/test_real_llm.py
@@ -79,7 +79,7 @@ async def test_a_run_against_a_real_model_finishes_with_the_servers_own_figures(
     )
     print(front)
 
-    assert values["report_status"] in ("final", "partial")
+    assert values["report_status"] in ("final", "partial", "insufficient")
     assert body.strip(), "a report, whatever its quality"
     assert usage.seconds <= TIME_BUDGET_S * 1.1
     # Every request the engine made reached the server, and each side counts them alike.

@@ -5,6 +5,7 @@ title is an XSS probe; the page must show it as text and never run it.
 """
 
 import json
+import os
 import re
 import shutil
 from collections.abc import AsyncIterator, Iterator
@@ -97,6 +98,11 @@ def dialogs(page: Page) -> list[str]:
     return seen
 
 
+# Screenshots of the page's states, kept for a look after the run (not compared to anything).
+SHOTS = Path(os.environ.get("RESEARCH_WEB_SHOTS", "/tmp/research-agent-shots"))
+SHOTS.mkdir(parents=True, exist_ok=True)
+
+
 async def start_run(
     page: Page, base: str, approval: str = "none", min_sources: int = 3, topic: str = TOPIC
 ) -> str:
@@ -113,14 +119,34 @@ async def wait_for_status(page: Page, status: str) -> None:
     await expect(page.locator("#run-status")).to_have_text(status, timeout=WAIT_MS)
 
 
-async def test_a_run_whose_report_is_partial_says_so_in_its_badges(page: Page, server: str) -> None:
+async def test_a_run_whose_sources_were_insufficient_says_so_in_its_badges(
+    page: Page, server: str
+) -> None:
     thread_id = await start_run(page, server, topic="zyxwv frobnication", min_sources=1)
-    await wait_for_status(page, "partial")
+    await wait_for_status(page, "insufficient")
     item = page.locator(f'#threads .thread[data-thread-id="{thread_id}"] .status')
-    await expect(item).to_have_text("partial", timeout=WAIT_MS)
+    await expect(item).to_have_text("insufficient", timeout=WAIT_MS)
     await page.reload()  # from the list and the detail, not only from the live events
-    await wait_for_status(page, "partial")
-    await expect(item).to_have_text("partial", timeout=WAIT_MS)
+    await wait_for_status(page, "insufficient")
+    await expect(item).to_have_text("insufficient", timeout=WAIT_MS)
+    # The report says so in its first line, and has no empty References heading.
+    report = page.locator("#report")
+    await expect(report.locator(".report-summary .report-status")).to_have_text(
+        "insufficient", timeout=WAIT_MS
+    )
+    assert await report.locator("h2", has_text="References").count() == 0
+    await page.screenshot(path=str(SHOTS / "insufficient.png"), full_page=True)
+
+
+async def test_an_empty_topic_asks_for_one_in_plain_words(page: Page, server: str) -> None:
+    await page.goto(server)
+    await page.fill("#topic", "   ")
+    await page.click("#start")
+    await expect(page.locator("#form-error")).to_have_text(
+        "Enter a topic: what should be researched?"
+    )
+    assert await page.locator("#topic").get_attribute("aria-invalid") == "true"
+    assert "#/runs/" not in page.url
 
 
 async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_link_to_references(
@@ -138,8 +164,13 @@ async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_li
     await wait_for_status(page, "completed")
     await expect(panel).to_be_hidden()
     timeline = page.locator("#timeline")
-    for kind in ("plan", "search", "draft", "review", "report"):
+    for kind in ("plan", "searches", "draft", "review", "report"):
         await expect(timeline.locator(f"li.step[data-kind={kind}]").first).to_be_visible()
+    # The searches are folded into one step that counts them, and open on a click.
+    searches = timeline.locator("li.step[data-kind=searches]").first
+    await expect(searches.locator("summary")).to_contain_text("searches")
+    await expect(timeline.locator("li.step[data-kind=search]").first).to_be_hidden()
+    await searches.locator("summary").click()
     await expect(timeline.locator("li.step[data-kind=search]").first).to_contain_text(
         "Gutenberg Bible Mainz"
     )
@@ -147,6 +178,19 @@ async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_li
 
     report = page.locator("#report")
     await expect(report.locator("h1")).to_be_visible(timeout=WAIT_MS)
+    # One line says how the report stands; the front matter's details stay folded.
+    await expect(report.locator(".report-summary")).to_contain_text("sources")
+    await expect(report.locator(".report-summary .report-status")).to_have_text("final")
+    await expect(report.locator(".report-meta")).to_be_hidden()
+    # Every citation of a source shows the same [n] (no [1:1], [1:2]).
+    captions = await report.locator("sup.footnote-ref a").all_inner_texts()
+    assert captions and all(re.fullmatch(r"\[\d+\]", c) for c in captions), captions
+    # The research graph, with every node and the last one run marked.
+    graph = page.locator("#graph svg")
+    await expect(graph).to_be_visible()
+    nodes = await graph.locator(".graph-node").evaluate_all("ns => ns.map(n => n.dataset.node)")
+    assert {"supervisor", "researcher", "writer", "reviewer", "finalize"} <= set(nodes)
+    assert await graph.locator(".graph-node.visited").count() >= 4
     footnote = report.locator("sup.footnote-ref a").first
     target = await footnote.get_attribute("href")
     assert target is not None and target.startswith("#fn")
@@ -159,6 +203,7 @@ async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_li
     # A screenshot of the finished report, not blank: much more detail than an empty page.
     shot = tmp_path / "report.png"
     await page.screenshot(path=str(shot), full_page=True)
+    shutil.copy(shot, SHOTS / "report.png")
     blank = tmp_path / "blank.png"
     await page.set_content("<html><body></body></html>")
     await page.screenshot(path=str(blank), full_page=True)
@@ -198,7 +243,8 @@ async def test_a_reload_mid_run_rebuilds_the_timeline_without_duplicates(
     assert await page.locator("#timeline li.step[data-kind=plan]").count() == 1
     assert await page.locator("#timeline li.step[data-kind=search]").count() == len(notes)
     assert await page.locator("#timeline li.step[data-kind=report]").count() == 1
-    texts = await steps.all_inner_texts()
+    # textContent: the folded search steps have no rendered text, but they must not repeat.
+    texts = await steps.evaluate_all("ns => ns.map(n => n.textContent)")
     assert len(texts) == len(set(texts)), "a step shown twice"
     hrefs = [
         await a.get_attribute("href") for a in await page.locator("#sources li.source a").all()

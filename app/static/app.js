@@ -15,10 +15,12 @@
   const STATUS_LABELS = {
     queued: "Queued", running: "Running", waiting_for_approval: "Waiting for approval",
     paused: "Paused", completed: "Completed", failed: "Failed", cancelled: "Cancelled",
-    partial: "Completed with a partial report: no draft passed review, or the sources do not cover the subject",
+    partial: "Completed with a partial report: the budget ended before a draft passed review",
+    insufficient: "Completed, but the sources found do not cover the subject: the report cites nothing",
   };
-  /** What a badge says: a completed run whose report is partial says so. */
-  const shownStatus = (status, report) => (status === "completed" && report === "partial" ? "partial" : status);
+  /** What a badge says: a completed run whose report is not final says how it stands. */
+  const shownStatus = (status, report) =>
+    (status === "completed" && (report === "partial" || report === "insufficient") ? report : status);
   const numbers = new Intl.NumberFormat("en-US");
 
   const $ = (selector) => document.querySelector(selector);
@@ -155,6 +157,12 @@
     const errorBox = $("#form-error");
     showText(errorBox, "");
     document.querySelectorAll("#start-form [aria-invalid]").forEach((n) => n.removeAttribute("aria-invalid"));
+    if (!$("#topic").value.trim()) {
+      showText(errorBox, "Enter a topic: what should be researched?");
+      $("#topic").setAttribute("aria-invalid", "true");
+      $("#topic").focus();
+      return;
+    }
     const body = {
       topic: $("#topic").value,
       options: {
@@ -281,6 +289,7 @@
     };
     state.view = view;
     resetRunDom();
+    drawGraph();
     markCurrentThread();
     let detail;
     try {
@@ -522,8 +531,9 @@
       case "token": liveToken(view, data); break;
       case "usage": renderUsage(data.total); break;
       case "source": addSource(view, data); break;
-      case "done": view.done = true; if (data.status) setStatus(view, data.status); break;
-      default: break; // node_started, node_finished: progress the timeline does not show
+      case "done": view.done = true; markGraphNode(null); if (data.status) setStatus(view, data.status); break;
+      case "node_started": markGraphNode(data.node); break;
+      default: break; // node_finished: the next node_started says as much
     }
   }
 
@@ -542,6 +552,113 @@
     // Every completed run has a report, stored by now (a `report` event can come earlier).
     if (status === "completed") ensureReport(view);
     refreshThreadsSoon();
+  }
+
+  // -- the research graph --------------------------------------------------------------------
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const NODE_W = 104, NODE_H = 30, GAP_X = 14, ROW_H = 78, PAD = 12;
+  let graphShape = null; // GET /assistants/research/graph, fetched once
+
+  function svgEl(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, String(value));
+    for (const child of children) node.append(child);
+    return node;
+  }
+
+  /** Rows by breadth-first depth from __start__, in the order the graph lists its nodes. */
+  function graphRows(shape) {
+    const ids = shape.nodes.map((n) => n.id);
+    const depth = new Map([["__start__", 0]]);
+    for (let queue = ["__start__"]; queue.length;) {
+      const from = queue.shift();
+      for (const e of shape.edges) {
+        if (e.source === from && !depth.has(e.target)) {
+          depth.set(e.target, depth.get(from) + 1);
+          queue.push(e.target);
+        }
+      }
+    }
+    const rows = [];
+    for (const id of ids) (rows[depth.get(id) ?? rows.length] ||= []).push(id);
+    return rows.filter(Boolean);
+  }
+
+  /** The graph as Studio draws it, in plain SVG: nodes in rows, edges down, back and across. */
+  function renderGraph(shape) {
+    const rows = graphRows(shape);
+    const widest = Math.max(...rows.map((r) => r.length));
+    const width = PAD * 2 + widest * NODE_W + (widest - 1) * GAP_X;
+    const height = PAD * 2 + (rows.length - 1) * ROW_H + NODE_H;
+    const at = new Map();
+    rows.forEach((row, r) => {
+      const rowWidth = row.length * NODE_W + (row.length - 1) * GAP_X;
+      row.forEach((id, i) => at.set(id, {
+        x: (width - rowWidth) / 2 + i * (NODE_W + GAP_X), y: PAD + r * ROW_H, row: r,
+      }));
+    });
+    const arrow = svgEl("marker", { id: "graph-arrow", viewBox: "0 0 8 8", refX: 7, refY: 4,
+      markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, svgEl("path", { d: "M0,0 L8,4 L0,8 z" }));
+    const root = svgEl("svg", { viewBox: `0 0 ${width} ${height}`, role: "img",
+      "aria-label": "The research graph: its nodes and the one running now" },
+      svgEl("defs", {}, arrow));
+    for (const e of shape.edges) {
+      const a = at.get(e.source), b = at.get(e.target);
+      if (!a || !b) continue;
+      const ax = a.x + NODE_W / 2, bx = b.x + NODE_W / 2;
+      let d;
+      if (b.row > a.row) d = `M${ax},${a.y + NODE_H} L${bx},${b.y}`;
+      else if (b.row < a.row) d = `M${ax + 10},${a.y} Q${(ax + bx) / 2 + 30},${(a.y + b.y + NODE_H) / 2} ${bx + 10},${b.y + NODE_H}`;
+      else d = `M${ax},${a.y + NODE_H} Q${(ax + bx) / 2},${a.y + NODE_H + 34} ${bx},${b.y + NODE_H}`;
+      root.append(svgEl("path", { d, class: `graph-edge${e.conditional ? " conditional" : ""}`,
+        "marker-end": "url(#graph-arrow)" }));
+    }
+    for (const [id, p] of at) {
+      const label = id.replace(/^__|__$/g, "").replace(/_/g, " ");
+      const g = svgEl("g", { class: "graph-node", "data-node": id },
+        svgEl("rect", { x: p.x, y: p.y, width: NODE_W, height: NODE_H, rx: id.startsWith("__") ? 15 : 6 }),
+        svgEl("text", { x: p.x + NODE_W / 2, y: p.y + NODE_H / 2 + 4, "text-anchor": "middle" }, label));
+      g.append(svgEl("title", {}, id));
+      root.append(g);
+    }
+    return root;
+  }
+
+  // The node running now and those run before, kept apart from the drawing: events may
+  // come before the graph's shape has.
+  const graphMarks = { current: null, visited: new Set() };
+
+  async function drawGraph() {
+    const box = $("#graph");
+    graphMarks.current = null;
+    graphMarks.visited.clear();
+    box.replaceChildren();
+    if (!graphShape) {
+      try {
+        graphShape = await api("/assistants/research/graph");
+      } catch {
+        box.hidden = true; // a picture, not a feature: the page works without it
+        return;
+      }
+    }
+    box.replaceChildren(renderGraph(graphShape));
+    box.hidden = false;
+    paintGraphMarks();
+  }
+
+  /** Mark the node running now (null: none); nodes run before keep a "visited" mark. */
+  function markGraphNode(id) {
+    if (graphMarks.current) graphMarks.visited.add(graphMarks.current);
+    graphMarks.current = id;
+    paintGraphMarks();
+  }
+
+  function paintGraphMarks() {
+    for (const node of document.querySelectorAll("#graph .graph-node")) {
+      node.classList.toggle("visited", graphMarks.visited.has(node.dataset.node));
+      node.classList.toggle("current", node.dataset.node === graphMarks.current);
+    }
   }
 
   // -- the timeline --------------------------------------------------------------------------
@@ -568,8 +685,26 @@
       : note.status === "empty" ? "no results" : "failed";
     if (note.pages_read) outcome += `, ${plural(note.pages_read, "page")} read`;
     if (note.page_errors) outcome += `, ${plural(note.page_errors, "page")} unreadable`;
-    const li = addStep("search", `Search ${note.step_no ?? ""}`.trim(), null, " ", el("q", "query", note.query), ` ${outcome}`);
+    const li = el("li", "step", el("span", "step-title", `Search ${note.step_no ?? ""}`.trim()),
+      " ", el("q", "query", note.query), ` ${outcome}`);
+    li.dataset.kind = "search";
     li.dataset.status = note.status;
+    searchGroup().querySelector(".search-list").append(li);
+    const group = searchGroup();
+    const count = Number(group.dataset.count || 0) + 1;
+    const found = Number(group.dataset.found || 0) + (note.new || 0);
+    const failed = Number(group.dataset.failed || 0) + (note.status === "failed" ? 1 : 0);
+    Object.assign(group.dataset, { count, found, failed });
+    group.querySelector("summary").textContent =
+      `${plural(count, "search", "searches")}, ${plural(found, "new source")}${failed ? `, ${failed} failed` : ""}`;
+  }
+
+  /** Consecutive searches share one folded step (the list opens on a click). */
+  function searchGroup() {
+    const last = $("#timeline").lastElementChild;
+    if (last?.dataset.kind === "searches") return last;
+    return addStep("searches", "Searches", null, " ",
+      el("details", "search-group", el("summary", "step-text", ""), el("ol", "search-list")));
   }
 
   function reviewStep(review) {

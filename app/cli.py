@@ -1,0 +1,169 @@
+"""The `research-agent` command line: parsing and help only.
+
+Each command loads `app.cli_work` when it runs, so `--help` and a mistyped option answer
+at once instead of after importing LangGraph and LangChain (1.6-2.6 s).
+"""
+
+from pathlib import Path
+
+import click
+
+DEMO_TOPIC = "history of the printing press"
+OUT = click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to this file instead of printing it.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def app() -> None:
+    """A deep-research agent: plan, search, write a cited report, review it.
+
+    Offline by default (an extractive engine over the Wikipedia demo corpus); set
+    TAVILY_API_KEY or BRAVE_API_KEY for web search, OPENAI_API_KEY or
+    RESEARCH_LLM_BASE_URL for a language model.
+    """
+
+
+@app.command(short_help="Research a topic and print the cited report.")
+@click.argument("topic")
+@click.option(
+    "--max-iterations",
+    default=5,
+    show_default=True,
+    help="Researcher, writer and reviewer steps (1..20).",
+)
+@click.option("--min-sources", default=5, show_default=True, help="Sources before the first draft.")
+@click.option(
+    "--max-results", default=5, show_default=True, help="Results per search query (1..20)."
+)
+@click.option(
+    "--approve",
+    default="none",
+    show_default=True,
+    metavar="none|plan|plan_and_report",
+    help="Ask for approval of the plan, or of the plan and the report: none, plan, plan_and_report.",
+)
+@click.option(
+    "--time-budget", default=600.0, show_default=True, help="Active time budget in seconds."
+)
+@OUT
+@click.option("--thread", help="Thread id (default: a new one).")
+def run(
+    topic: str,
+    max_iterations: int,
+    min_sources: int,
+    max_results: int,
+    approve: str,
+    time_budget: float,
+    out_file: Path | None,
+    thread: str | None,
+) -> None:
+    """Research TOPIC and print the cited report (progress goes to stderr)."""
+    from app import cli_work
+
+    cli_work.run(
+        topic, max_iterations, min_sources, max_results, approve, time_budget, out_file, thread
+    )
+
+
+@app.command(short_help="Continue a stopped, waiting or killed run.")
+@click.argument("thread_id")
+@OUT
+def resume(thread_id: str, out_file: Path | None) -> None:
+    """Continue an interrupted, waiting or killed run from its last checkpoint."""
+    from app import cli_work
+
+    cli_work.resume(thread_id, out_file)
+
+
+@app.command()
+@click.argument("thread_id")
+def show(thread_id: str) -> None:
+    """Print a thread's status, research notes and report."""
+    from app import cli_work
+
+    cli_work.show(thread_id)
+
+
+@app.command(short_help="Research a topic offline on the demo corpus.")
+@click.argument("topic", default=DEMO_TOPIC)
+@OUT
+def demo(topic: str, out_file: Path | None) -> None:
+    """Fetch the demo corpus if needed, then research TOPIC end to end, offline.
+
+    TOPIC defaults to "history of the printing press".
+    """
+    from app import cli_work
+
+    cli_work.demo(topic, out_file)
+
+
+@app.command(short_help="Run the HTTP service and the web page.")
+@click.option("--host", help="Address to listen on (default: the setting, 127.0.0.1).")
+@click.option("--port", type=int, help="Port (default: the setting, 8000).")
+@click.option(
+    "--no-worker",
+    is_flag=True,
+    help="With Redis: only serve the API; `research-agent worker` processes execute the runs.",
+)
+def serve(host: str | None, port: int | None, no_worker: bool) -> None:
+    """Run the HTTP service (REST, Server-Sent Events, the web page) on the embedded defaults."""
+    from app import cli_work
+
+    cli_work.serve(host, port, no_worker)
+
+
+@app.command(short_help="Execute queued runs from Redis.")
+def worker() -> None:
+    """Execute queued research runs from Redis (RESEARCH_REDIS_URL) until stopped.
+
+    Start as many as you like, on any machine that reaches Redis: each takes up to
+    max_concurrent_runs runs at a time. SIGTERM hands its runs back to the queue; a
+    worker that dies has its runs taken over once its lease runs out.
+    """
+    from app import cli_work
+
+    cli_work.worker()
+
+
+@app.group()
+def corpus() -> None:
+    """Build and inspect the local search corpus."""
+
+
+@corpus.command("index")
+@click.argument("path", type=click.Path(path_type=Path))
+def corpus_index(path: Path) -> None:
+    """Index PATH (a folder or file of .md, .txt, .html, .jsonl) as the local corpus.
+
+    The current index is replaced.
+    """
+    from app import cli_work
+
+    cli_work.corpus_index(path)
+
+
+@corpus.command("demo")
+def corpus_demo() -> None:
+    """Download and index the Wikipedia demo corpus."""
+    from app import cli_work
+
+    cli_work.corpus_demo()
+
+
+@corpus.command("search")
+@click.argument("query")
+@click.option("--limit", default=5, show_default=True, help="Results to show.")
+def corpus_search(query: str, limit: int) -> None:
+    """Query the local corpus, to see what the researcher would find."""
+    from app import cli_work
+
+    cli_work.corpus_search(query, limit)
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    app(prog_name="research-agent")
