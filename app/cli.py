@@ -65,7 +65,14 @@ def run(
     from app import cli_work
 
     cli_work.run(
-        topic, max_iterations, min_sources, max_results, approve, time_budget, out_file, thread
+        topic,
+        out_file,
+        thread,
+        max_iterations=max_iterations,
+        min_sources=min_sources,
+        max_results=max_results,
+        approval=approve,
+        time_budget_s=time_budget,
     )
 
 

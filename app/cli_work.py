@@ -293,28 +293,10 @@ async def _run(
             _finish(snapshot.values, pending_interrupt(snapshot), thread_id, out_file)
 
 
-def run(
-    topic: str,
-    max_iterations: int,
-    min_sources: int,
-    max_results: int,
-    approve: str,
-    time_budget: float,
-    out_file: Path | None,
-    thread: str | None,
-) -> None:
-    """Research a topic and print the cited report."""
+def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -> None:
+    """Research a topic and print the cited report; `options` are RunOptions' fields."""
     try:
-        request = ResearchRequest(
-            topic=topic,
-            options=RunOptions(
-                max_iterations=max_iterations,
-                min_sources=min_sources,
-                max_results=max_results,
-                approval=approve,
-                time_budget_s=time_budget,
-            ),
-        )
+        request = ResearchRequest(topic=topic, options=RunOptions(**options))
     except ValidationError as exc:
         fail(f"invalid request ({_explain(exc, flags=True)})")
     settings = load_settings()
