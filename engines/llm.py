@@ -433,7 +433,9 @@ class LLMEngine:
             planner.PlanOutput,
             [system, HumanMessage(planner.plan_message(topic, probe, feedback))],
             "plan",
-            check=lambda plan: plan_problem(plan, topic, [system.text]),
+            check=lambda plan: plan_problem(
+                plan, topic, [system.text], [f"{s.title}. {s.content}" for s in probe]
+            ),
         )
         if out is None:
             return await self._fallback.plan(topic, probe, feedback)

@@ -14,7 +14,7 @@ import pytest
 from engines.checks import split_front_matter
 from engines.recording import recording
 from graph.builder import ResearchGraph
-from graph.models import ResearchPlan
+from graph.models import ResearchPlan, SearchResult
 from nodes.context import Deps
 from prompts.planner import PLAN_SYSTEM
 from tools.local_corpus import LocalCorpus
@@ -273,6 +273,26 @@ async def test_a_plan_without_substance_is_repaired_then_falls_back(
     assert plan.search_queries and all(
         re.search(r"print|press", q, re.IGNORECASE) for q in plan.search_queries[:1]
     )
+
+
+async def test_a_point_that_copies_a_shown_source_is_repaired(
+    llm: FakeLLM, settings_env: Path
+) -> None:
+    probe = [
+        SearchResult(
+            title="Great Rift Valley",
+            url="https://example.org/rift",
+            content="The Great Rift Valley is a series of contiguous geographic depressions, "
+            "approximately 6,500 kilometres in total length.",
+        )
+    ]
+    copied = {**GOOD_PLAN, "investigation_points": [probe[0].content]}
+    llm.script(Reply.json(copied), Reply.json(GOOD_PLAN))
+    with recording() as recorder:
+        plan = await engine_for(llm).plan("history of the printing press", probe, None)
+    assert "copies a source's text" in llm.calls[1].user
+    assert plan.investigation_points == GOOD_PLAN["investigation_points"]
+    assert recorder.fallbacks == []
 
 
 async def test_a_plan_the_repair_round_fixes_is_used(llm: FakeLLM, settings_env: Path) -> None:
