@@ -21,6 +21,8 @@ from app.settings import Settings
 from tools.corpus_files import iter_documents
 from tools.local_corpus import build_index
 
+from .fake_llm import FakeLLM
+from .llm_script import ResearchModel
 from .servers import serve_port
 from .support import FIXTURE_CORPUS, TOPIC
 
@@ -136,6 +138,25 @@ async def test_a_run_whose_sources_were_insufficient_says_so_in_its_badges(
     )
     assert await report.locator("h2", has_text="References").count() == 0
     await page.screenshot(path=str(SHOTS / "insufficient.png"), full_page=True)
+
+
+async def test_a_run_whose_budget_ends_before_a_draft_passes_says_partial(
+    page: Page, tmp_path: Path, web_corpus: Path, settings_env: Path, llm: FakeLLM
+) -> None:
+    llm.responder = ResearchModel(review_scores=0.5)  # never satisfied: the budget ends it
+    for base in start_server(
+        tmp_path, web_corpus, engine="llm", llm_base_url=llm.base_url, llm_api_key="k"
+    ):
+        thread_id = await start_run(page, base, min_sources=1)
+        await wait_for_status(page, "partial")
+        item = page.locator(f'#threads .thread[data-thread-id="{thread_id}"] .status')
+        await expect(item).to_have_text("partial", timeout=WAIT_MS)
+        report = page.locator("#report")
+        await expect(report.locator(".report-summary .report-status")).to_have_text(
+            "partial", timeout=WAIT_MS
+        )
+        await expect(report.locator("blockquote")).to_contain_text("budget")
+        await page.screenshot(path=str(SHOTS / "partial.png"), full_page=True)
 
 
 async def test_an_empty_topic_asks_for_one_in_plain_words(page: Page, server: str) -> None:
