@@ -106,7 +106,10 @@ async def check_model_server(settings: Settings, timeout_s: float = 5.0) -> None
     """Fail early when the configured OpenAI-compatible server cannot be reached at all.
 
     Any HTTP answer (even 401 or 404) means the server is there; only a transport failure
-    (refused, unknown host, timeout) is an error.
+    (refused, unknown host, no connection in time) is an error. A server that takes the
+    connection but answers late is busy, not absent: a one-slot server (llama-cpp-python)
+    finishing another request answers nothing until it is done, and the run's own calls
+    have their timeouts.
     """
     url = settings.llm_base_url
     if settings.engine_in_effect != "llm" or url is None:
@@ -114,6 +117,8 @@ async def check_model_server(settings: Settings, timeout_s: float = 5.0) -> None
     try:
         async with httpx.AsyncClient(timeout=timeout_s) as client:
             await client.get(f"{url}/models")
+    except httpx.ReadTimeout:
+        return
     except httpx.TransportError as exc:
         raise EngineSetupError(
             f"RESEARCH_LLM_BASE_URL {url} is unreachable ({type(exc).__name__}): start the model "

@@ -11,7 +11,7 @@ what must hold is that no run crashes or overruns, and that the fallback keeps t
 from being worse than the extractive engine's where the model cannot do a step.
 
     python bench/real_model.py --base-url http://127.0.0.1:8082/v1
-        --score PATH/score.py [--model NAME] [--topics 10] [--out DIR] [--max-tokens 512]
+        --score PATH/score.py [--model NAME] [--topics 10] [--skip 0] [--out DIR] [--max-tokens 512]
         [--timeout 120] [--time-budget 300] [--structured-output auto] [--skip-extractive]
 """
 
@@ -121,6 +121,7 @@ def main() -> int:
     parser.add_argument("--score", type=Path, required=True, help="the quality dev set's score.py")
     parser.add_argument("--model", help="the model's name on the server (default: its first)")
     parser.add_argument("--topics", type=int, default=10, help="the first N topics of the set")
+    parser.add_argument("--skip", type=int, default=0, help="start after this many topics")
     parser.add_argument("--out", type=Path, help="where the reports go (default: a temp dir)")
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--timeout", type=int, default=120, help="seconds per model call")
@@ -131,7 +132,7 @@ def main() -> int:
     args = parser.parse_args()
 
     every = json.loads((args.score.parent / "topics.json").read_text(encoding="utf-8"))
-    chosen = dict(list(every.items())[: args.topics])
+    chosen = dict(list(every.items())[args.skip : args.skip + args.topics])
     out = args.out or Path(tempfile.mkdtemp(prefix="real-model-"))
     out.mkdir(parents=True, exist_ok=True)
     topics_file = out / "topics.json"

@@ -1,6 +1,7 @@
 """The LLM engine against a local OpenAI-compatible server, through the real ChatOpenAI client."""
 
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -439,6 +440,18 @@ async def test_an_unreachable_base_url_is_a_startup_error(settings_env: Path) ->
     settings = Settings(llm_base_url=f"http://127.0.0.1:{free_port()}/v1")
     with pytest.raises(EngineSetupError, match="RESEARCH_LLM_BASE_URL .* is unreachable"):
         await check_model_server(settings)
+
+
+async def test_a_server_busy_with_another_request_passes_the_startup_check(
+    settings_env: Path,
+) -> None:
+    # It takes the connection (the kernel's backlog) and answers nothing: busy, not absent.
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        settings = Settings(llm_base_url=f"http://127.0.0.1:{port}/v1")
+        await check_model_server(settings, timeout_s=0.2)
 
 
 async def test_a_reachable_base_url_passes_the_startup_check(
