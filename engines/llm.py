@@ -61,6 +61,7 @@ from graph.models import (
     ReviewScores,
     RoutingDecision,
     SearchResult,
+    explain,
 )
 from prompts import planner, researcher, reviewer, writer
 from prompts.repair import repair_message
@@ -89,15 +90,15 @@ def speaks_openai(base_url: str | None) -> bool:
     return base_url is None or (urlsplit(base_url).hostname or "").endswith("openai.com")
 
 
-def token_cap(max_tokens: int, base_url: str | None) -> dict[str, Any]:
-    """The call arguments that cap an answer at `max_tokens` on this server.
+def token_cap(max_tokens: int, provider: str, base_url: str | None) -> dict[str, Any]:
+    """The call arguments that cap an answer at `max_tokens` on this provider and server.
 
-    The client sends the cap as `max_completion_tokens`, which OpenAI wants and some
-    compatible servers ignore (llama-cpp-python generated 7,708 tokens over 455 s past
-    a cap of 1,024): to any other server the cap goes as `max_tokens` as well.
+    The OpenAI client sends the cap as `max_completion_tokens`, which OpenAI wants and
+    some compatible servers ignore (llama-cpp-python generated 7,708 tokens over 455 s
+    past a cap of 1,024): to any other server the cap goes as `max_tokens` as well.
     """
     cap: dict[str, Any] = {"max_tokens": max_tokens}
-    if not speaks_openai(base_url):
+    if provider == "openai" and not speaks_openai(base_url):
         cap["extra_body"] = {"max_tokens": max_tokens}
     return cap
 
@@ -118,11 +119,7 @@ def chat_model(config: ModelConfig, base_url: str | None, api_key: str | None) -
     }
     kwargs.update({k: v for k, v in optional.items() if v is not None})
     if config.max_tokens is not None:
-        kwargs.update(
-            token_cap(config.max_tokens, base_url)
-            if config.provider == "openai"
-            else {"max_tokens": config.max_tokens}
-        )
+        kwargs.update(token_cap(config.max_tokens, config.provider, base_url))
     if config.provider == "openai":
         kwargs["stream_usage"] = True  # the last streamed chunk carries the token counts
     model = init_chat_model(config.model_name, model_provider=config.provider, **kwargs)
@@ -158,13 +155,8 @@ class LLMEngine:
         self._base_url = base_url
         self._prices = dict(prices or {})
         self._retry = retry or RetryPolicy(base_delay_s=1.0, max_delay_s=20.0, jitter=0.5)
-        researcher_config = self._configs["researcher"]
         self._summarizer = self._models["researcher"].bind(
-            **(
-                token_cap(summary_tokens, base_url)
-                if researcher_config.provider == "openai"
-                else {"max_tokens": summary_tokens}
-            )
+            **token_cap(summary_tokens, self._configs["researcher"].provider, base_url)
         )
         self.max_cycles = max_cycles
         self._bound: dict[tuple[Role, type[BaseModel], Method], Runnable[Any, Any]] = {}
@@ -725,13 +717,8 @@ def _unfinished(exc: LengthFinishReasonError | ContentFilterFinishReasonError) -
 
 
 def _brief(error: Exception) -> str:
-    """What was wrong with an answer, in a line (pydantic's first errors, with their fields)."""
-    if isinstance(error, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(part) for part in e['loc']) or 'the answer'}: {e['msg']}"
-            for e in error.errors()[:3]
-        )
-    return str(error)[:300]
+    """What was wrong with an answer, in a line (pydantic's errors, with their fields)."""
+    return (explain(error) if isinstance(error, ValidationError) else str(error))[:300]
 
 
 def _shown(message: AIMessage) -> str:
