@@ -24,6 +24,9 @@ COPY nodes ./nodes
 COPY engines ./engines
 COPY tools ./tools
 COPY prompts ./prompts
+COPY core ./core
+COPY stores ./stores
+COPY service ./service
 RUN pip install --no-deps . \
     && pip check \
     && useradd --create-home --uid 10001 research \

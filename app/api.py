@@ -11,28 +11,17 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
-from app.auth import KeyAuth
+from app.auth import KeyAuth, stored_id_dependency
 from app.edge import RequestGate, StreamSlots, StrictJSONRoute
-from app.errors import (
-    ERROR_RESPONSES,
-    BackendUnavailable,
-    InvalidState,
-    Unprocessable,
-    install_error_handlers,
-)
-from app.events import MAX_EVENT_ID, TERMINAL_EVENT, EventLog, event_id, resume_point
+from app.errors import ERROR_RESPONSES, install_error_handlers
 from app.metrics import ServiceMetrics
 from app.platform_api import platform_router
-from app.registry import CURSOR_PATTERN, RunStatus, ThreadRecord
 from app.report_html import report_html
-from app.runner import pending_interrupt, thread_config
-from app.runs import RunManager
 from app.runtime import open_runtime, running_worker
 from app.settings import Settings
-from app.thread_ids import public_id, stored_id_dependency
 from app.web import mount_web
-from engines.checks import footnote_urls, split_front_matter
-from graph.models import (
+from core.budget import budget_reason
+from core.models import (
     ApprovalDecision,
     CitationCheck,
     ResearchNote,
@@ -40,9 +29,15 @@ from graph.models import (
     ResearchRequest,
     RoundRecord,
 )
-from graph.routing import budget_reason
-from graph.state import ReportStatus
-from tools.urls import normalize_url
+from core.state import ReportStatus
+from core.urls import normalize_url
+from engines.checks import footnote_urls, split_front_matter
+from service.errors import BackendUnavailable, InvalidState, Unprocessable
+from service.runner import pending_interrupt, thread_config
+from service.runs import RunManager
+from service.thread_ids import public_id
+from stores.events import MAX_EVENT_ID, TERMINAL_EVENT, EventLog, event_id, resume_point
+from stores.registry import CURSOR_PATTERN, RunStatus, ThreadRecord
 
 HEARTBEAT_S = 15
 

@@ -23,14 +23,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from app.deps import EngineSetupError, check_model_server, make_engine, open_deps
-from app.runner import drive, is_finished, pending_interrupt, remaining_steps, thread_config
 from app.settings import Settings
 from app.stores import BackendSetupError, open_checkpointer
+from core.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions
+from core.state import initial_state
 from engines.base import ModelAccessError
 from graph.builder import build_graph
-from graph.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions
-from graph.state import initial_state
 from nodes.context import Deps
+from service.runner import drive, is_finished, pending_interrupt, remaining_steps, thread_config
 from tools.corpus_files import CorpusFormatError, iter_documents
 from tools.local_corpus import CorpusMissingError, LocalCorpus, build_index
 from tools.wiki_corpus import CorpusDownloadError, fetch_demo_corpus

@@ -20,7 +20,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.auth import KeyAuth
-from app.errors import PLATFORM_PREFIXES, TooManyStreams, error_response
+from app.errors import PLATFORM_PREFIXES, error_response
+from service.errors import TooManyStreams
 
 T = TypeVar("T")
 

@@ -1,14 +1,4 @@
-"""The failures the service reports on purpose, and the one place that maps them to HTTP.
-
-ResearchError
-├── NotFound            unknown thread, or another key's thread        404 not_found
-├── InvalidState        resume a run that is not paused or waiting    409 invalid_state
-├── Unprocessable       a Platform run's input that is no topic       422 validation_error
-├── TooManyRuns         the run queue is full                         429 too_many_runs
-├── TooManyStreams      as many event streams open as served          503 too_many_streams
-├── Unauthorized        a missing or unknown API key                  401 unauthorized
-└── BackendUnavailable  checkpointer or event log unreachable         503 backend_unavailable
-"""
+"""The one place that maps the service's failures (`service.errors`) to HTTP answers."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -21,43 +11,16 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-
-class ResearchError(Exception):
-    """Base for failures we expect; the message is safe to show and says what to do."""
-
-    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details or {}
-
-
-class NotFound(ResearchError):
-    """No such thread for this caller."""
-
-
-class InvalidState(ResearchError):
-    """The thread is not in a state that allows this call."""
-
-
-class Unprocessable(ResearchError):
-    """A well-formed request the service cannot act on (a run input that is no topic)."""
-
-
-class TooManyRuns(ResearchError):
-    """The queue of runs is full."""
-
-
-class TooManyStreams(ResearchError):
-    """As many event streams are open as the service serves at once."""
-
-
-class Unauthorized(ResearchError):
-    """No valid API key."""
-
-
-class BackendUnavailable(ResearchError):
-    """A store the service needs is unreachable."""
-
+from service.errors import (
+    BackendUnavailable,
+    InvalidState,
+    NotFound,
+    ResearchError,
+    TooManyRuns,
+    TooManyStreams,
+    Unauthorized,
+    Unprocessable,
+)
 
 _STATUS: dict[type[ResearchError], tuple[int, str]] = {
     NotFound: (404, "not_found"),

@@ -2,7 +2,7 @@
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from app.registry import TERMINAL, ThreadRecord
+from stores.registry import TERMINAL, ThreadRecord
 
 
 class ServiceMetrics:

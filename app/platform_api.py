@@ -30,18 +30,8 @@ from pydantic import (
 from pydantic_core import to_json
 from sse_starlette import EventSourceResponse
 
+from app.auth import stored_id_dependency
 from app.edge import StreamSlots, StrictJSONRoute
-from app.errors import InvalidState, NotFound
-from app.events import EventLog, event_id, resume_point
-from app.execution import Admission, RunInput
-from app.platform_runs import (
-    END_EVENT,
-    STREAM_MODES,
-    PlatformRun,
-    jsonable,
-    stream_key,
-    thread_status,
-)
 from app.platform_schema import (
     PLATFORM_ERRORS,
     STREAMED,
@@ -53,18 +43,28 @@ from app.platform_schema import (
     ThreadState,
     doc,
 )
-from app.registry import ThreadRecord
-from app.runner import thread_config
-from app.runs import RunManager
-from app.thread_ids import (
+from core.models import ApprovalDecision, ResearchRequest
+from service.errors import InvalidState, NotFound
+from service.execution import Admission, RunInput
+from service.platform_runs import (
+    END_EVENT,
+    STREAM_MODES,
+    PlatformRun,
+    jsonable,
+    stream_key,
+    thread_status,
+)
+from service.runner import thread_config
+from service.runs import RunManager
+from service.thread_ids import (
     CLIENT_ID,
     CLIENT_ID_RULE,
     check_client_id,
     is_client_id,
     public_id,
-    stored_id_dependency,
 )
-from graph.models import ApprovalDecision, ResearchRequest
+from stores.events import EventLog, event_id, resume_point
+from stores.registry import ThreadRecord
 
 GRAPH_ID = "research"
 ASSISTANT_ID = str(uuid.uuid5(uuid.NAMESPACE_URL, "research-agent/graphs/research"))
@@ -180,7 +180,7 @@ class AssistantSearch(_Lenient):
     offset: int = Field(0, ge=0)
 
 
-# The stream modes served (`app.platform_runs.STREAM_MODES`), as the schema names them.
+# The stream modes served (`service.platform_runs.STREAM_MODES`), as the schema names them.
 StreamModeName = Literal["values", "updates", "custom", "messages-tuple", "debug"]
 assert set(get_args(StreamModeName)) == set(STREAM_MODES)
 

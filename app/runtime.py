@@ -13,18 +13,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.deps import open_deps
-from app.execution import RunExecutor
-from app.launchers import LocalLauncher
-from app.runs import RunManager
 from app.settings import Settings
-from app.signals import MemorySignals, RedisSignals
 from app.stores import Stores, open_stores
 from graph.builder import build_graph
+from service.execution import RunExecutor
+from service.launchers import LocalLauncher
+from service.runs import RunManager
+from service.signals import MemorySignals, RedisSignals
 
 if TYPE_CHECKING:
     from saq import Queue, Worker
 
-    from app.run_queue import QueueLauncher
+    from service.run_queue import QueueLauncher
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Runtime:
 
     def worker(self, embedded: bool) -> "Worker[Any]":
         """A queue worker executing this process's share of the runs (Redis only)."""
-        from app.run_queue import research_worker
+        from service.run_queue import research_worker
 
         if self.queue is None or self.stores.redis is None:
             raise RuntimeError("workers need RESEARCH_REDIS_URL: without it runs execute here")
@@ -73,8 +73,8 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
-        from app.run_queue import QueueLauncher, research_queue
-        from graph.redis_saver import redis_client
+        from service.run_queue import QueueLauncher, research_queue
+        from stores.redis_saver import redis_client
 
         assert settings.redis_url is not None
         executor = RunExecutor(

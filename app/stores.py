@@ -13,11 +13,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from app.events import EventLog, open_sqlite_event_log
-from app.registry import Registry, open_sqlite_registry
 from app.settings import Settings
-from graph.checkpointer import sqlite_saver
-from graph.sqlite_writer import SqliteWriter, open_sqlite_writer
+from stores.checkpointer import sqlite_saver
+from stores.events import EventLog, open_sqlite_event_log
+from stores.registry import Registry, open_sqlite_registry
+from stores.sqlite_writer import SqliteWriter, open_sqlite_writer
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -52,7 +52,7 @@ async def open_checkpointer(
     # Imported here: redisvl is only needed, and only paid for, by Redis deployments.
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    from graph.redis_saver import RedisModulesMissing, redis_saver
+    from stores.redis_saver import RedisModulesMissing, redis_saver
 
     async with AsyncExitStack() as stack:
         try:
@@ -92,9 +92,9 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             yield Stores(saver, events, registry)
         else:
             saver = await stack.enter_async_context(open_checkpointer(settings))
-            from app.redis_events import FOLLOW_BLOCK_S, RedisEventLog
-            from app.redis_registry import RedisRegistry
-            from graph.redis_saver import redis_client
+            from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog
+            from stores.redis_registry import RedisRegistry
+            from stores.redis_saver import redis_client
 
             client = redis_client(settings.redis_url)
             stack.push_async_callback(client.aclose)

@@ -72,9 +72,9 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from ulid import ULID
 
-from graph.checkpointer import memory_saver, sqlite_saver
-from graph.models import NodeUsage, ResearchPlan, RunOptions, SearchResult, Usage
-from graph.redis_saver import ConformingRedisSaver, redis_saver, redis_serializer
+from core.models import NodeUsage, ResearchPlan, RunOptions, SearchResult, Usage
+from stores.checkpointer import memory_saver, sqlite_saver
+from stores.redis_saver import ConformingRedisSaver, redis_saver, redis_serializer
 
 # `python bench/checkpointer.py` puts bench/ first on sys.path, not the repository root, and
 # `tests` is not an installed package: put the root on the path to reuse the test server.

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from core.models import RunOptions
+from core.state import initial_state
 from engines.simulated import SleepingEngine
 from graph.builder import build_graph
-from graph.checkpointer import memory_saver, sqlite_saver
-from graph.models import RunOptions
-from graph.state import initial_state
 from nodes.context import Deps
+from stores.checkpointer import memory_saver, sqlite_saver
 from tools.simulated import SleepingSearchProvider
 
 NODES_ON_PATH = 4

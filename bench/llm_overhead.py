@@ -59,12 +59,12 @@ from starlette.routing import Route
 
 from app.deps import llm_engine
 from app.settings import CONFIG_ENV, Settings
+from core.models import ResearchPlan, SearchResult
 from engines import structured
 from engines.checks import check_draft
 from engines.llm import LLMEngine, chat_model
 from engines.llm_config import Role
 from engines.recording import recording
-from graph.models import ResearchPlan, SearchResult
 from prompts import planner, researcher, reviewer, writer
 
 # `python bench/llm_overhead.py` puts bench/ first on sys.path, not the repository root, and

@@ -45,14 +45,14 @@ from pathlib import Path
 
 import httpx
 
-from app.execution import STREAM_MODES
-from app.runner import thread_config
+from core.models import RunOptions
+from core.state import initial_state
 from engines.simulated import SleepingEngine
 from graph.builder import build_graph
-from graph.checkpointer import sqlite_saver
-from graph.models import RunOptions
-from graph.state import initial_state
 from nodes.context import Deps
+from service.execution import STREAM_MODES
+from service.runner import thread_config
+from stores.checkpointer import sqlite_saver
 from tools.simulated import SleepingSearchProvider
 
 # `python bench/service_load.py` puts bench/ first on sys.path, not the repository root.

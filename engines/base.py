@@ -5,7 +5,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
+from core.models import ResearchPlan, Review, RoutingDecision, SearchResult
 
 
 class ModelAccessError(Exception):

@@ -10,12 +10,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from core.models import CitationCheck, ResearchPlan, ReviewIssue, ReviewScores, SearchResult
+from core.urls import normalize_url
 from engines.frames import match_frame
 from engines.relevance import RELATED, Relevance
 from engines.sentences import split_sentences
-from graph.models import CitationCheck, ResearchPlan, ReviewIssue, ReviewScores, SearchResult
 from tools.text import stems
-from tools.urls import normalize_url
 
 # Where a report lists the points its sources do not address.
 GAPS_SECTION = "Open Questions"

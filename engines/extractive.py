@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from core.models import ResearchPlan, Review, RoutingDecision, SearchResult
+from core.urls import markdown_url, normalize_url
 from engines.base import Progress
 from engines.checks import GAPS_SECTION, check_draft
 from engines.frames import (
@@ -40,9 +42,7 @@ from engines.relevance import (
     subject_article,
 )
 from engines.sentences import split_sentences
-from graph.models import ResearchPlan, Review, RoutingDecision, SearchResult
 from tools.text import STOPWORDS, content_words, cosine, stem, stems, words
-from tools.urls import markdown_url, normalize_url
 
 MAX_QUERIES = 8
 # Each refinement round: this many gap, name and term queries, and as many more for what

@@ -4,8 +4,8 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from core.models import SearchResult
 from engines.sentences import split_sentences
-from graph.models import SearchResult
 from tools.text import STOPWORDS, content_words, stem, stems, words
 
 # A run of capitalised words, allowing lower-case joiners inside ("Coup of 18 Brumaire").

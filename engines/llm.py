@@ -29,6 +29,15 @@ from langchain_core.tools import BaseTool, StructuredTool
 from openai import APIStatusError, ContentFilterFinishReasonError, LengthFinishReasonError
 from pydantic import BaseModel, ValidationError
 
+from core.models import (
+    ResearchPlan,
+    Review,
+    ReviewIssue,
+    ReviewScores,
+    RoutingDecision,
+    SearchResult,
+    explain,
+)
 from engines.base import Engine, LinkFollower, Progress, ReadTool, SearchTool
 from engines.checks import check_draft, cites_anything, strip_unknown_footnotes
 from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
@@ -54,15 +63,6 @@ from engines.structured import (
     with_instructions,
 )
 from engines.substance import plan_problem
-from graph.models import (
-    ResearchPlan,
-    Review,
-    ReviewIssue,
-    ReviewScores,
-    RoutingDecision,
-    SearchResult,
-    explain,
-)
 from prompts import planner, researcher, reviewer, writer
 from prompts.repair import repair_message
 from tools.api_client import RetryPolicy, call_with_retries

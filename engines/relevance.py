@@ -15,12 +15,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from core.models import SearchResult
+from core.urls import normalize_url
 from engines.keyphrases import fold, folded, linked_phrases
 from engines.kinds import Kind, kind_of
 from engines.sentences import split_sentences
-from graph.models import SearchResult
 from tools.text import STOPWORDS, cosine, stem, stems, words
-from tools.urls import normalize_url
 
 # How much a source is about the subject (Relevance.of).
 OWN = 1.0  # the subject's own article

@@ -3,8 +3,8 @@
 import asyncio
 from collections.abc import Callable, Sequence
 
+from core.models import ResearchPlan, Review, ReviewScores, RoutingDecision, SearchResult
 from engines.base import Progress
-from graph.models import ResearchPlan, Review, ReviewScores, RoutingDecision, SearchResult
 
 
 class SleepingEngine:

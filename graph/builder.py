@@ -4,17 +4,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from graph.routing import (
-    APPROVE_PLAN,
-    FINALIZE,
-    RESEARCHER,
-    REVIEWER,
-    SUPERVISOR,
-    WRITER,
-    route_reviewer,
-    route_supervisor,
-)
-from graph.state import ResearchState
+from core.state import ResearchState
+from core.steps import APPROVE_PLAN, FINALIZE, RESEARCHER, REVIEWER, SUPERVISOR, WRITER
+from graph.routing import route_reviewer, route_supervisor
 from nodes.approval import approve_plan
 from nodes.context import Deps
 from nodes.finalize import finalize

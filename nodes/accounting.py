@@ -8,10 +8,10 @@ from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from core.models import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
+from core.state import CLIENT_THREAD_ID, ResearchState
 from engines.base import ModelAccessError
 from engines.recording import Recorder, record_fallback
-from graph.models import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
-from graph.state import CLIENT_THREAD_ID, ResearchState
 from nodes.context import Deps
 
 T = TypeVar("T")

@@ -5,8 +5,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.types import interrupt
 
-from graph.models import ApprovalDecision
-from graph.state import ResearchState
+from core.models import ApprovalDecision
+from core.state import ResearchState
 
 
 def approve_plan(state: ResearchState) -> dict[str, Any]:

@@ -8,10 +8,11 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
+from core.budget import budget_reason
+from core.models import ApprovalDecision, Draft
+from core.state import ResearchState
+from core.steps import WRITER
 from engines.checks import cites_anything, has_gaps, split_front_matter
-from graph.models import ApprovalDecision, Draft
-from graph.routing import WRITER, budget_reason
-from graph.state import ResearchState
 from nodes.context import Deps
 
 

@@ -5,10 +5,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from graph.models import SearchResult
+from core.models import SearchResult
+from core.urls import normalize_url
 from nodes.context import PageReader
 from tools.extraction import Page
-from tools.urls import normalize_url
 
 # Sources are checkpointed with the state: keep a page to the size of a long article.
 MAX_PAGE_CHARS = 20_000

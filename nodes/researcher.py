@@ -9,17 +9,17 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
+from core.models import ResearchNote, SearchResult
+from core.state import ResearchState
+from core.steps import RESEARCHER
+from core.urls import normalize_url
 from engines.base import Investigator, LinkFollower, ModelAccessError
 from engines.recording import recording
-from graph.models import ResearchNote, SearchResult
-from graph.routing import RESEARCHER
-from graph.state import ResearchState
 from nodes.accounting import account, merge_updates, run_deadline
 from nodes.context import Deps
 from nodes.reading import Reading, read_top_pages
 from nodes.sources import to_sources
 from tools.extraction import Page
-from tools.urls import normalize_url
 
 logger = logging.getLogger(__name__)
 

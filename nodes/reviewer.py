@@ -6,11 +6,11 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
+from core.models import CitationCheck, Review, ReviewIssue
+from core.state import ResearchState
+from core.steps import REVIEWER
 from engines.checks import strip_unknown_footnotes
 from engines.recording import recording
-from graph.models import CitationCheck, Review, ReviewIssue
-from graph.routing import REVIEWER
-from graph.state import ResearchState
 from nodes.accounting import account, merge_updates, run_deadline, unless_refused
 from nodes.context import Deps
 

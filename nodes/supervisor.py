@@ -7,11 +7,12 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
+from core.budget import fixed_supervisor_rule
+from core.models import Action, SearchResult
+from core.state import ResearchState
+from core.steps import SUPERVISOR
 from engines.base import ModelAccessError, Progress
 from engines.recording import recording
-from graph.models import Action, SearchResult
-from graph.routing import SUPERVISOR, fixed_supervisor_rule
-from graph.state import ResearchState
 from nodes.accounting import account, merge_updates, run_deadline
 from nodes.context import Deps
 from nodes.sources import to_sources

@@ -8,10 +8,10 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from langgraph.types import StreamWriter
 
+from core.models import Draft
+from core.state import ResearchState
+from core.steps import WRITER
 from engines.recording import recording
-from graph.models import Draft
-from graph.routing import WRITER
-from graph.state import ResearchState
 from nodes.accounting import account, merge_updates, run_deadline, unless_refused
 from nodes.context import Deps
 

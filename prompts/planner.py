@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from graph.models import SearchResult
+from core.models import SearchResult
 from prompts.sources import bullet_list, format_sources
 from prompts.strict import Line
 

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from graph.models import ResearchPlan, SearchResult
+from core.models import ResearchPlan, SearchResult
 from prompts.sources import bullet_list, format_sources
 
 SYSTEM = """You are the Reviewer of research reports. Score the draft from 0 to 1 on:

@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from graph.models import SearchResult
+from core.models import SearchResult
 
 SOURCE_CHARS = 2_000
 

@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from graph.models import ResearchPlan, SearchResult
+from core.models import ResearchPlan, SearchResult
 from prompts.sources import bullet_list, format_sources
 
 SYSTEM = """You are a Writer of professional research reports.

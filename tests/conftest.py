@@ -7,8 +7,8 @@ import pytest
 
 from engines.extractive import ExtractiveEngine
 from graph.builder import ResearchGraph, build_graph
-from graph.checkpointer import memory_saver
 from nodes.context import Deps
+from stores.checkpointer import memory_saver
 from tools.api_client import RetryPolicy
 from tools.brave import BraveProvider
 from tools.corpus_files import iter_documents

@@ -4,9 +4,9 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from core.models import RunOptions
+from core.state import initial_state
 from graph.builder import ResearchGraph
-from graph.models import RunOptions
-from graph.state import initial_state
 from nodes.context import Deps
 from tools.local_corpus import LocalCorpus
 from tools.search import Depth, SearchHit

@@ -9,8 +9,8 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph.builder import build_graph
-from graph.checkpointer import GroupCommitSqliteSaver, serializer, sqlite_saver
 from nodes.context import Deps
+from stores.checkpointer import GroupCommitSqliteSaver, serializer, sqlite_saver
 
 from .support import run_graph, start
 

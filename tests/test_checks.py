@@ -1,5 +1,5 @@
+from core.models import ResearchPlan, SearchResult
 from engines.checks import check_draft, cited_sentences
-from graph.models import ResearchPlan, SearchResult
 
 PLAN = ResearchPlan(
     theme="Printing press",

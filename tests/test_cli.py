@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from langgraph.types import StateSnapshot
 
+from core.models import TOPIC_MAX_CHARS
 from engines.checks import sections, split_front_matter
 from graph.builder import build_graph
-from graph.checkpointer import sqlite_saver
-from graph.models import TOPIC_MAX_CHARS
+from stores.checkpointer import sqlite_saver
 
 from .fake_llm import FakeLLM, Reply
 from .llm_script import ResearchModel

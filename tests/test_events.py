@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from app.events import (
+from stores.events import (
     TERMINAL_EVENT,
     Event,
     EventLog,
@@ -17,7 +17,7 @@ from app.events import (
     SqliteEventLog,
     open_sqlite_event_log,
 )
-from app.redis_events import RedisEventLog
+from stores.redis_events import RedisEventLog
 
 # A safety net against a hang, never a means of synchronisation.
 TIMEOUT_S = 10.0
@@ -398,7 +398,7 @@ async def test_memory_for_recent_events_is_let_go_and_bounded(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Platform run's stream closes with `end`, a run-records stream never closes."""
-    import app.events as events_module
+    import stores.events as events_module
 
     monkeypatch.setattr(events_module, "_RECENT_BYTES", 64 * 1024)
     async with open_sqlite_event_log(db) as log:

@@ -1,12 +1,12 @@
 import pytest
 
+from core.models import ResearchPlan, SearchResult
 from engines.checks import check_draft, cited_sentences, split_front_matter
 from engines.extractive import ExtractiveEngine
 from engines.frames import match_frame
 from engines.keyphrases import named_entities
 from engines.relevance import subject_article
 from engines.sentences import split_sentences
-from graph.models import ResearchPlan, SearchResult
 
 PRESS = SearchResult(
     title="Printing press",

@@ -5,13 +5,13 @@ from typing import Any
 
 from langgraph.types import Command
 
+from core.models import ResearchPlan, Review, SearchResult
+from core.urls import normalize_url
 from engines.checks import REQUIRED_SECTIONS, footnote_urls, sections, split_front_matter
 from engines.extractive import ExtractiveEngine
 from graph.builder import ResearchGraph
-from graph.models import ResearchPlan, Review, SearchResult
 from nodes.context import Deps
 from tools.local_corpus import LocalCorpus
-from tools.urls import normalize_url
 
 from .support import FlakyProvider, run_graph, start
 

@@ -10,6 +10,8 @@ from langchain_openai import ChatOpenAI
 
 from app.deps import EngineSetupError, check_model_server, llm_engine, make_engine
 from app.settings import Settings
+from core.models import ResearchPlan, SearchResult
+from core.urls import normalize_url
 from engines.base import ModelAccessError
 from engines.checks import footnote_urls, split_front_matter
 from engines.extractive import ExtractiveEngine
@@ -17,12 +19,10 @@ from engines.llm import LLMEngine
 from engines.llm_config import ROLES, ModelConfig
 from engines.recording import recording
 from graph.builder import ResearchGraph
-from graph.models import ResearchPlan, SearchResult
 from nodes.context import Deps
 from tools.api_client import RetryPolicy
 from tools.extraction import Page
 from tools.local_corpus import LocalCorpus
-from tools.urls import normalize_url
 
 from .fake_llm import FakeLLM, Reply, ToolCall
 from .llm_script import ResearchModel

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from core.models import ResearchPlan, SearchResult
 from engines.checks import split_front_matter
 from engines.recording import recording
 from graph.builder import ResearchGraph
-from graph.models import ResearchPlan, SearchResult
 from nodes.context import Deps
 from prompts.planner import PLAN_SYSTEM
 from tools.local_corpus import LocalCorpus

@@ -9,15 +9,15 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 from redis.asyncio import Redis
 
+from core.models import ResearchPlan, Review, RoundRecord, SearchResult, Usage
 from graph.builder import build_graph
-from graph.models import ResearchPlan, Review, RoundRecord, SearchResult, Usage
-from graph.redis_saver import (
+from nodes.context import Deps
+from stores.redis_saver import (
     ConformingRedisSaver,
     RedisModulesMissing,
     check_modules,
     redis_saver,
 )
-from nodes.context import Deps
 
 from .redis_server import redis_server
 from .support import run_graph, start

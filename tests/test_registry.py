@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from app.redis_registry import RedisRegistry
-from app.registry import (
+from stores.redis_registry import RedisRegistry
+from stores.registry import (
     ACTIVE,
     SqliteRegistry,
     ThreadExists,

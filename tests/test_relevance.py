@@ -2,6 +2,8 @@
 
 from langgraph.types import Command
 
+from core.models import ResearchPlan, SearchResult
+from core.urls import markdown_url, normalize_url
 from engines.checks import GAPS_SECTION, check_draft, cited_sentences
 from engines.extractive import FOLLOW_UPS, ExtractiveEngine
 from engines.frames import match_frame
@@ -21,9 +23,7 @@ from engines.relevance import (
     subject_article,
 )
 from graph.builder import ResearchGraph
-from graph.models import ResearchPlan, SearchResult
 from nodes.context import Deps
-from tools.urls import markdown_url, normalize_url
 
 from .support import run_graph, start
 

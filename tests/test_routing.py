@@ -1,8 +1,9 @@
 from typing import Any
 
-from graph.models import Draft, NodeUsage, Review, ReviewScores, RunOptions, SearchResult, Usage
-from graph.routing import fixed_supervisor_rule, route_reviewer, route_supervisor
-from graph.state import ResearchState, initial_state
+from core.budget import fixed_supervisor_rule
+from core.models import Draft, NodeUsage, Review, ReviewScores, RunOptions, SearchResult, Usage
+from core.state import ResearchState, initial_state
+from graph.routing import route_reviewer, route_supervisor
 
 
 def state(
@@ -58,7 +59,7 @@ def test_an_unapproved_plan_goes_to_approval() -> None:
     values = state(approval="plan")
     values["task_plan"] = None
     assert route_supervisor(values) == "researcher"
-    from graph.models import ResearchPlan
+    from core.models import ResearchPlan
 
     values["task_plan"] = ResearchPlan(theme="t", investigation_points=["p"], search_queries=["q"])
     assert route_supervisor(values) == "approve_plan"

@@ -8,11 +8,11 @@ from saq import Job
 from saq.job import Status
 from saq.utils import now
 
-from app.execution import RunInput
-from app.redis_registry import RedisRegistry
-from app.registry import RunStatus, ThreadRecord
-from app.run_queue import JOB_FUNCTION, QueueLauncher, ResearchQueue, abandoned
-from graph.redis_saver import redis_client
+from service.execution import RunInput
+from service.run_queue import JOB_FUNCTION, QueueLauncher, ResearchQueue, abandoned
+from stores.redis_registry import RedisRegistry
+from stores.redis_saver import redis_client
+from stores.registry import RunStatus, ThreadRecord
 
 HEARTBEAT_S = 5
 

@@ -8,7 +8,7 @@ from app.settings import Settings
 from engines.extractive import ExtractiveEngine
 from engines.simulated import SleepingEngine
 from graph.builder import build_graph
-from graph.checkpointer import memory_saver
+from stores.checkpointer import memory_saver
 from tools.local_corpus import CorpusMissingError
 from tools.simulated import DelayedSearchProvider, SleepingSearchProvider
 

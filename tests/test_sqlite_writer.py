@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.sqlite_writer import StoreClosed, open_sqlite_writer
+from stores.sqlite_writer import StoreClosed, open_sqlite_writer
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value BLOB)"
 

@@ -1,7 +1,7 @@
 import pytest
 from pydantic import ValidationError
 
-from graph.models import (
+from core.models import (
     ApprovalDecision,
     Draft,
     NodeUsage,
@@ -12,7 +12,7 @@ from graph.models import (
     SearchResult,
     Usage,
 )
-from graph.state import merge_drafts, merge_sources, union_queries
+from core.state import merge_drafts, merge_sources, union_queries
 from nodes.finalize import best_draft
 
 

@@ -1,4 +1,4 @@
-from tools.urls import normalize_url
+from core.urls import normalize_url
 
 
 def test_scheme_and_host_are_lowercased() -> None:

@@ -4,8 +4,8 @@ import pytest
 
 from engines.extractive import ExtractiveEngine
 from graph.builder import build_graph
-from graph.checkpointer import memory_saver
 from nodes.context import Deps
+from stores.checkpointer import memory_saver
 from tools.api_client import RetryPolicy
 from tools.brave import BraveProvider
 from tools.errors import ProviderError

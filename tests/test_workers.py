@@ -19,8 +19,8 @@ import httpx
 import pytest
 import redis
 
-from app.runner import thread_config
-from graph.redis_saver import redis_saver
+from service.runner import thread_config
+from stores.redis_saver import redis_saver
 
 from .processes import server, worker
 from .redis_server import redis_server

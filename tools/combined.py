@@ -5,8 +5,8 @@ import logging
 from collections.abc import Sequence
 from itertools import zip_longest
 
+from core.urls import normalize_url
 from tools.search import Depth, SearchHit, SearchProvider
-from tools.urls import normalize_url
 
 logger = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt, StateSnapshot
 
-from app.thread_ids import public_id
+from core.models import ApprovalDecision
+from core.state import CLIENT_THREAD_ID
 from graph.builder import ResearchGraph
-from graph.models import ApprovalDecision
-from graph.state import CLIENT_THREAD_ID
 from nodes.context import Deps
+from service.thread_ids import public_id
 
 EventSink = Callable[[str, Any], None]
 Approver = Callable[[dict[str, Any]], Awaitable[ApprovalDecision | None]]
@@ -19,7 +19,7 @@ Approver = Callable[[dict[str, Any]], Awaitable[ApprovalDecision | None]]
 def thread_config(thread_id: str) -> RunnableConfig:
     """The LangGraph config that addresses one research thread.
 
-    A thread stored under a key's scope (`app.thread_ids`) also carries the id its client
+    A thread stored under a key's scope (`service.thread_ids`) also carries the id its client
     knows it by, which is what the graph writes into its records (`CLIENT_THREAD_ID`).
     """
     configurable: dict[str, Any] = {"thread_id": thread_id}

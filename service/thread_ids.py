@@ -4,7 +4,7 @@ A client may name a thread (the LangGraph SDK's `threads.create(thread_id=...)`)
 rules keep such names from reaching what is not the caller's:
 
 - A client id is 1-128 letters, digits, `.`, `_` or `-` (`CLIENT_ID`). The service's
-  own event-log streams are named with a `:` (`app.platform_runs`), and a scoped id
+  own event-log streams are named with a `:` (`service.platform_runs`), and a scoped id
   (below) with an `@`: no client id can name either.
 - Ids are scoped per key. A thread a key names is stored as `<name>@<owner>`, so two keys
   may both have a thread `support-chat-42` and neither can tell that the other has one:
@@ -17,16 +17,12 @@ id back into the client's (`public_id`) in what it answers.
 """
 
 import re
-from collections.abc import Callable
-from typing import Annotated, Any, Protocol
-
-from fastapi import Depends
-
-from app.auth import LOCAL_OWNER
 
 CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 CLIENT_ID_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
 _SCOPE = "@"
+# The one owner of every thread when the service runs without API keys.
+LOCAL_OWNER = "local"
 
 
 def is_client_id(thread_id: str) -> bool:
@@ -49,16 +45,3 @@ def scoped(owner: str, thread_id: str) -> str:
 def public_id(stored: str) -> str:
     """The id the client knows a stored thread by."""
     return stored.split(_SCOPE, 1)[0]
-
-
-class _Resolver(Protocol):
-    async def resolve(self, owner: str, thread_id: str) -> str: ...
-
-
-def stored_id_dependency(manager: Callable[[], _Resolver], owner_dependency: Any) -> Any:
-    """A FastAPI dependency: the path's `thread_id` as the caller's stored thread id."""
-
-    async def stored_id(thread_id: str, owner: Annotated[str, Depends(owner_dependency)]) -> str:
-        return await manager().resolve(owner, thread_id)
-
-    return stored_id

@@ -36,7 +36,7 @@ from redis.commands.json import JSON
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from graph.checkpointer import STATE_TYPES
+from stores.checkpointer import STATE_TYPES
 
 # The metadata keys the index can filter on; others are filtered here, after the query.
 _INDEXED_FILTERS = frozenset({"source", "step", "thread_id", "run_id"})

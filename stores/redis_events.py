@@ -19,8 +19,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from app.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
-from graph.redis_saver import awaited
+from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
+from stores.redis_saver import awaited
 
 _FOLLOW_PAGE = 256
 _BLOCK_MS = 5_000

@@ -7,7 +7,7 @@ restart of the process.
 Deliberate choices in the SQLite log:
 
 - Appends go through a group commit: concurrent appends queue up and are written
-  together, in the data file's shared transaction (`graph.sqlite_writer`). Ids are
+  together, in the data file's shared transaction (`stores.sqlite_writer`). Ids are
   assigned inside that transaction from a per-thread last-id cache that only the writer
   touches while a batch is out, so appends to one thread never collide and appends to
   many threads never wait on each other's round trips. The cache assumes this process is
@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from graph.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
+from stores.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
 
 __all__ = [
     "MAX_EVENT_ID",
@@ -57,7 +57,7 @@ __all__ = [
 
 TERMINAL_EVENT = "done"
 # The last event of a stream: a thread's `done`, a Platform run's `end`
-# (`app.platform_runs.END_EVENT`). Memory kept for a stream is let go at either.
+# (`service.platform_runs.END_EVENT`). Memory kept for a stream is let go at either.
 CLOSING_EVENTS = frozenset({TERMINAL_EVENT, "end"})
 
 # A rowid table: a Platform run's `updates` chunks are tens of KB, and SQLite keeps rows

@@ -8,7 +8,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from pydantic import TypeAdapter, ValidationError
 
-from graph.models import (
+from core.models import (
     Action,
     Draft,
     ResearchNote,
@@ -20,10 +20,10 @@ from graph.models import (
     Usage,
     explain,
 )
-from tools.urls import normalize_url
+from core.urls import normalize_url
 
 # A config key: the thread's id as its client knows it, where the service stores the
-# thread under another (a key's scope, `app.thread_ids`); records the graph writes use it.
+# thread under another (a key's scope, `service.thread_ids`); records the graph writes use it.
 CLIENT_THREAD_ID = "client_thread_id"
 
 

@@ -16,15 +16,15 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
 
-from app.errors import InvalidState, NotFound, Unprocessable
-from app.execution import Admission, RunExecutor, RunInput
-from app.launchers import Launcher
-from app.platform_runs import FINISHED, PlatformRun
-from app.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
-from app.runner import thread_config
-from app.thread_ids import is_client_id, scoped
-from graph.models import ApprovalDecision, ResearchRequest
-from graph.state import coerce_update
+from core.models import ApprovalDecision, ResearchRequest
+from core.state import coerce_update
+from service.errors import InvalidState, NotFound, Unprocessable
+from service.execution import Admission, RunExecutor, RunInput
+from service.launchers import Launcher
+from service.platform_runs import FINISHED, PlatformRun
+from service.runner import thread_config
+from service.thread_ids import is_client_id, scoped
+from stores.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 
 
 class RunManager:
@@ -102,7 +102,7 @@ class RunManager:
         """The stored id of the caller's thread that the caller calls `thread_id`.
 
         A generated id is stored as it is, a name the caller chose scoped to its key
-        (`app.thread_ids`); another key's thread, or a name no client could use, is
+        (`service.thread_ids`); another key's thread, or a name no client could use, is
         NotFound, exactly like an id nobody has.
         """
         if is_client_id(thread_id):

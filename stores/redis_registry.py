@@ -13,7 +13,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from app.registry import (
+from core.state import ReportStatus
+from stores.redis_saver import awaited
+from stores.registry import (
     RunStatus,
     ThreadExists,
     ThreadRecord,
@@ -21,8 +23,6 @@ from app.registry import (
     encode_cursor,
     stamp,
 )
-from graph.redis_saver import awaited
-from graph.state import ReportStatus
 
 _ACTIVE_STATUSES = ("queued", "running")
 

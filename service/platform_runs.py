@@ -10,7 +10,7 @@ replay after a restart and any replica (SQLite or Redis) serves them.
   first, then one event per chunk named by its stream mode, `error` if it failed, and
   `end` last.
 
-Both names hold a `:`, which no thread id has (`app.thread_ids`): a client cannot name a
+Both names hold a `:`, which no thread id has (`service.thread_ids`): a client cannot name a
 thread whose own log is one of these streams.
 """
 
@@ -23,8 +23,8 @@ from langgraph.types import StreamMode
 from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
-from app.events import EventLog
-from app.registry import RunStatus
+from stores.events import EventLog
+from stores.registry import RunStatus
 
 PlatformRunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
 PlatformThreadStatus = Literal["idle", "busy", "interrupted", "error"]
@@ -88,7 +88,7 @@ class PlatformRun(BaseModel):
     # What the run was asked to do (input, command, stream modes, ...): the API's `kwargs`.
     request: dict[str, Any] = Field(default_factory=dict)
     # A run sent to a busy thread with `multitask_strategy` enqueue or interrupt waits
-    # here, its work validated and ready (`app.execution.Admission`), until the thread is
+    # here, its work validated and ready (`service.execution.Admission`), until the thread is
     # free; None once it has started.
     enqueued: dict[str, Any] | None = None
 

@@ -16,19 +16,19 @@ from typing import Any, Literal
 from langgraph.types import Command, StateSnapshot, StreamMode
 from pydantic import BaseModel, Field
 
-from app.errors import InvalidState
-from app.events import TERMINAL_EVENT, EventLog
-from app.platform_runs import STREAM_MODES as PLATFORM_MODES
-from app.platform_runs import PlatformRuns
-from app.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
-from app.runner import is_finished, pending_interrupt, question_of, thread_config
-from app.signals import RunSignals
-from app.thread_ids import public_id
+from core.models import ApprovalDecision, ResearchRequest, RunOptions
+from core.state import ReportStatus, initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
-from graph.models import ApprovalDecision, ResearchRequest, RunOptions
-from graph.state import ReportStatus, initial_state
 from nodes.context import Deps
+from service.errors import InvalidState
+from service.platform_runs import STREAM_MODES as PLATFORM_MODES
+from service.platform_runs import PlatformRuns
+from service.runner import is_finished, pending_interrupt, question_of, thread_config
+from service.signals import RunSignals
+from service.thread_ids import public_id
+from stores.events import TERMINAL_EVENT, EventLog
+from stores.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
 
 logger = logging.getLogger(__name__)
 

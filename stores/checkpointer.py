@@ -1,7 +1,7 @@
 """Checkpointer factories; each one only deserialises the types our state is made of.
 
 The SQLite saver is LangGraph's `AsyncSqliteSaver` with one change: its writes go
-through a group commit (`graph.sqlite_writer`, shared with the service's other stores of
+through a group commit (`stores.sqlite_writer`, shared with the service's other stores of
 the same file). The stock saver makes several round trips to aiosqlite's thread and
 commits once per checkpoint; with hundreds of runs in one process that serial thread,
 not the disk, bounds throughput. Here concurrent writes queue up, are written together
@@ -38,8 +38,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from graph import models
-from graph.sqlite_writer import (
+from core import models
+from stores.sqlite_writer import (
     BUSY_TIMEOUT_S,
     SqliteReader,
     SqliteWriter,
@@ -153,7 +153,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         return self._with_values(self._reader.get_tuple(config))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Read a checkpoint, on the event loop (`graph.sqlite_writer`: no thread hop)."""
+        """Read a checkpoint, on the event loop (`stores.sqlite_writer`: no thread hop)."""
         return await self._reads.run(functools.partial(self._get_tuple_sync, config))
 
     async def alist(

@@ -17,8 +17,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, field_validator
 
-from graph.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
-from graph.state import ReportStatus
+from core.state import ReportStatus
+from stores.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
 
 __all__ = [
     "ACTIVE",
@@ -100,7 +100,7 @@ class ThreadRecord(BaseModel):
     error: str | None = None
     options: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
-    # The status of the report the last run wrote (graph.state.ReportStatus): final,
+    # The status of the report the last run wrote (core.state.ReportStatus): final,
     # or partial when it did not pass review or its sources do not cover the subject.
     report: ReportStatus | None = None
 

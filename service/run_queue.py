@@ -27,9 +27,9 @@ from saq.job import TERMINAL_STATUSES, Status
 from saq.queue.redis import RedisQueue
 from saq.utils import millis, now
 
-from app.errors import InvalidState, TooManyRuns
-from app.execution import RunExecutor, RunInput
-from app.registry import Registry
+from service.errors import InvalidState, TooManyRuns
+from service.execution import RunExecutor, RunInput
+from stores.registry import Registry
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -1,7 +1,7 @@
 """Where a run's legs execute: tasks in this process, or jobs on the Redis queue.
 
 The run manager decides *what* happens to a thread; a launcher only starts, stops and
-counts executions. `LocalLauncher` is the embedded one; `app.run_queue.QueueLauncher`
+counts executions. `LocalLauncher` is the embedded one; `service.run_queue.QueueLauncher`
 hands legs to workers.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from app.errors import TooManyRuns
-from app.execution import RunExecutor, RunInput
+from service.errors import TooManyRuns
+from service.execution import RunExecutor, RunInput
 
 
 class Launcher(Protocol):
