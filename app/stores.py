@@ -14,10 +14,11 @@ from urllib.parse import urlsplit, urlunsplit
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.settings import Settings
-from stores.checkpointer import sqlite_saver
-from stores.events import EventLog, open_sqlite_event_log
-from stores.registry import Registry, open_sqlite_registry
-from stores.sqlite_writer import SqliteWriter, open_sqlite_writer
+from stores.checkpointer import GroupCommitSqliteSaver
+from stores.events import EventLog
+from stores.registry import Registry, SqliteRegistry
+from stores.sqlite_events import SqliteEventLog
+from stores.sqlite_writer import SqliteWriter, open_sqlite, open_sqlite_writer
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -46,7 +47,7 @@ async def open_checkpointer(
     `writer`: the SQLite file's writer, when the service's other stores share it.
     """
     if settings.redis_url is None:
-        async with sqlite_saver(settings.checkpoint_path, writer) as saver:
+        async with open_sqlite(settings.checkpoint_path, GroupCommitSqliteSaver, writer) as saver:
             yield saver
         return
     # Imported here: redisvl is only needed, and only paid for, by Redis deployments.
@@ -87,8 +88,12 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             path = settings.service_db_path
             writer = await stack.enter_async_context(open_sqlite_writer(path))
             saver = await stack.enter_async_context(open_checkpointer(settings, writer))
-            events: EventLog = await stack.enter_async_context(open_sqlite_event_log(path, writer))
-            registry: Registry = await stack.enter_async_context(open_sqlite_registry(path, writer))
+            events: EventLog = await stack.enter_async_context(
+                open_sqlite(path, SqliteEventLog, writer)
+            )
+            registry: Registry = await stack.enter_async_context(
+                open_sqlite(path, SqliteRegistry, writer)
+            )
             yield Stores(saver, events, registry)
         else:
             saver = await stack.enter_async_context(open_checkpointer(settings))

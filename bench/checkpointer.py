@@ -1,6 +1,6 @@
 """Checkpoint latency of our four savers on one workload, and the Redis savers' round trips.
 
-Savers: memory (`memory_saver()`), sqlite (`sqlite_saver` on a temp file), redis-stock
+Savers: memory (`memory_saver()`), sqlite (`open_sqlite(path, GroupCommitSqliteSaver)` on a temp file), redis-stock
 (`AsyncRedisSaver` of langgraph-checkpoint-redis, `asetup()`, with our `redis_serializer()`
 so that only the saver code differs) and redis-ours (`redis_saver(url)`, our
 `ConformingRedisSaver`). Both Redis savers use one throwaway valkey-server with the JSON
@@ -73,8 +73,9 @@ from redis.asyncio.client import Pipeline
 from ulid import ULID
 
 from core.models import NodeUsage, ResearchPlan, RunOptions, SearchResult, Usage
-from stores.checkpointer import memory_saver, sqlite_saver
+from stores.checkpointer import GroupCommitSqliteSaver, memory_saver
 from stores.redis_saver import ConformingRedisSaver, redis_saver, redis_serializer
+from stores.sqlite_writer import open_sqlite
 
 # `python bench/checkpointer.py` puts bench/ first on sys.path, not the repository root, and
 # `tests` is not an installed package: put the root on the path to reuse the test server.
@@ -602,7 +603,9 @@ async def open_savers(
         await sketch.asetup()
         savers: dict[str, Saver] = {
             "memory": memory_saver(),
-            "sqlite": await stack.enter_async_context(sqlite_saver(tmp / "bench.sqlite")),
+            "sqlite": await stack.enter_async_context(
+                open_sqlite(tmp / "bench.sqlite", GroupCommitSqliteSaver)
+            ),
             "redis-stock": stock,
             "redis-ours": await stack.enter_async_context(redis_saver(url)),
         }

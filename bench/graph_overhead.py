@@ -20,7 +20,8 @@ from core.state import initial_state
 from engines.simulated import SleepingEngine
 from graph.builder import build_graph
 from nodes.context import Deps
-from stores.checkpointer import memory_saver, sqlite_saver
+from stores.checkpointer import GroupCommitSqliteSaver, memory_saver
+from stores.sqlite_writer import open_sqlite
 from tools.simulated import SleepingSearchProvider
 
 NODES_ON_PATH = 4
@@ -50,7 +51,7 @@ async def main(latency_ms: float, sizes: list[int]) -> None:
     print(f"critical path {critical * 1000:.0f} ms ({NODES_ON_PATH} nodes x {latency_ms:.0f} ms)")
     print(f"{'N':>5} {'saver':>7} {'wall s':>8} {'wall/crit':>9} {'runs/s':>8} {'CPU ms/run':>10}")
     with tempfile.TemporaryDirectory() as tmp:
-        async with sqlite_saver(Path(tmp) / "bench.sqlite") as sqlite:
+        async with open_sqlite(Path(tmp) / "bench.sqlite", GroupCommitSqliteSaver) as sqlite:
             await run_batch(memory_saver(), 2, latency, "warm")  # imports and first compile
             for n in sizes:
                 rates = {}

@@ -52,7 +52,8 @@ from graph.builder import build_graph
 from nodes.context import Deps
 from service.execution import STREAM_MODES
 from service.runner import thread_config
-from stores.checkpointer import sqlite_saver
+from stores.checkpointer import GroupCommitSqliteSaver
+from stores.sqlite_writer import open_sqlite
 from tools.simulated import SleepingSearchProvider
 
 # `python bench/service_load.py` puts bench/ first on sys.path, not the repository root.
@@ -106,7 +107,7 @@ async def in_process(n: int, latency_s: float, tag: str) -> Batch:
     done: list[float] = []
     errors: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="bench-inproc-") as tmp:
-        async with sqlite_saver(Path(tmp) / "checkpoints.sqlite") as saver:
+        async with open_sqlite(Path(tmp) / "checkpoints.sqlite", GroupCommitSqliteSaver) as saver:
             graph = build_graph(saver)
 
             async def one(i: int) -> None:

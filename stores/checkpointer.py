@@ -19,8 +19,7 @@ import functools
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
+from contextlib import AsyncExitStack
 from typing import Any
 
 import aiosqlite
@@ -43,8 +42,6 @@ from stores.sqlite_writer import (
     BUSY_TIMEOUT_S,
     SqliteReader,
     SqliteWriter,
-    open_sqlite_reader,
-    writer_for,
 )
 
 # Everything a checkpoint of ResearchState may hold beyond LangGraph's own safe types.
@@ -114,6 +111,23 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         self._writer = writer
         self._reads = reader
         self._reader = SqliteSaver(reader.conn, serde=self.serde)
+
+    @classmethod
+    async def open_in(
+        cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
+    ) -> "GroupCommitSqliteSaver":
+        """The embedded default: one SQLite file holds every thread's checkpoints.
+
+        See `stores.sqlite_writer.open_sqlite`; what is queued is written on close.
+        """
+        conn = await stack.enter_async_context(
+            aiosqlite.connect(str(writer.path), timeout=BUSY_TIMEOUT_S)
+        )
+        await writer.run(lambda c: c.execute(_BLOBS_SCHEMA))
+        saver = cls(conn, writer, reader)
+        await saver.setup()
+        stack.push_async_callback(saver.drain)
+        return saver
 
     async def _write(self, *statements: tuple[str, Rows]) -> None:
         """Write rows in the next transaction; return once it has committed."""
@@ -234,22 +248,3 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
             for idx, (channel, value) in enumerate(writes)
         ]
         await self._write((_PUT_WRITES.format(conflict=conflict), rows))
-
-
-@asynccontextmanager
-async def sqlite_saver(
-    path: Path, writer: SqliteWriter | None = None
-) -> AsyncIterator[GroupCommitSqliteSaver]:
-    """The embedded default: one SQLite file holds every thread's checkpoints.
-
-    `writer`: the file's writer, when other stores of the file share it.
-    """
-    async with AsyncExitStack() as stack:
-        writer = await writer_for(stack, path, writer)
-        conn = await stack.enter_async_context(aiosqlite.connect(str(path), timeout=BUSY_TIMEOUT_S))
-        reader = await stack.enter_async_context(open_sqlite_reader(path))
-        await writer.run(lambda c: c.execute(_BLOBS_SCHEMA))
-        saver = GroupCommitSqliteSaver(conn, writer, reader)
-        await saver.setup()
-        yield saver
-        await saver.drain()

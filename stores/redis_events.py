@@ -12,13 +12,13 @@ timeout, then read again: no in-process notification is needed, so an event appe
 another process wakes them too.
 """
 
-import asyncio
 from collections.abc import AsyncGenerator
 from datetime import datetime
 from typing import Any
 
 from redis.asyncio import Redis
 
+from stores.batching import Batcher, settle
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.redis_saver import awaited
 
@@ -53,41 +53,31 @@ class RedisEventLog(QueuedAppends):
         self._follow_client = follow_client or client
         self._prefix = prefix
         self._max_events = max_events
-        self._pending: list[QueuedEvent] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._batches = Batcher(self._write)
         self._closed = False
 
     def _key(self, thread_id: str) -> str:
         return f"{self._prefix}{thread_id}"
 
     def _queue(self, op: QueuedEvent) -> None:
-        self._pending.append(op)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush())
+        self._batches.add(op)
 
-    async def _flush(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending, []
-            pipe = self._client.pipeline(transaction=False)
-            for op in batch:
-                pipe.xadd(
-                    self._key(op.thread_id),
-                    {"name": op.name, "data": op.text, "at": op.created_at.isoformat()},
-                    id="0-*",
-                    maxlen=self._max_events,
-                    approximate=True,
-                )
-            try:
-                results = await pipe.execute(raise_on_error=False)
-            except Exception as exc:  # the connection failed: every append of the batch did
-                results = [exc] * len(batch)
-            for op, result in zip(batch, results, strict=True):
-                if op.done.done():
-                    continue
-                if isinstance(result, BaseException):
-                    op.done.set_exception(result)
-                else:
-                    op.done.set_result(_seq(result))
+    async def _write(self, batch: list[QueuedEvent]) -> None:
+        pipe = self._client.pipeline(transaction=False)
+        for op in batch:
+            pipe.xadd(
+                self._key(op.thread_id),
+                {"name": op.name, "data": op.text, "at": op.created_at.isoformat()},
+                id="0-*",
+                maxlen=self._max_events,
+                approximate=True,
+            )
+        try:
+            results = await pipe.execute(raise_on_error=False)
+        except Exception as exc:  # the connection failed: every append of the batch did
+            results = [exc] * len(batch)
+        for op, result in zip(batch, results, strict=True):
+            settle(op.done, result if isinstance(result, BaseException) else _seq(result))
 
     def _events(self, thread_id: str, entries: list[Any]) -> list[Event]:
         events = []
@@ -143,6 +133,5 @@ class RedisEventLog(QueuedAppends):
 
     async def close(self) -> None:
         """Write what is queued, then refuse further use."""
-        if self._flusher is not None:
-            await asyncio.gather(self._flusher, return_exceptions=True)
+        await self._batches.drain()
         self._closed = True

@@ -9,16 +9,15 @@ import builtins
 import json
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Iterable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, field_validator
 
 from core.state import ReportStatus
-from stores.sqlite_writer import SqliteReader, SqliteWriter, open_sqlite_reader, writer_for
+from stores.sqlite_writer import SqliteReader, SqliteWriter
 
 __all__ = [
     "ACTIVE",
@@ -28,7 +27,6 @@ __all__ = [
     "SqliteRegistry",
     "ThreadExists",
     "ThreadRecord",
-    "open_sqlite_registry",
 ]
 
 # `new`: a thread created (through the LangGraph Platform API) before its first run.
@@ -173,6 +171,14 @@ class SqliteRegistry:
     def __init__(self, reader: SqliteReader, writer: SqliteWriter) -> None:
         self._reader = reader
         self._writer = writer  # writes, in the data file's shared transaction
+
+    @classmethod
+    async def open_in(
+        cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
+    ) -> "SqliteRegistry":
+        """The file's registry (see `stores.sqlite_writer.open_sqlite`)."""
+        await writer.run(_prepare)
+        return cls(reader, writer)
 
     async def _write(self, sql: str, params: tuple[Any, ...]) -> builtins.list[ThreadRecord]:
         """Run one statement in the writer's next transaction; the records it returns."""
@@ -325,21 +331,6 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
         raise ValueError("invalid cursor")
     micros, thread_id = cursor.split("~", 1)
     return stamp(_EPOCH + timedelta(microseconds=int(micros))), thread_id
-
-
-@asynccontextmanager
-async def open_sqlite_registry(
-    path: Path, writer: SqliteWriter | None = None
-) -> AsyncIterator[SqliteRegistry]:
-    """Open (creating if needed) the thread registry in the SQLite file at `path`.
-
-    `writer`: the file's writer, when other stores of the file share it.
-    """
-    async with AsyncExitStack() as stack:
-        writer = await writer_for(stack, path, writer)
-        await writer.run(_prepare)
-        reader = await stack.enter_async_context(open_sqlite_reader(path))
-        yield SqliteRegistry(reader, writer)
 
 
 def _prepare(conn: sqlite3.Connection) -> None:

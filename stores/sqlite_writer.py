@@ -32,7 +32,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, Self, TypeVar
+
+from stores.batching import Batcher, settle
 
 T = TypeVar("T")
 
@@ -65,10 +67,9 @@ class SqliteWriter:
         wal_checkpoint_every_s: float = _WAL_CHECKPOINT_EVERY_S,
     ) -> None:
         self._conn = conn
-        self._path = path
+        self.path = path
         self._wal_checkpoint_every_s = wal_checkpoint_every_s
-        self._pending: list[_Work] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._batches = Batcher(self._write)
         self._wal_checkpoint: asyncio.Task[None] | None = None
         self._last_wal_checkpoint = time.monotonic()
         self._closed = False
@@ -83,9 +84,7 @@ class SqliteWriter:
         if self._closed:
             raise StoreClosed("the SQLite writer is closed")
         done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Work(work, done))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush())
+        self._batches.add(_Work(work, done))
         return done
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -94,8 +93,7 @@ class SqliteWriter:
 
     async def drain(self) -> None:
         """Wait until every queued write has been committed."""
-        while self._flusher is not None and not self._flusher.done():
-            await self._flusher
+        await self._batches.drain()
         if self._wal_checkpoint is not None:
             await self._wal_checkpoint
 
@@ -104,20 +102,13 @@ class SqliteWriter:
         await self.drain()
         self._closed = True
 
-    async def _flush(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending, []
-            try:
-                outcomes = await self._commit_when_unlocked(batch)
-            except Exception as exc:  # the commit failed: so did every write in it
-                outcomes = [exc] * len(batch)
-            for work, outcome in zip(batch, outcomes, strict=True):
-                if work.done.done():
-                    continue  # its caller was cancelled; the write stands all the same
-                if isinstance(outcome, BaseException):
-                    work.done.set_exception(outcome)
-                else:
-                    work.done.set_result(outcome)
+    async def _write(self, batch: list[_Work]) -> None:
+        try:
+            outcomes = await self._commit_when_unlocked(batch)
+        except Exception as exc:  # the commit failed: so did every write in it
+            outcomes = [exc] * len(batch)
+        for work, outcome in zip(batch, outcomes, strict=True):
+            settle(work.done, outcome)
 
     async def _commit_when_unlocked(self, batch: list[_Work]) -> list[Any]:
         """Commit the batch; while another process holds the write lock, sleep and retry.
@@ -136,7 +127,7 @@ class SqliteWriter:
         if running or now - self._last_wal_checkpoint < self._wal_checkpoint_every_s:
             return
         self._last_wal_checkpoint = now
-        self._wal_checkpoint = asyncio.create_task(asyncio.to_thread(_checkpoint_wal, self._path))
+        self._wal_checkpoint = asyncio.create_task(asyncio.to_thread(_checkpoint_wal, self.path))
 
     def _commit(self, batch: list[_Work]) -> list[Any]:
         """Run a batch in the open transaction, each write in a savepoint; commit."""
@@ -258,10 +249,46 @@ async def open_sqlite_writer(
             conn.close()
 
 
-async def writer_for(
-    stack: AsyncExitStack, path: Path, writer: SqliteWriter | None
-) -> SqliteWriter:
-    """`writer` when the file's stores share one, else a writer of `path` closed by `stack`."""
-    if writer is not None:
-        return writer
-    return await stack.enter_async_context(open_sqlite_writer(path))
+class SqliteStore(Protocol):
+    """A store kept in the SQLite data file; `open_sqlite` opens every kind the same way."""
+
+    @classmethod
+    async def open_in(
+        cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
+    ) -> Self:
+        """Prepare the store's tables and return it; what it must close goes on `stack`.
+
+        Args:
+            stack: closed when the store is closed, after what the store puts on it.
+            reader: the file's reader, run on the event loop.
+            writer: the file's writer (shared by the file's stores, or the store's own).
+
+        Returns:
+            The store, ready to use.
+        """
+        ...
+
+
+S = TypeVar("S", bound=SqliteStore)
+
+
+@asynccontextmanager
+async def open_sqlite(
+    path: Path, kind: type[S], writer: SqliteWriter | None = None
+) -> AsyncIterator[S]:
+    """Open (creating what is missing) a store of `kind` in the SQLite file at `path`.
+
+    Args:
+        path: the data file; created, with its folder, if it does not exist.
+        kind: the store's class (`SqliteEventLog`, `SqliteRegistry`, the checkpointer).
+        writer: the file's writer, when other stores of the file share it; without one,
+            the store gets a writer of its own, closed with it.
+
+    Yields:
+        The store; what it queued is written before it closes.
+    """
+    async with AsyncExitStack() as stack:
+        if writer is None:
+            writer = await stack.enter_async_context(open_sqlite_writer(path))
+        reader = await stack.enter_async_context(open_sqlite_reader(path))
+        yield await kind.open_in(stack, reader, writer)

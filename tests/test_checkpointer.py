@@ -10,7 +10,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph.builder import build_graph
 from nodes.context import Deps
-from stores.checkpointer import GroupCommitSqliteSaver, serializer, sqlite_saver
+from stores.checkpointer import GroupCommitSqliteSaver, serializer
+from stores.sqlite_writer import open_sqlite
 
 from .support import run_graph, start
 
@@ -18,7 +19,7 @@ from .support import run_graph, start
 @checkpointer_test(name="GroupCommitSqliteSaver")
 async def group_commit_saver() -> AsyncIterator[GroupCommitSqliteSaver]:
     with tempfile.TemporaryDirectory() as tmp:
-        async with sqlite_saver(Path(tmp) / "conformance.sqlite") as saver:
+        async with open_sqlite(Path(tmp) / "conformance.sqlite", GroupCommitSqliteSaver) as saver:
             yield saver
 
 
@@ -35,7 +36,7 @@ async def test_checkpoints_of_the_stock_saver_stay_readable(tmp_path: Path, deps
     async with AsyncSqliteSaver.from_conn_string(str(path)) as stock:
         stock.serde = serializer()
         values = await run_graph(build_graph(stock), deps, "t", start())
-    async with sqlite_saver(path) as saver:
+    async with open_sqlite(path, GroupCommitSqliteSaver) as saver:
         snapshot = await build_graph(saver).aget_state({"configurable": {"thread_id": "t"}})
     assert snapshot.values["final_report"] == values["final_report"]
     assert snapshot.next == ()
@@ -44,7 +45,7 @@ async def test_checkpoints_of_the_stock_saver_stay_readable(tmp_path: Path, deps
 async def test_a_channel_value_is_stored_once_per_version(tmp_path: Path, deps: Deps) -> None:
     """Checkpoints name versions; the sources are not written again at every step."""
     path = tmp_path / "c.sqlite"
-    async with sqlite_saver(path) as saver:
+    async with open_sqlite(path, GroupCommitSqliteSaver) as saver:
         graph = build_graph(saver)
         values = await run_graph(graph, deps, "t", start())
         history = [s async for s in graph.aget_state_history({"configurable": {"thread_id": "t"}})]
@@ -58,10 +59,10 @@ async def test_a_channel_value_is_stored_once_per_version(tmp_path: Path, deps: 
 
 async def test_concurrent_runs_all_reach_the_file(tmp_path: Path, deps: Deps) -> None:
     path = tmp_path / "c.sqlite"
-    async with sqlite_saver(path) as saver:
+    async with open_sqlite(path, GroupCommitSqliteSaver) as saver:
         graph = build_graph(saver)
         await asyncio.gather(*(run_graph(graph, deps, f"run-{i}", start()) for i in range(8)))
-    async with sqlite_saver(path) as reopened:
+    async with open_sqlite(path, GroupCommitSqliteSaver) as reopened:
         graph = build_graph(reopened)
         for i in range(8):
             snapshot = await graph.aget_state({"configurable": {"thread_id": f"run-{i}"}})
@@ -70,7 +71,7 @@ async def test_concurrent_runs_all_reach_the_file(tmp_path: Path, deps: Deps) ->
 
 async def test_a_failed_transaction_reaches_every_waiting_writer(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
-    async with sqlite_saver(path) as saver:
+    async with open_sqlite(path, GroupCommitSqliteSaver) as saver:
         with sqlite3.connect(path) as other:
             other.execute("DROP TABLE writes")
         config = {"configurable": {"thread_id": "x", "checkpoint_ns": "", "checkpoint_id": "1"}}

@@ -18,7 +18,8 @@ from langgraph.types import StateSnapshot
 from core.models import TOPIC_MAX_CHARS
 from engines.checks import sections, split_front_matter
 from graph.builder import build_graph
-from stores.checkpointer import sqlite_saver
+from stores.checkpointer import GroupCommitSqliteSaver
+from stores.sqlite_writer import open_sqlite
 
 from .fake_llm import FakeLLM, Reply
 from .llm_script import ResearchModel
@@ -82,7 +83,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: 
 
 
 async def load_state(checkpoints: Path, thread_id: str) -> StateSnapshot:
-    async with sqlite_saver(checkpoints) as saver:
+    async with open_sqlite(checkpoints, GroupCommitSqliteSaver) as saver:
         return await build_graph(saver).aget_state({"configurable": {"thread_id": thread_id}})
 
 
@@ -228,7 +229,7 @@ async def wait_until_searching_again(
         assert run.poll() is None, "the run ended before it opened its checkpoints"
         assert time.monotonic() < deadline, "the run never opened its checkpoints"
         await asyncio.sleep(0.02)
-    async with sqlite_saver(checkpoints) as saver:
+    async with open_sqlite(checkpoints, GroupCommitSqliteSaver) as saver:
         graph = build_graph(saver)
         config = {"configurable": {"thread_id": thread_id}}
         while True:
@@ -301,7 +302,7 @@ async def cut_after_the_first_researcher_step(
 ) -> None:
     """Run a thread, then cut it back to where the first researcher step had saved its writes."""
     assert cli(cli_env, "run", TOPIC, "--thread", thread_id).returncode == 0
-    async with sqlite_saver(checkpoints) as saver:
+    async with open_sqlite(checkpoints, GroupCommitSqliteSaver) as saver:
         config = {"configurable": {"thread_id": thread_id}}
         history = [s async for s in build_graph(saver).aget_state_history(config)]
     first_research = min(

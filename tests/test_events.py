@@ -14,10 +14,10 @@ from stores.events import (
     Event,
     EventLog,
     EventLogClosed,
-    SqliteEventLog,
-    open_sqlite_event_log,
 )
 from stores.redis_events import RedisEventLog
+from stores.sqlite_events import SqliteEventLog
+from stores.sqlite_writer import open_sqlite
 
 # A safety net against a hang, never a means of synchronisation.
 TIMEOUT_S = 10.0
@@ -32,7 +32,7 @@ def db(tmp_path: Path) -> Path:
 async def log(request: pytest.FixtureRequest, db: Path) -> AsyncIterator[EventLog]:
     """Each behaviour of the protocol, on both implementations."""
     if request.param == "sqlite":
-        async with open_sqlite_event_log(db) as opened:
+        async with open_sqlite(db, SqliteEventLog) as opened:
             yield opened
         return
     client = Redis.from_url(request.getfixturevalue("redis_url"))
@@ -256,12 +256,12 @@ async def test_a_follower_of_one_thread_ignores_other_threads(log: SqliteEventLo
 
 
 async def test_events_survive_reopening_and_ids_continue(db: Path) -> None:
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         for n in range(3):
             await log.append("t", "step", {"n": n})
         before = await log.read("t")
 
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         assert await log.read("t") == before
         assert await log.last_id("t") == 3
         appended = await log.append("t", "step", {"n": 3})
@@ -286,13 +286,13 @@ async def test_a_log_written_by_the_earlier_layout_is_migrated_once(db: Path) ->
             ],
         )
 
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         assert [(e.id, e.name, e.data) for e in await log.read("a")] == [
             (1, "status", {"status": "queued"}),
             (2, "done", {"status": "completed"}),
         ]
         assert (await log.append("b", "step", {})).id == 2
-    async with open_sqlite_event_log(db) as log:  # a second opening changes nothing
+    async with open_sqlite(db, SqliteEventLog) as log:  # a second opening changes nothing
         assert ids(await log.read("b")) == [1, 2]
     with closing(sqlite3.connect(db)) as check:
         tables = check.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
@@ -316,11 +316,11 @@ async def test_delete_removes_the_thread_and_its_ids_restart_at_one(
 
 
 async def test_delete_is_durable_across_reopening(db: Path) -> None:
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         await log.append("t", "step", {})
         await log.delete("t")
 
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         assert await log.read("t") == []
         assert (await log.append("t", "step", {})).id == 1
 
@@ -333,7 +333,7 @@ async def test_an_unserialisable_payload_fails_only_its_own_append(log: SqliteEv
 
 
 async def test_a_failed_append_skips_no_id_and_the_log_recovers(db: Path) -> None:
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         await log.append("t", "step", {})
         # Another writer breaks the single-writer assumption and takes the next id.
         with closing(sqlite3.connect(db)) as other, other:
@@ -356,7 +356,7 @@ async def test_the_log_shares_its_file_with_other_tables(db: Path) -> None:
         other.execute("CREATE TABLE neighbours (name TEXT)")
         other.execute("INSERT INTO neighbours VALUES ('before')")
 
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         await log.append("t", "step", {})
         with closing(sqlite3.connect(db)) as other, other:
             other.execute("INSERT INTO neighbours VALUES ('during')")
@@ -369,7 +369,7 @@ async def test_the_log_shares_its_file_with_other_tables(db: Path) -> None:
 
 
 async def test_ping_answers_while_open_and_raises_after_close(db: Path) -> None:
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         await log.ping()
 
     with pytest.raises(EventLogClosed):
@@ -379,7 +379,7 @@ async def test_ping_answers_while_open_and_raises_after_close(db: Path) -> None:
 
 
 async def test_closing_the_log_ends_waiting_followers_with_an_error(db: Path) -> None:
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         await log.append("t", "step", {})
         events = log.follow("t")
         assert (await asyncio.wait_for(anext(events), TIMEOUT_S)).id == 1
@@ -398,10 +398,10 @@ async def test_memory_for_recent_events_is_let_go_and_bounded(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Platform run's stream closes with `end`, a run-records stream never closes."""
-    import stores.events as events_module
+    import stores.sqlite_events as events_module
 
     monkeypatch.setattr(events_module, "_RECENT_BYTES", 64 * 1024)
-    async with open_sqlite_event_log(db) as log:
+    async with open_sqlite(db, SqliteEventLog) as log:
         for run in range(20):
             await log.append(f"platform-run:{run}", "updates", {"chunk": "x" * 2000})
             await log.append(f"platform-run:{run}", "end", {"status": "success"})

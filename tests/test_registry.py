@@ -13,8 +13,8 @@ from stores.registry import (
     SqliteRegistry,
     ThreadExists,
     ThreadRecord,
-    open_sqlite_registry,
 )
+from stores.sqlite_writer import open_sqlite
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -55,7 +55,7 @@ async def registry(request: pytest.FixtureRequest, db: Path) -> AsyncIterator[Sq
         finally:
             await client.aclose()
         return
-    async with open_sqlite_registry(db) as opened:
+    async with open_sqlite(db, SqliteRegistry) as opened:
         yield opened
 
 
@@ -275,18 +275,18 @@ async def test_active_follows_status_changes(registry: SqliteRegistry) -> None:
 
 
 async def test_the_registry_survives_reopening(db: Path) -> None:
-    async with open_sqlite_registry(db) as registry:
+    async with open_sqlite(db, SqliteRegistry) as registry:
         await registry.create(record("t1", options={"max_rounds": 3}))
         updated = await registry.set_status("t1", "paused")
 
-    async with open_sqlite_registry(db) as registry:
+    async with open_sqlite(db, SqliteRegistry) as registry:
         assert await registry.get("t1") == updated
         with pytest.raises(ThreadExists):
             await registry.create(record("t1"))
 
 
 async def test_writes_are_committed_at_once_for_other_connections(db: Path) -> None:
-    async with open_sqlite_registry(db) as writer, open_sqlite_registry(db) as reader:
+    async with open_sqlite(db, SqliteRegistry) as writer, open_sqlite(db, SqliteRegistry) as reader:
         await writer.create(record("t1"))
         updated = await writer.set_status("t1", "running")
         assert await reader.get("t1") == updated
@@ -295,7 +295,7 @@ async def test_writes_are_committed_at_once_for_other_connections(db: Path) -> N
 
 
 async def test_ping_answers_while_open_and_raises_after_close(db: Path) -> None:
-    async with open_sqlite_registry(db) as registry:
+    async with open_sqlite(db, SqliteRegistry) as registry:
         await registry.ping()
 
     with pytest.raises(ValueError):
@@ -335,6 +335,6 @@ async def test_a_registry_file_from_before_metadata_gets_the_column(db: Path) ->
             "INSERT INTO thread_registry VALUES ('old', 'alice', 'a topic', 'completed', "
             "'2025-01-01T12:00:00.000000+00:00', '2025-01-01T12:00:00.000000+00:00', NULL, '{}')"
         )
-    async with open_sqlite_registry(db) as opened:
+    async with open_sqlite(db, SqliteRegistry) as opened:
         kept = await opened.get("old")
         assert kept is not None and kept.metadata == {} and kept.topic == "a topic"

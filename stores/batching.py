@@ -1,0 +1,53 @@
+"""Group writes: what is queued while one batch is being written goes into the next one.
+
+Every store the service writes to often (the SQLite file's writer, the SQLite event
+log, the Redis event log) queues its writes here. One round trip or transaction then
+carries a whole batch, however many runs write at once, and the order of the queue is
+the order of the writes.
+"""
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Batcher(Generic[T]):
+    """Writes queued items in batches, one batch at a time, in the order they were queued.
+
+    Args:
+        write_batch: writes one batch and settles each item's outcome itself (`settle`).
+            It must not raise: an exception would leave the batch's callers waiting.
+    """
+
+    def __init__(self, write_batch: Callable[[list[T]], Awaitable[None]]) -> None:
+        self._write_batch = write_batch
+        self._pending: list[T] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    def add(self, item: T) -> None:
+        """Queue `item` for the next batch, starting a flusher when none runs."""
+        self._pending.append(item)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+
+    async def drain(self) -> None:
+        """Wait until every queued item has been written (a caller's cancel leaves it be)."""
+        while (flusher := self._flusher) is not None and not flusher.done():
+            await asyncio.wait([flusher])
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            await self._write_batch(batch)
+
+
+def settle(done: "asyncio.Future[Any]", outcome: object) -> None:
+    """Give a queued write's caller its outcome, unless the caller stopped waiting."""
+    if done.done():
+        return  # its caller was cancelled; the write stands all the same
+    if isinstance(outcome, BaseException):
+        done.set_exception(outcome)
+    else:
+        done.set_result(outcome)

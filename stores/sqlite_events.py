@@ -1,0 +1,266 @@
+"""The event log in the SQLite data file (the embedded default).
+
+Deliberate choices:
+
+- Appends go through a group commit: concurrent appends queue up and are written
+  together, in the data file's shared transaction (`stores.sqlite_writer`). Ids are
+  assigned inside that transaction from a per-thread last-id cache that only the writer
+  touches while a batch is out, so appends to one thread never collide and appends to
+  many threads never wait on each other's round trips. The cache assumes this process is
+  the only writer of the log's table; after a failed transaction it forgets the threads
+  involved and reads their last id from the file again, so no id is skipped or reused.
+- A caller that is cancelled while waiting for its append still gets the event written:
+  the write belongs to the shared transaction, not to the caller.
+- `delete` forgets the thread entirely: a later append to the same thread id starts
+  again at 1. Stop the thread's followers first; one left behind keeps waiting for ids
+  past its position.
+- Followers wait on an in-process notification: they register before reading the
+  backlog, so an append that commits between the read and the wait still wakes them.
+"""
+
+import asyncio
+import functools
+import sqlite3
+import weakref
+from collections import OrderedDict, deque
+from collections.abc import AsyncGenerator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from stores.batching import Batcher, settle
+from stores.events import (
+    CLOSING_EVENTS,
+    TERMINAL_EVENT,
+    Event,
+    QueuedAppends,
+    QueuedEvent,
+)
+from stores.sqlite_writer import SqliteReader, SqliteWriter
+
+# A rowid table: a Platform run's `updates` chunks are tens of KB, and SQLite keeps rows
+# that large poorly in a WITHOUT ROWID table's b-tree (inserts took twice as long).
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS event_log (seq INTEGER PRIMARY KEY, "
+    "thread_id TEXT NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, "
+    "created_at TEXT NOT NULL, UNIQUE (thread_id, id))"
+)
+# Files written before: their WITHOUT ROWID table is copied into the new one, once.
+_OLD_TABLE = (
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_log' "
+    "AND sql LIKE '%WITHOUT ROWID%'"
+)
+_MIGRATE = (
+    "ALTER TABLE event_log RENAME TO event_log_without_rowid",
+    _SCHEMA,
+    "INSERT INTO event_log (thread_id, id, name, data, created_at) "
+    "SELECT thread_id, id, name, data, created_at FROM event_log_without_rowid "
+    "ORDER BY thread_id, id",
+    "DROP TABLE event_log_without_rowid",
+)
+_INSERT = "INSERT INTO event_log (thread_id, id, name, data, created_at) VALUES (?, ?, ?, ?, ?)"
+_LAST_ID = "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE thread_id = ?"
+_DELETE = "DELETE FROM event_log WHERE thread_id = ?"
+_READ = (
+    "SELECT id, name, data, created_at FROM event_log "
+    "WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?"
+)
+# A follower reads its backlog in pages of this many events so a long history never
+# lands in memory at once.
+_FOLLOW_PAGE = 256
+_RECENT_EVENTS = 64
+# Memory for recent events, over all streams: the least recently written streams are let
+# go past it (a stream that never closes, such as a thread's run records, must not hold
+# memory for ever: Platform runs grew the process by 1.8 MB each).
+_RECENT_BYTES = 16 * 1024 * 1024
+# Streams whose last id is kept in memory; past it the oldest are read again when needed.
+_LAST_IDS = 4096
+
+
+@dataclass
+class _Delete:
+    thread_id: str
+    done: asyncio.Future[None] = field(repr=False)
+
+
+_Op = QueuedEvent | _Delete
+
+
+class SqliteEventLog(QueuedAppends):
+    """An `EventLog` kept in one SQLite file (which may hold other tables too)."""
+
+    def __init__(self, reader: SqliteReader, writer: SqliteWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        # Touched only by _commit, or after it failed; least recently written first.
+        self._last_ids: OrderedDict[str, int] = OrderedDict()
+        self._batches: Batcher[_Op] = Batcher(self._write)
+        # An entry lives while some follower holds it, so idle threads cost nothing.
+        self._waiters: weakref.WeakValueDictionary[str, asyncio.Event] = (
+            weakref.WeakValueDictionary()
+        )
+        # The latest events of each live stream, so followers woken by an append are served
+        # from memory instead of a database round trip per event; dropped when the stream
+        # closes, or when it is the least recently written and memory is over its cap.
+        self._recent: OrderedDict[str, deque[Event]] = OrderedDict()
+        self._recent_bytes = 0
+        self._closed = False
+
+    @classmethod
+    async def open_in(
+        cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
+    ) -> "SqliteEventLog":
+        """The log of the file (see `stores.sqlite_writer.open_sqlite`); closed with `stack`."""
+        await writer.run(_prepare)
+        log = cls(reader, writer)
+        stack.push_async_callback(log.close)
+        return log
+
+    def _queue(self, op: QueuedEvent) -> None:
+        self._batches.add(op)
+
+    async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
+        """Return the thread's events with an id above `after`, oldest first."""
+        self._check_open()
+        if limit is not None and limit < 0:
+            raise ValueError("limit must not be negative")
+        rows = await self._reader.fetchall(
+            _READ, (thread_id, after, -1 if limit is None else limit)
+        )
+        return [
+            Event(row[0], thread_id, row[1], row[2], datetime.fromisoformat(row[3])) for row in rows
+        ]
+
+    async def follow(self, thread_id: str, after: int = 0) -> AsyncGenerator[Event, None]:
+        """Yield the events after `after`, then new ones as they come, until `done`.
+
+        Each event is yielded once and in order; the iterator ends right after the
+        event named `TERMINAL_EVENT`. Raises `EventLogClosed` if the log closes first.
+        """
+        position = after
+        while True:
+            self._check_open()
+            waiter = self._waiter(thread_id)  # before the read: no append slips between
+            events = self._recent_after(thread_id, position)
+            if events is None:
+                events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
+            for event in events:
+                position = event.id
+                yield event
+                if event.name == TERMINAL_EVENT:
+                    return
+            if len(events) < _FOLLOW_PAGE:
+                await waiter.wait()
+
+    async def last_id(self, thread_id: str) -> int:
+        """Return the thread's highest event id, 0 when it has none."""
+        self._check_open()
+        rows = await self._reader.fetchall(_LAST_ID, (thread_id,))
+        return int(rows[0][0])
+
+    async def delete(self, thread_id: str) -> None:
+        """Remove every event of the thread; its next append gets id 1 again."""
+        self._check_open()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._batches.add(_Delete(thread_id, done))
+        await done
+
+    async def ping(self) -> None:
+        """Raise when the store cannot be reached."""
+        self._check_open()
+        await self._reader.fetchall("SELECT 1 FROM event_log LIMIT 1")
+
+    async def close(self) -> None:
+        """Write what is queued, refuse further use and wake followers so they raise."""
+        self._closed = True
+        await self._batches.drain()
+        for waiter in list(self._waiters.values()):
+            waiter.set()
+
+    def _recent_after(self, thread_id: str, position: int) -> list[Event] | None:
+        """The events after `position` from memory, or None when memory does not reach back."""
+        recent = self._recent.get(thread_id)
+        if not recent or recent[0].id > position + 1:
+            return None
+        return [event for event in recent if event.id > position]
+
+    def _remember(self, op: QueuedEvent, event_id: int) -> None:
+        if op.name in CLOSING_EVENTS:
+            self._forget(op.thread_id)
+            return
+        recent = self._recent.get(op.thread_id)
+        if recent is None:
+            recent = self._recent[op.thread_id] = deque(maxlen=_RECENT_EVENTS)
+        self._recent.move_to_end(op.thread_id)
+        if recent and recent[-1].id != event_id - 1:
+            self._recent_bytes -= sum(len(e.text) for e in recent)
+            recent.clear()  # never leave a hole: memory must hold a contiguous run of ids
+        if len(recent) == recent.maxlen:
+            self._recent_bytes -= len(recent[0].text)
+        recent.append(Event(event_id, op.thread_id, op.name, op.text, op.created_at))
+        self._recent_bytes += len(op.text)
+        while self._recent_bytes > _RECENT_BYTES and len(self._recent) > 1:
+            self._forget(next(iter(self._recent)))
+
+    def _forget(self, thread_id: str) -> None:
+        recent = self._recent.pop(thread_id, None)
+        if recent is not None:
+            self._recent_bytes -= sum(len(e.text) for e in recent)
+
+    def _waiter(self, thread_id: str) -> asyncio.Event:
+        waiter = self._waiters.get(thread_id)
+        if waiter is None:
+            waiter = asyncio.Event()
+            self._waiters[thread_id] = waiter
+        return waiter
+
+    async def _write(self, batch: list[_Op]) -> None:
+        try:
+            results = await self._writer.run(functools.partial(self._commit, batch=batch))
+        except Exception as exc:  # every caller of the failed transaction learns of it
+            for op in batch:  # its ids were not taken: read them from the file again
+                self._last_ids.pop(op.thread_id, None)
+                settle(op.done, exc)
+            return
+        for op, result in zip(batch, results, strict=True):
+            if isinstance(op, QueuedEvent):
+                self._remember(op, result)
+                settle(op.done, result)
+                waiter = self._waiters.pop(op.thread_id, None)
+                if waiter is not None:
+                    waiter.set()
+            else:
+                self._forget(op.thread_id)
+                settle(op.done, None)
+
+    def _commit(self, conn: sqlite3.Connection, *, batch: list[_Op]) -> list[int]:
+        """Write a batch (in the writer's transaction); return each op's id (0 for deletes)."""
+        results: list[int] = []
+        for op in batch:
+            if isinstance(op, _Delete):
+                conn.execute(_DELETE, (op.thread_id,))
+                self._last_ids.pop(op.thread_id, None)
+                results.append(0)
+                continue
+            last = self._last_ids.get(op.thread_id)
+            if last is None:
+                last = int(conn.execute(_LAST_ID, (op.thread_id,)).fetchone()[0])
+            event_id = last + 1
+            conn.execute(
+                _INSERT, (op.thread_id, event_id, op.name, op.text, op.created_at.isoformat())
+            )
+            self._last_ids[op.thread_id] = event_id
+            self._last_ids.move_to_end(op.thread_id)
+            if len(self._last_ids) > _LAST_IDS:  # read again from the file if written again
+                self._last_ids.popitem(last=False)
+            results.append(event_id)
+        return results
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    """Create the table, or bring a file written by an earlier version up to date."""
+    if conn.execute(_OLD_TABLE).fetchone():
+        for statement in _MIGRATE:
+            conn.execute(statement)
+    else:
+        conn.execute(_SCHEMA)
