@@ -10,6 +10,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from core.models import (
     Action,
+    ApprovalDecision,
     Draft,
     ResearchNote,
     ResearchPlan,
@@ -102,7 +103,6 @@ class ResearchState(TypedDict, total=False):
     review: Review | None
     iteration_count: int
     next_action: Action
-    human_input_required: bool
     human_input: dict[str, Any] | None
     usage: Annotated[Usage, add_usage]
     rounds: Annotated[list[RoundRecord], merge_rounds]
@@ -111,6 +111,12 @@ class ResearchState(TypedDict, total=False):
     final_report: str | None
     report_status: ReportStatus | None
     stop_reason: str | None  # why the report is partial, as its front matter says
+
+
+# What a checkpoint may hold of ours: the state, and a human's answer to an approval (the
+# value a paused run resumes with). The checkpointers' serializers revive the pydantic
+# models reachable from these and nothing else (`stores.checkpointer.STATE_TYPES`).
+CHECKPOINT_ROOTS: tuple[Any, ...] = (ResearchState, ApprovalDecision)
 
 
 def initial_state(topic: str, options: RunOptions) -> ResearchState:
@@ -125,7 +131,6 @@ def initial_state(topic: str, options: RunOptions) -> ResearchState:
         review=None,
         iteration_count=0,
         next_action="research",
-        human_input_required=False,
         human_input=None,
         halted=None,
         final_report=None,

@@ -17,7 +17,7 @@ def approve_plan(state: ResearchState) -> dict[str, Any]:
     answer = ApprovalDecision.model_validate(
         interrupt({"type": "plan", "plan": plan.model_dump(mode="json")})
     )
-    record = {"human_input": answer.model_dump(mode="json"), "human_input_required": False}
+    record = {"human_input": answer.model_dump(mode="json")}
     if answer.decision == "approve":
         return {
             **record,

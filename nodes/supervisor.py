@@ -51,7 +51,6 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
                 "feedback": None,
                 # A plan without queries says the topic needs no research: finish at once.
                 "next_action": "research" if plan.search_queries else "end",
-                "human_input_required": not approved,
                 "messages": [AIMessage(content=f"Plan: {plan.plan_text}", name=SUPERVISOR)],
             }
             return merge_updates(update, account(SUPERVISOR, state, runtime, started, recorder))

@@ -20,7 +20,7 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
 import aiosqlite
 from langchain_core.runnables import RunnableConfig
@@ -36,32 +36,47 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from pydantic import BaseModel
 
-from core import models
+from core.state import CHECKPOINT_ROOTS
 from stores.sqlite_writer import (
     BUSY_TIMEOUT_S,
     SqliteReader,
     SqliteWriter,
 )
 
-# Everything a checkpoint of ResearchState may hold beyond LangGraph's own safe types.
-STATE_TYPES: tuple[type, ...] = (
-    models.RunOptions,
-    models.ResearchPlan,
-    models.SearchResult,
-    models.ResearchNote,
-    models.ReviewIssue,
-    models.ReviewScores,
-    models.CitationCheck,
-    models.Review,
-    models.Draft,
-    models.NodeUsage,
-    models.Usage,
-    models.TokenUsage,
-    models.NodeSubmission,
-    models.RoundRecord,
-    models.ApprovalDecision,
-)
+
+def model_types(*roots: Any) -> tuple[type[BaseModel], ...]:
+    """The pydantic models of ours reachable from `roots` through type hints and fields.
+
+    LangGraph's and LangChain's own types (messages) are left out: the serializer
+    revives those itself.
+    """
+    found: dict[type[BaseModel], None] = {}
+
+    def visit(hint: Any) -> None:
+        if get_origin(hint) is not None:
+            for arg in get_args(hint):
+                visit(arg)
+        elif is_typeddict(hint):
+            for field_hint in get_type_hints(hint).values():
+                visit(field_hint)
+        elif isinstance(hint, type) and issubclass(hint, BaseModel):
+            if hint in found or hint.__module__.startswith(_LIBRARY_MODULES):
+                return
+            found[hint] = None
+            for field in hint.model_fields.values():
+                visit(field.annotation)
+
+    for root in roots:
+        visit(root)
+    return tuple(found)
+
+
+_LIBRARY_MODULES = ("langchain_core.", "langgraph.", "pydantic.")
+# Everything a checkpoint may hold beyond LangGraph's own safe types: derived, so a model
+# added to the state can always be read back.
+STATE_TYPES = model_types(*CHECKPOINT_ROOTS)
 
 _PUT_CHECKPOINT = (
     "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
