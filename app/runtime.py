@@ -73,7 +73,8 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
-        from service.run_queue import QueueLauncher, research_queue
+        from service.run_queue import QueueLauncher
+        from service.saq_queue import research_queue
         from stores.redis_saver import redis_client
 
         assert settings.redis_url is not None

@@ -14,10 +14,10 @@ from urllib.parse import urlsplit, urlunsplit
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.settings import Settings
-from stores.checkpointer import GroupCommitSqliteSaver
 from stores.events import EventLog
 from stores.registry import Registry, SqliteRegistry
 from stores.sqlite_events import SqliteEventLog
+from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import SqliteWriter, open_sqlite, open_sqlite_writer
 
 if TYPE_CHECKING:

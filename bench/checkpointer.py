@@ -73,8 +73,9 @@ from redis.asyncio.client import Pipeline
 from ulid import ULID
 
 from core.models import NodeUsage, ResearchPlan, RunOptions, SearchResult, Usage
-from stores.checkpointer import GroupCommitSqliteSaver, memory_saver
+from stores.checkpointer import memory_saver
 from stores.redis_saver import ConformingRedisSaver, redis_saver, redis_serializer
+from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
 
 # `python bench/checkpointer.py` puts bench/ first on sys.path, not the repository root, and

@@ -20,7 +20,8 @@ from core.state import initial_state
 from engines.simulated import SleepingEngine
 from graph.builder import build_graph
 from nodes.context import Deps
-from stores.checkpointer import GroupCommitSqliteSaver, memory_saver
+from stores.checkpointer import memory_saver
+from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
 from tools.simulated import SleepingSearchProvider
 

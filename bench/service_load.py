@@ -52,7 +52,7 @@ from graph.builder import build_graph
 from nodes.context import Deps
 from service.execution import STREAM_MODES
 from service.runner import thread_config
-from stores.checkpointer import GroupCommitSqliteSaver
+from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
 from tools.simulated import SleepingSearchProvider
 

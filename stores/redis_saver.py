@@ -10,6 +10,10 @@ stored format, `aput` and `aget_tuple` untouched.
 
 It needs the JSON and Search modules (Redis >= 8, Redis Stack, or Valkey with both):
 `check_modules` says so in plain words before anything else fails on `FT.INFO`.
+
+The saver's fast read path copies the stock reads, and `JsonCachingRedis` patches
+redis-py's JSON commands onto pipelines: the library code they copy or rely on is
+fingerprinted in `COPIED` (checked by `tests/test_upstream.py`).
 """
 
 import asyncio
@@ -36,7 +40,19 @@ from redis.commands.json import JSON
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from core.upstream import require_version
 from stores.checkpointer import STATE_TYPES
+
+require_version("langgraph-checkpoint-redis", "0.5.2", "0.6")
+require_version("redis", "7.4", "8")
+COPIED = {
+    "langgraph.checkpoint.redis.aio.AsyncRedisSaver.aget_tuple": "a207695cf419fc87",
+    "langgraph.checkpoint.redis.aio.AsyncRedisSaver.alist": "e0fd0a6bbeb29b1f",
+    "langgraph.checkpoint.redis.aio.AsyncRedisSaver.aprune": "a08018a6f7566064",
+    "redis.commands.json.JSON.__init__": "4f1fb2b52925c574",
+    "redis.asyncio.client.Redis.pipeline": "0d5df09dabec596d",
+    "redis.commands.redismodules.AsyncRedisModuleCommands.json": "0508f0c717ad56a1",
+}
 
 # The metadata keys the index can filter on; others are filtered here, after the query.
 _INDEXED_FILTERS = frozenset({"source", "step", "thread_id", "run_id"})

@@ -10,7 +10,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph.builder import build_graph
 from nodes.context import Deps
-from stores.checkpointer import GroupCommitSqliteSaver, serializer
+from stores.checkpointer import serializer
+from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
 
 from .support import run_graph, start

@@ -18,7 +18,7 @@ from langgraph.types import StateSnapshot
 from core.models import TOPIC_MAX_CHARS
 from engines.checks import sections, split_front_matter
 from graph.builder import build_graph
-from stores.checkpointer import GroupCommitSqliteSaver
+from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
 
 from .fake_llm import FakeLLM, Reply

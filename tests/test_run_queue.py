@@ -9,7 +9,8 @@ from saq.job import Status
 from saq.utils import now
 
 from service.execution import RunInput
-from service.run_queue import JOB_FUNCTION, QueueLauncher, ResearchQueue, abandoned
+from service.run_queue import JOB_FUNCTION, QueueLauncher
+from service.saq_queue import ResearchQueue, abandoned
 from stores.redis_registry import RedisRegistry
 from stores.redis_saver import redis_client
 from stores.registry import RunStatus, ThreadRecord

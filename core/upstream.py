@@ -1,0 +1,62 @@
+"""Guards for the few places that copy or subclass a library's internals.
+
+Such a module names the versions it was written against (`require_version`, checked when
+it is imported) and fingerprints the library code it copies or overrides (`COPIED`, a
+map of dotted names to `fingerprint`s). `tests/test_upstream.py` recomputes every
+fingerprint: an upgrade that changes what we copied fails that test by name, instead of
+quietly running our stale copy.
+"""
+
+import hashlib
+import importlib
+import inspect
+import re
+from importlib.metadata import version
+
+
+class UnsupportedVersion(ImportError):
+    """An installed library is outside the versions a module that copies its internals knows."""
+
+
+def _parts(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+
+def require_version(package: str, at_least: str, below: str) -> None:
+    """Raise `UnsupportedVersion` unless `at_least <= version(package) < below`.
+
+    Args:
+        package: the distribution's name, as pip knows it.
+        at_least: the lowest version the copy was checked against.
+        below: the first version it was not.
+
+    Raises:
+        UnsupportedVersion: the installed version is outside the range.
+    """
+    installed = version(package)
+    if not _parts(at_least) <= _parts(installed) < _parts(below):
+        raise UnsupportedVersion(
+            f"{package} {installed} is installed, but this code copies its internals as of "
+            f">={at_least},<{below}: install a version in that range (pyproject.toml pins it)"
+        )
+
+
+def resolve(dotted: str) -> object:
+    """The object a dotted name such as `saq.queue.redis.RedisQueue.sweep` names."""
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[split:]:
+            found = getattr(found, attribute)
+        return found
+    raise ModuleNotFoundError(dotted)
+
+
+def fingerprint(dotted: str) -> str:
+    """A short hash of the source of what `dotted` names, blind to indentation and blanks."""
+    source = inspect.getsource(resolve(dotted))  # type: ignore[arg-type]
+    normal = "\n".join(line.strip() for line in source.splitlines() if line.strip())
+    return hashlib.sha256(normal.encode()).hexdigest()[:16]

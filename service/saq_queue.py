@@ -1,0 +1,134 @@
+"""saq's Redis queue, with a sweep that only takes up jobs that are really abandoned.
+
+`ResearchQueue` overrides saq's `RedisQueue.sweep` and runs a copy of its Lua script;
+the code it copies is fingerprinted in `COPIED` (checked by `tests/test_upstream.py`), so
+an upgrade of saq that changes it fails that test by name. It also reserves places for
+runs about to be queued, atomically across processes.
+"""
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from saq import Job
+from saq.job import Status
+from saq.queue.redis import RedisQueue
+from saq.utils import millis, now
+
+from core.upstream import require_version
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.commands.core import AsyncScript
+
+require_version("saq", "0.26.4", "0.27")
+COPIED = {"saq.queue.redis.RedisQueue.sweep": "ac8aad56cb810ab0"}
+
+logger = logging.getLogger(__name__)
+
+QUEUE_NAME = "research"
+# How long the sweep waits for an abandoned job's worker to confirm the abort.
+SWEEP_ABORT_WAIT_S = 0.5
+
+# saq 0.26's sweep script: under a lock of `lock` seconds, every job id in the active
+# list with its stored job.
+_ACTIVE_JOBS = """
+local id_jobs = {}
+if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('SETEX', KEYS[1], ARGV[1], 1)
+    for i, v in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+        id_jobs[i] = {v, redis.call('GET', v)}
+    end
+end
+return id_jobs
+"""
+
+
+# Reserve a place for one run, atomically across processes: the queue's unfinished jobs
+# plus the places reserved (by requests that have not queued their job yet; a reservation
+# of a process that died expires) must stay below the capacity.
+_RESERVE = """
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local held = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])
+if held >= tonumber(ARGV[2]) then
+    return -held
+end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[4])
+return held + 1
+"""
+# A reservation is released when its request has queued its job; this bounds one whose
+# process died first.
+RESERVATION_TTL_MS = 30_000
+
+
+def abandoned(job: Job) -> bool:
+    """Whether no worker drives this job of the active list any more.
+
+    saq takes any job there that is not yet marked active for abandoned. But a worker
+    marks a job active only a moment after moving it there, and with hundreds of jobs
+    starting at once that moment outlasts a one-second sweep: the job would be aborted
+    under a live worker (measured: 99 such sweeps in a burst of 200 runs). Here a job is
+    abandoned only once its heartbeat has been silent for a whole heartbeat period.
+    """
+    if job.status in (Status.ACTIVE, Status.ABORTING):
+        return job.stuck
+    return now() - max(job.touched, job.queued) > millis(job.heartbeat)
+
+
+class ResearchQueue(RedisQueue):
+    """saq's Redis queue whose sweep only takes up jobs that are really abandoned."""
+
+    _active_jobs: "AsyncScript | None" = None
+    _reserve: "AsyncScript | None" = None
+
+    async def reserve(self, token: str, capacity: int) -> int:
+        """Hold a place for a run about to be queued: the places now held, negative if full."""
+        if self._reserve is None:
+            self._reserve = self.redis.register_script(_RESERVE)
+        keys = [self._incomplete, self.namespace("reserved")]
+        args: list[int | str] = [now(), capacity, RESERVATION_TTL_MS, token]
+        return int(await self._reserve(keys=keys, args=args, client=self.redis))
+
+    async def release(self, token: str) -> None:
+        """Give back a place held by `reserve`."""
+        await self.redis.zrem(self.namespace("reserved"), token)
+
+    async def sweep(self, lock: int = 60, abort: float = SWEEP_ABORT_WAIT_S) -> list[str]:
+        """Requeue abandoned jobs (see `abandoned`), as saq's own sweep does otherwise.
+
+        Each one's worker, if it still lives, gets `abort` seconds to confirm the abort;
+        saq's default wait, 5 s, would only add to every takeover.
+        """
+        if self._active_jobs is None:
+            self._active_jobs = self.redis.register_script(_ACTIVE_JOBS)
+        id_jobs = await self._active_jobs(
+            keys=[self._sweep, self._active], args=[lock], client=self.redis
+        )
+        swept: list[str] = []
+        for job_id, job_bytes in id_jobs:
+            job = self.deserialize(job_bytes)
+            if job is None:  # its record expired: only its place in the lists is left
+                pipe = self.redis.pipeline(transaction=True)
+                pipe.lrem(self._active, 0, job_id)
+                pipe.zrem(self._incomplete, job_id)
+                await pipe.execute()
+                swept.append(job_id.decode())
+                continue
+            if not abandoned(job):
+                continue
+            logger.info("taking up abandoned job %s", job.key)
+            swept.append(job_id.decode())
+            await self.abort(job, error=self.swept_error_message)
+            with contextlib.suppress(TimeoutError):
+                await job.refresh(abort)
+            if job.retryable:
+                await self.retry(job, error=self.swept_error_message)
+            else:
+                await self.finish(job, Status.ABORTED, error=self.swept_error_message)
+        return swept
+
+
+def research_queue(client: "Redis") -> ResearchQueue:
+    """The queue of research legs on `client` (bytes responses, as saq expects)."""
+    return ResearchQueue(client, name=QUEUE_NAME)

@@ -1,0 +1,228 @@
+"""The embedded checkpointer: LangGraph's SQLite saver with its writes group-committed.
+
+It is LangGraph's `AsyncSqliteSaver` with one change: its writes go
+through a group commit (`stores.sqlite_writer`, shared with the service's other stores of
+the same file). The stock saver makes several round trips to aiosqlite's thread and
+commits once per checkpoint; with hundreds of runs in one process that serial thread,
+not the disk, bounds throughput. Here concurrent writes queue up, are written together
+in one transaction, and each caller returns only once its rows are committed, so
+durability is the same. Reading a checkpoint (every run starts with one) is one call of
+the sync saver on the event loop; listing uses the stock query.
+
+Channel values are stored once per version in `checkpoint_blobs`, as the in-memory saver
+keeps them, not inside every checkpoint row as the stock saver does: a run's sources are
+written when they change, not again at every step. Checkpoints that hold their values
+inline (files of the stock saver) are read as they are.
+
+It subclasses `AsyncSqliteSaver` and writes the stock rows itself: the library code it
+copies or relies on is fingerprinted in `COPIED` (checked by `tests/test_upstream.py`).
+"""
+
+import functools
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+import aiosqlite
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from core.upstream import require_version
+from stores.checkpointer import serializer
+from stores.sqlite_writer import BUSY_TIMEOUT_S, SqliteReader, SqliteWriter
+
+require_version("langgraph-checkpoint-sqlite", "3.1", "4")
+# What of the stock saver this one copies (its rows) or builds on (schema, reads, lists).
+COPIED = {
+    "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver.aput": "cc3cbb70ae5c83fd",
+    "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver.aput_writes": "73d69b31758821f2",
+    "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver.alist": "22214e20c71d15bc",
+    "langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver.adelete_thread": "aff53d3306a512b8",
+    "langgraph.checkpoint.sqlite.SqliteSaver.get_tuple": "1004a8467b7cfb44",
+    "langgraph.checkpoint.sqlite.SqliteSaver.setup": "eeebbbbd6143e146",
+}
+
+_PUT_CHECKPOINT = (
+    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+    "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_PUT_WRITES = (
+    "INSERT OR {conflict} INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
+    "task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_BLOBS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS checkpoint_blobs (thread_id TEXT NOT NULL, "
+    "checkpoint_ns TEXT NOT NULL DEFAULT '', channel TEXT NOT NULL, version TEXT NOT NULL, "
+    "type TEXT NOT NULL, blob BLOB, PRIMARY KEY (thread_id, checkpoint_ns, channel, version))"
+)
+_PUT_BLOB = (
+    "INSERT OR REPLACE INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, "
+    "type, blob) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_GET_BLOB = (
+    "SELECT type, blob FROM checkpoint_blobs "
+    "WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
+)
+_DELETE_BLOBS = "DELETE FROM checkpoint_blobs WHERE thread_id = ?"
+
+Rows = list[tuple[Any, ...]]
+
+
+class GroupCommitSqliteSaver(AsyncSqliteSaver):
+    """`AsyncSqliteSaver` whose concurrent writes share one transaction."""
+
+    def __init__(
+        self, conn: aiosqlite.Connection, writer: SqliteWriter, reader: SqliteReader
+    ) -> None:
+        super().__init__(conn, serde=serializer())
+        self._writer = writer
+        self._reads = reader
+        self._reader = SqliteSaver(reader.conn, serde=self.serde)
+
+    @classmethod
+    async def open_in(
+        cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
+    ) -> "GroupCommitSqliteSaver":
+        """The embedded default: one SQLite file holds every thread's checkpoints.
+
+        See `stores.sqlite_writer.open_sqlite`; what is queued is written on close.
+        """
+        conn = await stack.enter_async_context(
+            aiosqlite.connect(str(writer.path), timeout=BUSY_TIMEOUT_S)
+        )
+        await writer.run(lambda c: c.execute(_BLOBS_SCHEMA))
+        saver = cls(conn, writer, reader)
+        await saver.setup()
+        stack.push_async_callback(saver.drain)
+        return saver
+
+    async def _write(self, *statements: tuple[str, Rows]) -> None:
+        """Write rows in the next transaction; return once it has committed."""
+
+        def work(conn: sqlite3.Connection) -> None:
+            for sql, rows in statements:
+                if rows:
+                    conn.executemany(sql, rows)
+
+        await self._writer.run(work)
+
+    async def drain(self) -> None:
+        """Wait until every queued write has been committed."""
+        await self._writer.drain()
+
+    def _dump_value(self, values: dict[str, Any], channel: str) -> tuple[str, bytes]:
+        if channel not in values:
+            return "empty", b""
+        return self.serde.dumps_typed(values[channel])
+
+    def _with_values(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
+        """Put the channel values a checkpoint names back into it."""
+        if found is None or found.checkpoint["channel_values"]:
+            return found  # nothing stored, or a checkpoint written with values inline
+        configurable = found.config["configurable"]
+        key = (str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""))
+        values: dict[str, Any] = {}
+        with self._reader.lock:  # the sync saver's lock: one user of the connection at a time
+            for channel, version in found.checkpoint["channel_versions"].items():
+                row = self._reader.conn.execute(_GET_BLOB, (*key, channel, str(version))).fetchone()
+                if row is not None and row[0] != "empty":
+                    values[channel] = self.serde.loads_typed((row[0], row[1]))
+        found.checkpoint["channel_values"] = values
+        return found
+
+    def _get_tuple_sync(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._with_values(self._reader.get_tuple(config))
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Read a checkpoint, on the event loop (`stores.sqlite_writer`: no thread hop)."""
+        return await self._reads.run(functools.partial(self._get_tuple_sync, config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """List checkpoints, newest first, each with its channel values."""
+        async for found in super().alist(config, filter=filter, before=before, limit=limit):
+            complete = await self._reads.run(functools.partial(self._with_values, found))
+            if complete is not None:
+                yield complete
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints, writes and channel values."""
+        await super().adelete_thread(thread_id)
+        await self._write((_DELETE_BLOBS, [(str(thread_id),)]))
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Save a checkpoint (the stock row, written by the group commit)."""
+        configurable = config["configurable"]
+        thread_id, namespace = str(configurable["thread_id"]), configurable["checkpoint_ns"]
+        values = checkpoint["channel_values"]
+        blobs = [
+            (thread_id, namespace, channel, str(version), *self._dump_value(values, channel))
+            for channel, version in new_versions.items()
+        ]
+        type_, blob = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
+        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
+        row = (
+            thread_id,
+            namespace,
+            checkpoint["id"],
+            configurable.get("checkpoint_id"),
+            type_,
+            blob,
+            meta.encode("utf-8", "ignore"),
+        )
+        await self._write((_PUT_BLOB, blobs), (_PUT_CHECKPOINT, [row]))
+        return {
+            "configurable": {
+                "thread_id": configurable["thread_id"],
+                "checkpoint_ns": configurable["checkpoint_ns"],
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes (the stock rows, written by the group commit)."""
+        configurable = config["configurable"]
+        conflict = "REPLACE" if all(w[0] in WRITES_IDX_MAP for w in writes) else "IGNORE"
+        rows = [
+            (
+                str(configurable["thread_id"]),
+                str(configurable["checkpoint_ns"]),
+                str(configurable["checkpoint_id"]),
+                task_id,
+                task_path,
+                WRITES_IDX_MAP.get(channel, idx),
+                channel,
+                *self.serde.dumps_typed(value),
+            )
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        await self._write((_PUT_WRITES.format(conflict=conflict), rows))
