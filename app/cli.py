@@ -1,6 +1,6 @@
 """The `research-agent` command line: parsing and help only.
 
-Each command loads `app.cli_work` when it runs, so `--help` and a mistyped option answer
+Each command loads `app.cli_work` or `app.cli_runs` when it runs, so `--help` and a mistyped option answer
 at once instead of after importing LangGraph and LangChain (1.6-2.6 s).
 """
 
@@ -81,18 +81,18 @@ def run(
 @OUT
 def resume(thread_id: str, out_file: Path | None) -> None:
     """Continue an interrupted, waiting or killed run from its last checkpoint."""
-    from app import cli_work
+    from app import cli_runs
 
-    cli_work.resume(thread_id, out_file)
+    cli_runs.resume(thread_id, out_file)
 
 
 @app.command()
 @click.argument("thread_id")
 def show(thread_id: str) -> None:
     """Print a thread's status, research notes and report."""
-    from app import cli_work
+    from app import cli_runs
 
-    cli_work.show(thread_id)
+    cli_runs.show(thread_id)
 
 
 @app.command(short_help="Research a topic offline on the demo corpus.")

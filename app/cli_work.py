@@ -5,229 +5,22 @@ LangChain or the stores: those take a second or two to load.
 """
 
 import asyncio
-import sys
 import uuid
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-import click
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Command
 from pydantic import ValidationError
-from pydantic_settings import SettingsError
-from rich.console import Console
-from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
 
-from app.deps import EngineSetupError, check_model_server, make_engine, open_deps
+from app.cli_common import err, explain, fail, load_settings, out
+from app.cli_runs import research, until_interrupted
+from app.deps import EngineSetupError, check_model_server, make_engine
 from app.settings import Settings
 from app.stores import BackendSetupError, open_checkpointer
-from core.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions
-from core.state import initial_state
-from engines.base import ModelAccessError
-from graph.builder import build_graph
-from nodes.context import Deps
-from service.runner import drive, is_finished, pending_interrupt, remaining_steps, thread_config
+from core.models import ResearchRequest, RunOptions
 from tools.corpus_files import CorpusFormatError, iter_documents
 from tools.local_corpus import CorpusMissingError, LocalCorpus, build_index
 from tools.wiki_corpus import CorpusDownloadError, fetch_demo_corpus
-
-BAD_INPUT = 2
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
-
-
-def fail(message: str) -> NoReturn:
-    """Print a one-line error and exit with the bad-input code."""
-    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
-    raise click.exceptions.Exit(BAD_INPUT)
-
-
-# How the fields of a research request are spelled on the command line.
-_FLAGS = {"topic": "TOPIC", "time_budget_s": "--time-budget", "approval": "--approve"}
-
-
-def _explain(exc: ValidationError, flags: bool = False) -> str:
-    """One line naming each bad field (as a command-line flag when `flags`) and the reason."""
-    parts = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "input"
-        if flags:
-            name = str(error["loc"][-1]) if error["loc"] else "input"
-            where = _FLAGS.get(name, "--" + name.replace("_", "-"))
-        parts.append(f"{where}: {error['msg']}")
-    return "; ".join(parts)
-
-
-def load_settings() -> Settings:
-    """Settings, or a one-line error naming the bad field."""
-    try:
-        return Settings()
-    except ValidationError as exc:
-        fail(
-            f"invalid configuration ({_explain(exc)}); check the RESEARCH_* variables and the config file"
-        )
-    except SettingsError as exc:  # a variable that should hold JSON does not
-        fail(f"invalid configuration ({exc}: write it as JSON)")
-
-
-# -- progress ------------------------------------------------------------------------
-
-
-class ProgressPrinter:
-    """Prints one line per step and event, to stderr so the report alone goes to stdout."""
-
-    def __init__(self) -> None:
-        self.sources = 0
-        self.tokens = 0
-        self.structured: dict[str, str] = {}  # the structured-output method said per model
-
-    def __call__(self, mode: str, chunk: Any) -> None:
-        """Report one streamed chunk."""
-        if mode == "custom" and isinstance(chunk, dict):
-            self._event(chunk)
-        elif mode == "updates" and isinstance(chunk, dict):
-            for node, update in chunk.items():
-                if node == "__interrupt__":
-                    continue
-                iteration = update.get("iteration_count") if isinstance(update, dict) else None
-                suffix = f" · iteration {iteration}" if iteration is not None else ""
-                err.print(f"[cyan]●[/] {node}{suffix} · {self.sources} sources")
-
-    def _event(self, event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        if kind == "source":
-            self.sources += 1
-        elif kind == "note":
-            outcome = (
-                f"{event['results']} results, {event['new']} new"
-                if event["status"] == "ok"
-                else event["status"]
-            )
-            if event.get("pages_read"):
-                outcome += f", {event['pages_read']} pages read"
-            if event.get("page_errors"):
-                outcome += f", {event['page_errors']} pages unreadable"
-            err.print(f"  [dim]search[/] {escape(repr(event['query']))}: {outcome}")
-        elif kind == "plan":
-            plan = event["plan"]
-            err.print(
-                f"[cyan]●[/] plan: {len(plan['investigation_points'])} points, {len(plan['search_queries'])} queries"
-            )
-        elif kind == "review":
-            verdict = "passed" if event["approved"] else "needs work"
-            err.print(
-                f"  [dim]review[/] draft {event['version']}: {event['overall_score']:.2f} ({verdict})"
-            )
-        elif kind == "fallback":
-            err.print(f"  [yellow]fallback[/] {event['step']}: {escape(event['reason'])}")
-        elif kind == "repair":
-            err.print(f"  [dim]repair[/] {event['step']}: {escape(event['error'])}")
-        elif kind == "structured_output" and event["method"] != self.structured.get(event["model"]):
-            self.structured[event["model"]] = event["method"]
-            refused = ", ".join(event["refused"]) or "none"
-            err.print(
-                f"  [dim]structured output[/] {escape(event['model'])}: {event['method']}"
-                f" (refused by the server: {escape(refused)})"
-            )
-        elif kind == "usage" and event["total"]["tokens"] > self.tokens:
-            total = event["total"]
-            self.tokens = total["tokens"]
-            err.print(f"  [dim]usage[/] {total['tokens']} tokens, ${total['cost_usd']:.4f}")
-
-
-# -- approval in the terminal ---------------------------------------------------------
-
-
-def _show_plan(plan: ResearchPlan) -> None:
-    err.print(f"\n[bold]Plan:[/] {escape(plan.theme)}\n{escape(plan.plan_text)}")
-    err.print("[bold]Investigation points[/]")
-    for point in plan.investigation_points:
-        err.print(f"  - {escape(point)}")
-    err.print("[bold]Search queries[/]")
-    for query in plan.search_queries:
-        err.print(f"  - {escape(query)}")
-
-
-def _ask(prompt: str) -> str | None:
-    """Read one answer from stdin (prompting on stderr, so stdout keeps only the report)."""
-    err.print(prompt, end="")
-    line = sys.stdin.readline()
-    return line.strip() if line else None
-
-
-def _read_lines(label: str, current: list[str]) -> list[str] | None:
-    err.print(
-        f"{label}: one per line, then an empty line (an empty list keeps the current {len(current)})"
-    )
-    lines: list[str] = []
-    while (line := sys.stdin.readline()) and line.strip():
-        lines.append(line.strip())
-    return lines or current
-
-
-async def ask_in_terminal(question: dict[str, Any]) -> ApprovalDecision | None:
-    """Show what waits for approval and read approve / edit / reject; None means later."""
-    is_plan = question.get("type") == "plan"
-    if is_plan:
-        _show_plan(ResearchPlan.model_validate(question["plan"]))
-    else:
-        err.print(Markdown(str(question.get("report", ""))))
-    while True:
-        choice = _ask("approve / edit / reject / later [approve]: ")
-        if choice is None or choice.lower() == "later":
-            return None
-        choice = choice.lower() or "approve"
-        if choice == "approve":
-            return ApprovalDecision(decision="approve")
-        if choice == "reject":
-            feedback = _ask("What should change? ")
-            if feedback:
-                return ApprovalDecision(decision="reject", feedback=feedback)
-            return None
-        if choice == "edit" and is_plan:
-            plan = ResearchPlan.model_validate(question["plan"])
-            points = _read_lines("Investigation points", plan.investigation_points)
-            queries = _read_lines("Search queries", plan.search_queries)
-            try:
-                edited = ResearchPlan.model_validate(
-                    {**plan.model_dump(), "investigation_points": points, "search_queries": queries}
-                )
-            except ValidationError as exc:
-                err.print(f"that plan is not valid ({escape(_explain(exc))}); try again")
-                continue
-            return ApprovalDecision(decision="edit", plan=edited)
-        if choice == "edit":
-            err.print("Paste the report, then a line with a single '.':")
-            lines = []
-            while (line := sys.stdin.readline()) and line.rstrip("\n") != ".":
-                lines.append(line)
-            return ApprovalDecision(decision="edit", report="".join(lines))
-        err.print(f"unknown answer {escape(repr(choice))}")
-
-
-# -- running -------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def _deps(settings: Settings) -> AsyncIterator[Deps]:
-    try:
-        async with open_deps(settings) as deps:
-            yield deps
-    except (CorpusMissingError, EngineSetupError) as exc:
-        fail(str(exc))
-
-
-@asynccontextmanager
-async def _checkpointer(settings: Settings) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    try:
-        async with open_checkpointer(settings) as saver:
-            yield saver
-    except BackendSetupError as exc:
-        fail(str(exc))
 
 
 async def _check_store(settings: Settings) -> None:
@@ -236,166 +29,17 @@ async def _check_store(settings: Settings) -> None:
         pass
 
 
-def _print_report(report: str) -> None:
-    """Write the report to stdout byte for byte (no markup, no wrapping, no emoji codes)."""
-    sys.stdout.write(report if report.endswith("\n") else report + "\n")
-    sys.stdout.flush()
-
-
-def _finish(
-    values: dict[str, Any], waiting: dict[str, Any] | None, thread_id: str, out_file: Path | None
-) -> None:
-    if waiting is not None:
-        err.print(
-            f"\n[yellow]waiting for approval[/] of the {escape(str(waiting.get('type', 'plan')))}: "
-            f"run `research-agent resume {escape(thread_id)}`"
-        )
-        return
-    report = values.get("final_report")
-    if not report:
-        err.print(f"\n[yellow]not finished[/]: run `research-agent resume {escape(thread_id)}`")
-        return
-    if out_file is not None:
-        out_file.write_text(report, encoding="utf-8")
-        err.print(f"\nreport written to {escape(str(out_file))}")
-    else:
-        _print_report(report)
-    err.print(
-        f"[green]done[/] · thread {escape(thread_id)} · status {values.get('report_status')} · {len(values.get('research_data', []))} sources"
-    )
-
-
-async def _run(
-    settings: Settings,
-    request: ResearchRequest,
-    thread_id: str,
-    out_file: Path | None,
-    interactive: bool,
-) -> None:
-    async with _deps(settings) as deps:
-        async with _checkpointer(settings) as saver:
-            graph = build_graph(saver)
-            if (await graph.aget_state(thread_config(thread_id))).values:
-                fail(
-                    f"thread {thread_id!r} already exists: use `research-agent resume {thread_id}` or another --thread"
-                )
-            err.print(
-                f"thread {escape(thread_id)} · engine {deps.engine.name} · search {deps.search.name}"
-            )
-            snapshot = await drive(
-                graph,
-                deps,
-                thread_id,
-                initial_state(request.topic, request.options),
-                ProgressPrinter(),
-                ask_in_terminal if interactive else None,
-            )
-            _finish(snapshot.values, pending_interrupt(snapshot), thread_id, out_file)
-
-
 def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -> None:
     """Research a topic and print the cited report; `options` are RunOptions' fields."""
     try:
         request = ResearchRequest(topic=topic, options=RunOptions(**options))
     except ValidationError as exc:
-        fail(f"invalid request ({_explain(exc, flags=True)})")
-    settings = load_settings()
-    thread_id = thread or new_thread_id()
+        fail(f"invalid request ({explain(exc, flags=True)})")
     interactive = request.options.approval != "none"
-    _until_interrupted(_run(settings, request, thread_id, out_file, interactive), thread_id)
-
-
-def _until_interrupted(work: Coroutine[Any, Any, None], thread_id: str) -> None:
-    """Run `work`; on Ctrl-C say how to pick the thread up again instead of a traceback."""
-    try:
-        asyncio.run(work)
-    except ModelAccessError as exc:  # names the setting to fix; the checkpoint is kept
-        fail(f"{exc} (then `research-agent resume {thread_id}`)")
-    except KeyboardInterrupt:
-        err.print(
-            f"\n[yellow]interrupted[/]: continue with `research-agent resume {escape(thread_id)}`"
-        )
-        raise click.exceptions.Exit(130) from None
-
-
-def _unknown_thread(thread_id: str) -> NoReturn:
-    fail(f"unknown thread {thread_id!r}: start one with `research-agent run TOPIC`")
-
-
-async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> None:
-    if settings.redis_url is None and not settings.checkpoint_path.is_file():
-        _unknown_thread(thread_id)
-    async with _checkpointer(settings) as saver:
-        graph = build_graph(saver)
-        snapshot = await graph.aget_state(thread_config(thread_id))
-        if not snapshot.values:
-            _unknown_thread(thread_id)
-        if is_finished(snapshot):
-            _finish(snapshot.values, None, thread_id, out_file)
-            return
-        async with _deps(settings) as deps:
-            progress = ProgressPrinter()
-            progress.sources = len(snapshot.values.get("research_data", []))
-            question = pending_interrupt(snapshot)
-            first: Any = None
-            if question is not None:
-                answer = await ask_in_terminal(question)
-                if answer is None:
-                    _finish(snapshot.values, question, thread_id, out_file)
-                    return
-                first = Command(resume=answer.model_dump(mode="json"))
-            err.print(
-                f"resuming thread {escape(thread_id)} at {', '.join(remaining_steps(snapshot))}"
-            )
-            final = await drive(graph, deps, thread_id, first, progress, ask_in_terminal)
-            _finish(final.values, pending_interrupt(final), thread_id, out_file)
-
-
-def resume(thread_id: str, out_file: Path | None) -> None:
-    """Continue an interrupted, waiting or killed run from its last checkpoint."""
-    _until_interrupted(_resume(load_settings(), thread_id, out_file), thread_id)
-
-
-async def _show(settings: Settings, thread_id: str) -> None:
-    if settings.redis_url is None and not settings.checkpoint_path.is_file():
-        _unknown_thread(thread_id)
-    async with _checkpointer(settings) as saver:
-        snapshot = await build_graph(saver).aget_state(thread_config(thread_id))
-    values: dict[str, Any] = snapshot.values
-    if not values:
-        _unknown_thread(thread_id)
-    waiting = pending_interrupt(snapshot)
-    report_status = values.get("report_status")
-    status = (
-        "waiting for approval"
-        if waiting
-        else (
-            f"completed, {report_status} report"
-            if is_finished(snapshot) and report_status
-            else "completed"
-            if is_finished(snapshot)
-            else "running or interrupted"
-        )
+    thread_id = thread or uuid.uuid4().hex
+    until_interrupted(
+        research(load_settings(), request, thread_id, out_file, interactive), thread_id
     )
-    err.print(
-        f"[bold]{escape(values['topic'])}[/] · {status} · iteration {values.get('iteration_count', 0)} · {len(values.get('research_data', []))} sources"
-    )
-    notes = Table("step", "query", "status", "sources", title="Research notes")
-    for note in values.get("notes", []):
-        notes.add_row(
-            str(note.step_no),
-            escape(note.query),
-            escape(note.status if note.error is None else f"{note.status}: {note.error}"),
-            str(len(note.sources)),
-        )
-    err.print(notes)
-    if values.get("final_report"):
-        _print_report(values["final_report"])
-
-
-def show(thread_id: str) -> None:
-    """Print a thread's status, research notes and report."""
-    asyncio.run(_show(load_settings(), thread_id))
 
 
 def _ensure_demo_corpus(settings: Settings) -> None:
@@ -423,17 +67,12 @@ def demo(topic: str, out_file: Path | None) -> None:
     try:
         request = ResearchRequest(topic=topic)
     except ValidationError as exc:
-        fail(f"invalid request ({_explain(exc, flags=True)})")
-    thread_id = new_thread_id()
-    _until_interrupted(_run(settings, request, thread_id, out_file, interactive=False), thread_id)
+        fail(f"invalid request ({explain(exc, flags=True)})")
+    thread_id = uuid.uuid4().hex
+    until_interrupted(research(settings, request, thread_id, out_file, False), thread_id)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def new_thread_id() -> str:
-    """A fresh thread id."""
-    return uuid.uuid4().hex
 
 
 def serve(host: str | None, port: int | None, no_worker: bool) -> None:

@@ -58,8 +58,9 @@ class Runtime:
 async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     """The process's runtime; with Redis and `in_process_worker`, a worker runs inside."""
     async with AsyncExitStack() as stack:
-        stores = await stack.enter_async_context(open_stores(settings))
+        # The engine and tools first: a missing key or corpus stops before any store is written.
         deps = await stack.enter_async_context(open_deps(settings))
+        stores = await stack.enter_async_context(open_stores(settings))
         graph = build_graph(stores.saver)
         if stores.redis is None:
             executor = RunExecutor(graph, deps, stores.events, stores.registry, MemorySignals())

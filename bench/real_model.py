@@ -38,7 +38,7 @@ from app.settings import Settings  # noqa: E402
 from core.models import RunOptions  # noqa: E402
 from core.state import initial_state  # noqa: E402
 from graph.builder import build_graph  # noqa: E402
-from service.runner import drive  # noqa: E402
+from service.runner import thread_config  # noqa: E402
 from stores.checkpointer import memory_saver  # noqa: E402
 
 
@@ -85,8 +85,13 @@ async def research(settings: Settings, topic: str, options: RunOptions, out: Pat
     try:
         async with open_deps(settings) as deps:
             graph = build_graph(memory_saver())
-            snapshot = await drive(graph, deps, "bench", initial_state(topic, options), on_event)
-        values = snapshot.values
+            config = thread_config("bench")
+            state = initial_state(topic, options)
+            async for mode, chunk in graph.astream(
+                state, config, context=deps, stream_mode=["updates", "custom"]
+            ):
+                on_event(str(mode), chunk)
+            values = (await graph.aget_state(config)).values
         out.write_text(values.get("final_report") or "", encoding="utf-8")
         usage = values["usage"]
         outcome.status = values.get("report_status") or "unfinished"

@@ -1,15 +1,13 @@
-"""Drive one research thread: stream its progress, stop at interrupts, resume with answers."""
+"""How a research thread is addressed in LangGraph, and what its snapshot says is left to do."""
 
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command, Interrupt, StateSnapshot
+from langgraph.types import Interrupt, StateSnapshot
 
 from core.models import ApprovalDecision
 from core.state import CLIENT_THREAD_ID
-from graph.builder import ResearchGraph
-from nodes.context import Deps
 from service.thread_ids import public_id
 
 EventSink = Callable[[str, Any], None]
@@ -54,33 +52,3 @@ def question_of(pending: Interrupt) -> dict[str, Any]:
     """An interrupt's payload as an object (the approval question)."""
     value = pending.value
     return value if isinstance(value, dict) else {"value": value}
-
-
-async def drive(
-    graph: ResearchGraph,
-    deps: Deps,
-    thread_id: str,
-    first_input: Any,
-    on_event: EventSink,
-    approver: Approver | None = None,
-) -> StateSnapshot:
-    """Run until the graph ends, or waits for a human that `approver` does not answer.
-
-    `first_input` is the initial state of a new thread, None to continue an
-    interrupted one, or a `Command(resume=...)` answering a pending approval.
-    """
-    config = thread_config(thread_id)
-    payload = first_input
-    while True:
-        async for mode, chunk in graph.astream(
-            payload, config, context=deps, stream_mode=["updates", "custom"]
-        ):
-            on_event(str(mode), chunk)
-        snapshot = await graph.aget_state(config)
-        question = pending_interrupt(snapshot)
-        if question is None or approver is None:
-            return snapshot
-        answer = await approver(question)
-        if answer is None:
-            return snapshot
-        payload = Command(resume=answer.model_dump(mode="json"))

@@ -22,7 +22,7 @@ from service.errors import InvalidState, NotFound, Unprocessable
 from service.execution import Admission, RunExecutor, RunInput
 from service.launchers import Launcher
 from service.platform_runs import FINISHED, PlatformRun
-from service.runner import thread_config
+from service.runner import is_finished, pending_interrupt, thread_config
 from service.thread_ids import is_client_id, scoped
 from stores.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 
@@ -72,11 +72,20 @@ class RunManager:
 
     # -- commands ------------------------------------------------------------------------
 
-    async def start(self, owner: str, request: ResearchRequest) -> ThreadRecord:
-        """Register a new thread and queue its run (TooManyRuns when no place is left)."""
+    async def start(
+        self, owner: str, request: ResearchRequest, thread_id: str | None = None
+    ) -> ThreadRecord:
+        """Register a new thread and queue its run (TooManyRuns when no place is left).
+
+        `thread_id`: a name the caller chose (the CLI's `--thread`); `ThreadExists` if
+        the caller has a thread of that name, or a checkpoint of it is left.
+        """
+        stored = uuid.uuid4().hex if thread_id is None else scoped(owner, thread_id)
+        if thread_id is not None and (await self.graph.aget_state(thread_config(stored))).values:
+            raise ThreadExists(stored)
         async with self.launcher.reserve():
             record = _new_thread(
-                uuid.uuid4().hex,
+                stored,
                 owner,
                 "queued",
                 topic=request.topic,
@@ -151,6 +160,23 @@ class RunManager:
                 )
             record = await self.executor.set_status(thread_id, "queued")
         await self.launcher.launch(thread_id, run_input)
+        return record
+
+    async def take_up(self, owner: str, thread_id: str) -> ThreadRecord:
+        """Continue a thread whose checkpoint has steps left though no run drives it.
+
+        A run whose process was killed (its record still says running), or that failed
+        and may go on once its cause is fixed, continues from its last checkpoint. A
+        thread that waits for an answer (`resume`), or has nothing left, is left as it is.
+        Only for a thread no other process is running: the CLI's `resume`.
+        """
+        await self.get(owner, thread_id)
+        async with self.signals.admission(thread_id):
+            snapshot = await self.graph.aget_state(thread_config(thread_id))
+            if pending_interrupt(snapshot) is not None or is_finished(snapshot):
+                return await self._latest(thread_id)
+            record = await self.executor.set_status(thread_id, "queued")
+        await self.launcher.adopt(thread_id)
         return record
 
     async def _latest(self, thread_id: str) -> ThreadRecord:

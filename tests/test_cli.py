@@ -12,9 +12,12 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph.types import StateSnapshot
 
+from app.api import create_app
+from app.settings import Settings
 from core.models import TOPIC_MAX_CHARS
 from engines.checks import sections, split_front_matter
 from graph.builder import build_graph
@@ -24,7 +27,8 @@ from stores.sqlite_writer import open_sqlite
 from .fake_llm import FakeLLM, Reply
 from .llm_script import ResearchModel
 from .redis_server import redis_server
-from .servers import free_port
+from .servers import free_port, serve_port
+from .sse import frames
 from .support import TOPIC
 
 CLI = Path(sys.executable).parent / "research-agent"
@@ -211,6 +215,26 @@ def test_a_run_writes_a_cited_report_that_show_prints_again(
     status = re.search(r"^status: (\w+)$", front, re.M)
     assert status and f"completed, {status.group(1)} report" in shown.stderr
     assert shown.stdout.strip() == report.strip()
+
+
+async def test_a_terminal_run_is_a_thread_of_the_service_with_its_events(
+    cli_env: dict[str, str], data_dir: Path, corpus_index: Path
+) -> None:
+    """The CLI runs through the run service: the API lists it, replays it, serves its report."""
+    result = cli(cli_env, "run", TOPIC, "--thread", "from-terminal")
+    assert result.returncode == 0, result.stderr
+    settings = Settings(data_dir=data_dir, corpus_index=corpus_index, search_provider="local")
+    with serve_port(create_app(settings), lifespan="on") as port:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            listed = (await client.get("/v1/research")).json()
+            mine = [t for t in listed["items"] if t["thread_id"] == "from-terminal"]
+            assert mine and mine[0]["status"] == "completed" and mine[0]["topic"] == TOPIC
+            report = (await client.get("/v1/research/from-terminal/report")).text
+            assert report.strip() == result.stdout.strip()
+            async with client.stream("GET", "/v1/research/from-terminal/events") as response:
+                names = [frame.event async for frame in frames(response)]
+    assert names[0] == "status" and names[-1] == "done"
+    assert {"plan", "source", "note", "node_finished", "review"} <= set(names)
 
 
 # -- kill and resume ---------------------------------------------------------------------
