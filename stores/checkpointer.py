@@ -39,6 +39,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from core import models
+from nodes.research_state import QueryOutcome
 from stores.sqlite_writer import (
     BUSY_TIMEOUT_S,
     SqliteReader,
@@ -64,6 +65,7 @@ STATE_TYPES: tuple[type, ...] = (
     models.NodeSubmission,
     models.RoundRecord,
     models.ApprovalDecision,
+    QueryOutcome,  # the researcher subgraph's work between its ReAct turns
 )
 
 _PUT_CHECKPOINT = (
