@@ -6,9 +6,7 @@ last finished turn instead of repeating its searches and model calls. The parent
 `researcher` node: its update and its `source`/`note` events come from the subgraph's end.
 """
 
-import time
-from collections.abc import Awaitable
-from typing import Any, Protocol
+from typing import Any
 
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -16,24 +14,13 @@ from langgraph.runtime import Runtime
 
 from core.state import ResearchState
 from core.steps import RESEARCHER
-from engines.recording import recording
-from nodes.accounting import account, merge_updates, run_deadline
+from nodes.accounting import Node, accounted
 from nodes.context import Deps
 from nodes.research_collect import collect
 from nodes.research_state import COLLECT, MODEL, QUERIES, TOOLS, ResearcherState
 from nodes.researcher import after_model, after_queries, after_tools, model, queries, tools
 
 ResearcherGraph = CompiledStateGraph[ResearcherState, Deps, ResearcherState, ResearcherState]
-
-
-class ResearcherNode(Protocol):
-    """A node function as LangGraph calls it: the state, and the runtime by keyword."""
-
-    def __call__(
-        self, state: ResearchState, *, runtime: Runtime[Deps]
-    ) -> Awaitable[dict[str, Any]]:
-        """Run the research step; its state update."""
-        ...
 
 
 def build_researcher(*, checkpointed: bool = True) -> ResearcherGraph:
@@ -52,12 +39,12 @@ def build_researcher(*, checkpointed: bool = True) -> ResearcherGraph:
     return builder.compile(checkpointer=None if checkpointed else False, name=RESEARCHER)
 
 
-def researcher_node(subgraph: ResearcherGraph) -> ResearcherNode:
+def researcher_node(subgraph: ResearcherGraph) -> Node:
     """The parent's `researcher` node: the subgraph's run, accounted as one step."""
 
+    @accounted(RESEARCHER)
     async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
         """Search and summarise what the step finds; failures are noted, not fatal."""
-        started = time.perf_counter()
         step = ResearcherState(
             options=state["options"],
             task_plan=state.get("task_plan"),
@@ -67,12 +54,10 @@ def researcher_node(subgraph: ResearcherGraph) -> ResearcherNode:
             iteration_count=state.get("iteration_count", 0),
             first_step=len(state.get("notes", [])) + 1,
         )
-        with recording(run_deadline(state)) as recorder:
-            result = await subgraph.ainvoke(step, context=runtime.context)
+        result = await subgraph.ainvoke(step, context=runtime.context)
         for event in result["events"]:
             runtime.stream_writer(event)
-        return merge_updates(
-            result["update"], account(RESEARCHER, state, runtime, started, recorder)
-        )
+        update: dict[str, Any] = result["update"]
+        return update
 
     return researcher
