@@ -107,7 +107,6 @@ class ResearchState(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     rounds: Annotated[list[RoundRecord], merge_rounds]
     halted: str | None
-    research_exhausted: bool
     final_report: str | None
     report_status: ReportStatus | None
     stop_reason: str | None  # why the report is partial, as its front matter says

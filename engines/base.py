@@ -1,8 +1,9 @@
 """The Engine protocol: the "brain" the nodes call, with or without a language model."""
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel
 
 from core.models import ResearchPlan, Review, RoutingDecision, SearchResult
@@ -87,33 +88,41 @@ class Engine(Protocol):
         ...
 
 
-SearchTool = Callable[[str], Awaitable[str]]
-"""Run one query through the researcher's pipeline; returns what the model may observe."""
-ReadTool = Callable[[str], Awaitable[str]]
-"""Read one page in full; returns its text (or a one-line error) for the model to observe."""
-
-
 @runtime_checkable
 class Investigator(Protocol):
     """An engine that drives research itself (seed 002's ReAct loop) after the plan's queries.
 
+    The researcher runs the loop one turn at a time, so each turn is checkpointed: the
+    engine opens the conversation and answers each turn; the researcher runs the tools.
     Engines without it get `refine_queries` instead.
     """
 
     max_cycles: int
 
-    async def investigate(
-        self,
-        plan: ResearchPlan,
-        done: Sequence[str],
-        sources: Sequence[SearchResult],
-        search: SearchTool,
-        read: ReadTool | None,
-    ) -> list[str]:
-        """Thought -> Action -> Observation for at most `max_cycles` cycles; returns the thoughts.
+    def react_messages(
+        self, plan: ResearchPlan, done: Sequence[str], sources: Sequence[SearchResult]
+    ) -> list[BaseMessage]:
+        """The loop's first messages: its instructions, the points and what is known already."""
+        ...
 
-        The tools record what they find themselves: the caller keeps the results.
+    def calls_tools(self) -> bool:
+        """False once the model answered a first turn without a tool call (it is asked for queries)."""
+        ...
+
+    async def react_turn(
+        self, messages: Sequence[BaseMessage], tools: Sequence[str]
+    ) -> AIMessage | None:
+        """One Thought -> Action turn: the model's answer, whose tool calls are the Actions.
+
+        `tools` names the tools offered (`search`, `scrape`). None: the model failed
+        (recorded as a fallback), and the loop ends with what was found.
         """
+        ...
+
+    async def queries_instead(
+        self, plan: ResearchPlan, done: Sequence[str], sources: Sequence[SearchResult]
+    ) -> list[str]:
+        """Queries that would close the gaps, for a model that does not call tools."""
         ...
 
 

@@ -115,3 +115,9 @@ def record_repair(step: str, error: str) -> None:
     recorder = _current.get()
     if recorder is not None:
         recorder.repairs.append(Repair(step, error))
+
+
+def current_deadline() -> float | None:
+    """When the run's time budget ends (`time.monotonic()`), None when nobody records."""
+    recorder = _current.get()
+    return recorder.deadline if recorder is not None else None

@@ -6,11 +6,11 @@ from langgraph.graph.state import CompiledStateGraph
 
 from core.state import ResearchState
 from core.steps import APPROVE_PLAN, FINALIZE, RESEARCHER, REVIEWER, SUPERVISOR, WRITER
+from graph.researcher import build_researcher, researcher_node
 from graph.routing import route_reviewer, route_supervisor
 from nodes.approval import approve_plan
 from nodes.context import Deps
 from nodes.finalize import finalize
-from nodes.researcher import researcher
 from nodes.reviewer import reviewer
 from nodes.supervisor import supervisor
 from nodes.writer import writer
@@ -23,7 +23,7 @@ def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> Researc
     builder = StateGraph(ResearchState, context_schema=Deps)
     builder.add_node(SUPERVISOR, supervisor)
     builder.add_node(APPROVE_PLAN, approve_plan)
-    builder.add_node(RESEARCHER, researcher)
+    builder.add_node(RESEARCHER, researcher_node(build_researcher()))
     builder.add_node(WRITER, writer)
     builder.add_node(REVIEWER, reviewer)
     builder.add_node(FINALIZE, finalize, destinations=(WRITER, "__end__"))

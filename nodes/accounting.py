@@ -1,8 +1,9 @@
 """Usage and round records of one node step, from what the engine recorded while it ran."""
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import AIMessage
 from langgraph.config import get_config
@@ -11,7 +12,7 @@ from langgraph.runtime import Runtime
 from core.models import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
 from core.state import CLIENT_THREAD_ID, ResearchState
 from engines.base import ModelAccessError
-from engines.recording import Recorder, record_fallback
+from engines.recording import Recorder, record_fallback, recording
 from nodes.context import Deps
 
 T = TypeVar("T")
@@ -78,24 +79,10 @@ def _thread_id() -> str:
         return ""
 
 
-def account(
-    node: str,
-    state: ResearchState,
-    runtime: Runtime[Deps],
-    started: float,
-    recorder: Recorder,
-    *,
-    engine_used: bool = True,
-) -> dict[str, Any]:
-    """The `usage` and `rounds` updates of a node step; streams the run's new totals.
-
-    The step joins the record of round `iteration_count + 1` (the iteration it works on).
-    """
-    usage = spent(node, started, recorder)
-    mine = usage.nodes[node]
-    kind = "llm" if recorder.calls else runtime.context.engine.name if engine_used else "tools"
+def _submission(node: str, kind: str, recorder: Recorder, mine: NodeUsage) -> NodeSubmission:
+    """The step's entry in its round's record."""
     problems = [f"{f.step}: {f.reason}" for f in recorder.fallbacks]
-    submission = NodeSubmission(
+    return NodeSubmission(
         name=node,
         type=kind if kind in ("llm", "extractive", "simulated") else "tools",
         status="ERROR" if problems else "SUCCESS",
@@ -108,6 +95,10 @@ def account(
         ),
         execution_time_ms=round(mine.seconds * 1000, 3),
     )
+
+
+def _stream_records(node: str, runtime: Runtime[Deps], recorder: Recorder) -> list[AIMessage]:
+    """Stream the step's fallbacks, repairs and structured-output methods; the fallbacks' notes."""
     notes = []
     for fallback in recorder.fallbacks:
         runtime.stream_writer(
@@ -130,6 +121,27 @@ def account(
                 "refused": chosen.refused,
             }
         )
+    return notes
+
+
+def account(
+    node: str,
+    state: ResearchState,
+    runtime: Runtime[Deps],
+    started: float,
+    recorder: Recorder,
+    *,
+    engine_used: bool = True,
+) -> dict[str, Any]:
+    """The `usage` and `rounds` updates of a node step; streams the run's new totals.
+
+    The step joins the record of round `iteration_count + 1` (the iteration it works on).
+    """
+    usage = spent(node, started, recorder)
+    mine = usage.nodes[node]
+    kind = "llm" if recorder.calls else runtime.context.engine.name if engine_used else "tools"
+    submission = _submission(node, kind, recorder, mine)
+    notes = _stream_records(node, runtime, recorder)
     total = state.get("usage", Usage()) + usage
     # Plain dicts, dumped only where there is something to say: this runs at every step.
     runtime.stream_writer(
@@ -162,3 +174,36 @@ def merge_updates(update: dict[str, Any], accounting: dict[str, Any]) -> dict[st
     if "messages" in update and "messages" in accounting:
         merged["messages"] = [*update["messages"], *accounting["messages"]]
     return merged
+
+
+NodeBody = Callable[[ResearchState, Runtime[Deps]], Awaitable[dict[str, Any]]]
+
+
+class Node(Protocol):
+    """A node function as LangGraph calls it: the state, and the runtime by keyword."""
+
+    def __call__(
+        self, state: ResearchState, *, runtime: Runtime[Deps]
+    ) -> Awaitable[dict[str, Any]]:
+        """Run the step; its state update."""
+        ...
+
+
+def accounted(node: str) -> Callable[[NodeBody], Node]:
+    """Make `body` a node whose engine calls are recorded and accounted as `node`'s step.
+
+    The recording carries the run's deadline, so every model call of the step is bounded
+    by what is left of its time budget; the update gets the step's usage and round record.
+    """
+
+    def decorate(body: NodeBody) -> Node:
+        @functools.wraps(body)
+        async def step(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
+            started = time.perf_counter()
+            with recording(run_deadline(state)) as recorder:
+                update = await body(state, runtime)
+            return merge_updates(update, account(node, state, runtime, started, recorder))
+
+        return step
+
+    return decorate

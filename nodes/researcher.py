@@ -1,30 +1,33 @@
-"""Researcher: run the pending queries concurrently, keep new sources, note every step."""
+"""Researcher: the nodes of the research step's subgraph, one ReAct turn per checkpoint.
+
+`queries` runs the plan's pending queries concurrently (and the engine's link follow-ups),
+or the engine's refined queries; for an `Investigator` engine with nothing pending it
+opens the ReAct loop instead. `model` answers one turn, `tools` runs its tool calls
+concurrently, and `collect` (`nodes.research_collect`) makes the parent's update. The run's
+time budget bounds the loop: what finished by then is kept.
+"""
 
 import asyncio
-import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from core.models import ResearchNote, SearchResult
-from core.state import ResearchState
-from core.steps import RESEARCHER
-from core.urls import normalize_url
 from engines.base import Investigator, LinkFollower, ModelAccessError
-from engines.recording import recording
-from nodes.accounting import account, merge_updates, run_deadline
+from engines.chat_models import text_of
+from engines.recording import current_deadline
 from nodes.context import Deps
-from nodes.reading import Reading, read_top_pages
-from nodes.sources import to_sources
-from tools.extraction import Page
+from nodes.research_state import COLLECT, MODEL, TOOLS, ResearcherState
+from nodes.searching import Searcher
+from nodes.tool_calls import run_tool_calls, tool_names
 
-logger = logging.getLogger(__name__)
+T = TypeVar("T")
+OUT_OF_TIME = "The research step ran out of time; writing from what was found."
 
 
-def _pending_queries(state: ResearchState) -> list[str]:
+def pending_queries(state: ResearcherState) -> list[str]:
     """The plan's queries not run yet."""
     plan = state.get("task_plan")
     if plan is None:
@@ -33,223 +36,161 @@ def _pending_queries(state: ResearchState) -> list[str]:
     return [q for q in plan.search_queries if q.casefold() not in done]
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """What one query gave: its results and their summary, or the error that stopped it."""
-
-    query: str
-    results: list[SearchResult]
-    summary: str
-    error: str | None = None
-    pages_read: int = 0
-    page_errors: list[str] = field(default_factory=list)
-    refused: str | None = None  # the model refused to serve (ModelAccessError): the run halts
+def step_deadline() -> float:
+    """When the run's time budget ends (`time.monotonic()`), as the researcher records it."""
+    deadline = current_deadline()
+    if deadline is None:
+        raise RuntimeError("the researcher subgraph runs inside the researcher's recording()")
+    return deadline
 
 
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+def searcher(state: ResearcherState, deps: Deps) -> Searcher:
+    """A searcher for one node of the step, knowing the sources the run has already."""
+    sources = state.get("research_data", [])
+    return Searcher(deps, state["options"].max_results, sources, step_deadline())
 
 
-async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Search and summarise every pending query concurrently; failures are noted, not fatal."""
-    started = time.perf_counter()
-    with recording(run_deadline(state)) as recorder:
-        update = await _research(state, runtime)
-    return merge_updates(
-        update,
-        account(RESEARCHER, state, runtime, started, recorder),
-    )
+async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:
+    """The results of the calls finished by `deadline`, in order, and whether any was not."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    if not tasks:
+        return [], False
+    _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+    for task in late:
+        task.cancel()
+    return [t.result() for t in tasks if t not in late], bool(late)
 
 
-def _observation(outcome: _Outcome) -> str:
-    """What the ReAct loop's model sees of one query: its summary and the results' names."""
-    if outcome.error and not outcome.results:
-        return f"The search failed: {outcome.error}"
-    listing = "\n".join(f"- {r.title} ({r.url})" for r in outcome.results)
-    return f"{outcome.summary or 'No summary.'}\n\nResults:\n{listing or '(none)'}"
+def ran_queries(state: ResearcherState) -> set[str]:
+    """The queries run so far (casefolded): before this step, and in it."""
+    done = {q.casefold() for q in state.get("queries_done", [])}
+    return done | {o.query.casefold() for o in state.get("outcomes", [])}
 
 
-async def _research(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    deps = runtime.context
-    options = state["options"]
-    plan = state.get("task_plan")
-    done = state.get("queries_done", [])
-    gate = asyncio.Semaphore(deps.search_concurrency)
-    known = {normalize_url(s.url) for s in state.get("research_data", [])}
-    deadline = run_deadline(state)
-    pages: dict[str, asyncio.Task[Page]] = {}
-
-    async def investigate(query: str) -> _Outcome:
-        async with gate:
-            try:
-                hits = await deps.search.search(query, options.max_results)
-            except Exception as exc:  # recorded in the note; one query never fails the run
-                logger.warning("search failed for %r: %s", query, type(exc).__name__)
-                return _Outcome(query, [], "", _describe(exc))
-        results = to_sources(hits, deps.search.name, query)
-        if not results:
-            return _Outcome(query, [], f"No results for '{query}'.")
-        reading = Reading(results)
-        if deps.reader is not None and deps.pages_per_query > 0:
-            reading = await read_top_pages(
-                results, deps.reader, deps.pages_per_query, known, deadline, pages
-            )
-        error: str | None = None
-        refused: str | None = None
-        try:
-            summary = await deps.engine.summarize(query, reading.results)
-        except ModelAccessError as exc:  # the results still count; the run halts after this step
-            summary, error, refused = "", f"summary failed: {exc}", str(exc)
-        except Exception as exc:  # the results still count; only their summary is missing
-            logger.warning("summary failed for %r: %s", query, type(exc).__name__)
-            summary, error = "", f"summary failed: {_describe(exc)}"
-        return _Outcome(
-            query, reading.results, summary, error, reading.pages_read, reading.errors, refused
-        )
-
-    outcomes: list[_Outcome] = []
-    scraped: list[SearchResult] = []
-    thoughts: list[str] = []
-    halted: str | None = None
-    pending = _pending_queries(state)
+async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """Run the pending (or refined) queries; or open the ReAct loop when it takes over."""
+    deps, plan = runtime.context, state.get("task_plan")
+    done, sources = state.get("queries_done", []), state.get("research_data", [])
+    engine = deps.engine
+    pending = pending_queries(state)
+    if not pending and plan is not None and isinstance(engine, Investigator):
+        if engine.max_cycles > 0:
+            opening = engine.react_messages(plan, done, sources)
+            return {"conversation": opening, "turns": 0, "max_cycles": engine.max_cycles}
     try:
-        if pending or plan is None:
-            outcomes = list(await asyncio.gather(*(investigate(q) for q in pending)))
-            # A plan a human approved runs as approved: its queries and no others.
-            if (
-                plan is not None
-                and isinstance(deps.engine, LinkFollower)
-                and options.approval == "none"
-            ):
-                first = [r for o in outcomes for r in o.results]
-                follow = deps.engine.follow_up(
-                    plan, [*state.get("research_data", []), *first], [*done, *pending]
-                )
-                outcomes += await asyncio.gather(*(investigate(q) for q in follow))
-        elif isinstance(deps.engine, Investigator) and deps.engine.max_cycles > 0:
-            ran = {q.casefold() for q in done}
-
-            async def search(query: str) -> str:
-                if query.casefold() in ran:
-                    return f"'{query}' was searched already: try other words."
-                ran.add(query.casefold())
-                outcome = await investigate(query)
-                outcomes.append(outcome)
-                return _observation(outcome)
-
-            async def read(url: str) -> str:
-                assert deps.reader is not None
-                try:
-                    page = await deps.reader.fetch(url)
-                except Exception as exc:  # the model is told, and may read another page
-                    return f"The page could not be read: {_describe(exc)}"
-                scraped.append(
-                    SearchResult(
-                        title=page.title or url,
-                        url=page.final_url or url,
-                        content=page.text,
-                        source="scraper",
-                    )
-                )
-                return page.text[:6_000]
-
-            try:
-                async with asyncio.timeout_at(deadline):
-                    thoughts = await deps.engine.investigate(
-                        plan,
-                        done,
-                        state.get("research_data", []),
-                        search,
-                        read if deps.reader is not None else None,
-                    )
-            except TimeoutError:  # keep what the finished tool calls found
-                thoughts.append("The research step ran out of time; writing from what was found.")
-        else:
-            queries = await deps.engine.refine_queries(
-                plan, state.get("research_data", []), done, state.get("review")
-            )
-            outcomes = list(await asyncio.gather(*(investigate(q) for q in queries)))
+        async with searcher(state, deps) as search:
+            if pending or plan is None:
+                outcomes = await search.run_all(pending)
+                # A plan a human approved runs as approved: its queries and no others.
+                if (
+                    plan is not None
+                    and isinstance(engine, LinkFollower)
+                    and state["options"].approval == "none"
+                ):
+                    first = [r for o in outcomes for r in o.results]
+                    follow = engine.follow_up(plan, [*sources, *first], [*done, *pending])
+                    outcomes += await search.run_all(follow)
+            else:
+                refined = await engine.refine_queries(plan, sources, done, state.get("review"))
+                outcomes = await search.run_all(refined)
     except ModelAccessError as exc:
-        halted = str(exc)
-    finally:
-        for task in pages.values():
-            task.cancel()  # a read no query is waiting for any more
-    queries = [o.query for o in outcomes]
-    # Several queries may find one page; keep the copy with the most text (the page read).
-    fullest: dict[str, SearchResult] = {}
-    for result in [r for o in outcomes for r in o.results] + scraped:
-        key = normalize_url(result.url)
-        if key not in fullest or len(result.content) > len(fullest[key].content):
-            fullest[key] = result
-    seen = set(known)
-    first_step = len(state.get("notes", [])) + 1
-    new_sources: list[SearchResult] = []
-    notes: list[ResearchNote] = []
-    for step, outcome in enumerate(outcomes, start=first_step):
-        fresh = []
-        for found in outcome.results:
-            key = normalize_url(found.url)
-            if key not in seen:
-                seen.add(key)
-                result = fullest[key]
-                fresh.append(result)
-                runtime.stream_writer(
-                    {
-                        "event": "source",
-                        "title": result.title,
-                        "url": result.url,
-                        "query": outcome.query,
-                    }
+        return {"halted": str(exc)}
+    return {"outcomes": outcomes}
+
+
+async def model(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """One ReAct turn: the model's Thought, and its tool calls (the Actions)."""
+    deps = runtime.context
+    engine = deps.engine
+    assert isinstance(engine, Investigator)
+    update: dict[str, Any] = {"turns": state.get("turns", 0) + 1, "thoughts": []}
+    try:
+        if engine.calls_tools():
+            async with asyncio.timeout_at(step_deadline()):
+                turn = await engine.react_turn(
+                    state.get("conversation", []), tool_names(deps.reader)
                 )
-        new_sources.extend(fresh)
-        status = "ok" if outcome.results else "failed" if outcome.error else "empty"
-        note = ResearchNote(
-            step_no=step,
-            query=outcome.query,
-            summary_md=outcome.summary,
-            sources=[r.url for r in outcome.results],
-            status=status,
-            error=outcome.error,
-            pages_read=outcome.pages_read,
-            page_errors=outcome.page_errors,
-        )
-        notes.append(note)
-        runtime.stream_writer(
-            {
-                "event": "note",
-                "step_no": step,
-                "query": outcome.query,
-                "status": status,
-                "results": len(outcome.results),
-                "new": len(fresh),
-                "pages_read": outcome.pages_read,
-                "page_errors": len(outcome.page_errors),
-            }
-        )
-    for page in scraped:  # pages the model read that no search of this step returned
-        key = normalize_url(page.url)
-        if key not in seen:
-            seen.add(key)
-            new_sources.append(fullest[key])
-            runtime.stream_writer(
-                {"event": "source", "title": page.title, "url": page.url, "query": None}
-            )
-    failed = sum(n.status == "failed" for n in notes)
-    message = f"Searched {len(queries)} queries: {len(new_sources)} new sources, {failed} failed."
-    messages = [
-        AIMessage(content=t if t.startswith("Thought") else f"Thought: {t}", name=RESEARCHER)
-        for t in thoughts
-    ]
+            if turn is None:  # the model failed: the loop ends with what was found
+                return update
+            update["conversation"] = [turn]
+            if thought := text_of(turn).strip():
+                update["thoughts"] = [thought]
+            if turn.tool_calls or engine.calls_tools():
+                return update
+        # A model that does not call tools (it never searched): its gaps are still open.
+        return _joined(update, await _queries_instead(state, deps, engine))
+    except TimeoutError:  # keep what the finished calls found
+        return _joined(update, {"out_of_time": True, "thoughts": [OUT_OF_TIME]})
+    except ModelAccessError as exc:
+        return update | {"halted": str(exc)}
+
+
+def _joined(update: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """Two updates of one node as one; their thoughts are kept in order."""
+    return update | more | {"thoughts": [*update["thoughts"], *more.get("thoughts", [])]}
+
+
+async def _queries_instead(
+    state: ResearcherState, deps: Deps, engine: Investigator
+) -> dict[str, Any]:
+    """Close the gaps by asking for queries, for a model that does not call tools."""
+    plan = state.get("task_plan")
+    assert plan is not None
+    done, sources = state.get("queries_done", []), state.get("research_data", [])
+    async with asyncio.timeout_at(step_deadline()):
+        asked = await engine.queries_instead(plan, done, sources)
+    seen = ran_queries(state)
+    fresh: list[str] = []
+    for query in asked:  # a query already run is not run again
+        if query.casefold() not in seen:
+            seen.add(query.casefold())
+            fresh.append(query)
+    async with searcher(state, deps) as search:
+        outcomes, late = await finished_by([search.run(q) for q in fresh], step_deadline())
+    if late:
+        return {"outcomes": outcomes, "out_of_time": True, "thoughts": [OUT_OF_TIME]}
+    thought = (
+        "The model does not call tools here, so it was asked for queries instead: "
+        + ("; ".join(asked) or "it had none")
+        + "."
+    )
+    return {"outcomes": outcomes, "thoughts": [thought]}
+
+
+async def tools(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """Run the last turn's tool calls concurrently; their answers are the Observations."""
+    last = state.get("conversation", [])[-1]
+    assert isinstance(last, AIMessage)
+    deps = runtime.context
+    async with searcher(state, deps) as search:
+        calls = run_tool_calls(last.tool_calls, ran_queries(state), search, deps.reader)
+        results, late = await finished_by(calls, step_deadline())
     update: dict[str, Any] = {
-        "research_data": new_sources,
-        "queries_done": queries,
-        "notes": notes,
-        "iteration_count": state.get("iteration_count", 0) + 1,
-        "messages": [*messages, AIMessage(content=message, name=RESEARCHER)],
-        # Nothing left to search: the supervisor writes instead of asking again.
-        "research_exhausted": not queries,
+        "conversation": [r.message for r in results],
+        "outcomes": [r.outcome for r in results if r.outcome is not None],
+        "scraped": [r.page for r in results if r.page is not None],
     }
-    halted = halted or next((o.refused for o in outcomes if o.refused), None)
-    if halted:
-        update["halted"] = halted
+    if late:  # keep what the finished calls found
+        update |= {"out_of_time": True, "thoughts": [OUT_OF_TIME]}
     return update
+
+
+def after_model(state: ResearcherState) -> str:
+    """To the tools while the last turn called any; else collect what was found."""
+    conversation = state.get("conversation", [])
+    last = conversation[-1] if conversation else None
+    stopped = state.get("out_of_time") or state.get("halted")
+    calls = isinstance(last, AIMessage) and bool(last.tool_calls)
+    return TOOLS if calls and not stopped else COLLECT
+
+
+def after_tools(state: ResearcherState) -> str:
+    """Back to the model while cycles and time are left; else collect."""
+    stopped = state.get("out_of_time") or state.get("halted")
+    cycles_left = state.get("turns", 0) < state.get("max_cycles", 0)
+    return MODEL if cycles_left and not stopped else COLLECT
+
+
+def after_queries(state: ResearcherState) -> str:
+    """To the model when the ReAct loop was opened; else collect the queries' outcomes."""
+    return MODEL if state.get("conversation") and not state.get("halted") else COLLECT

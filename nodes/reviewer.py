@@ -1,6 +1,5 @@
 """Reviewer: verify the draft's citations, score it, and attach the review to it."""
 
-import time
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -10,8 +9,7 @@ from core.models import CitationCheck, Review, ReviewIssue
 from core.state import ResearchState
 from core.steps import REVIEWER
 from engines.checks import strip_unknown_footnotes
-from engines.recording import recording
-from nodes.accounting import account, merge_updates, run_deadline, unless_refused
+from nodes.accounting import accounted, unless_refused
 from nodes.context import Deps
 
 
@@ -34,9 +32,9 @@ def _with_removed(review: Review, removed: list[int]) -> Review:
     return review.model_copy(update={"issues": [*issues, *review.issues], "citations": citations})
 
 
+@accounted(REVIEWER)
 async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Review the latest draft (every engine: unknown footnotes are removed first)."""
-    started = time.perf_counter()
     plan = state.get("task_plan")
     drafts = state.get("drafts", [])
     if plan is None or not drafts:
@@ -44,12 +42,11 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
     deps = runtime.context
     sources = state.get("research_data", [])
     markdown, removed = strip_unknown_footnotes(drafts[-1].markdown, sources)
-    with recording(run_deadline(state)) as recorder:
-        review, halted = await unless_refused(
-            "review",
-            deps.engine.review(markdown, plan, sources),
-            lambda: deps.fallback.review(markdown, plan, sources),
-        )
+    review, halted = await unless_refused(
+        "review",
+        deps.engine.review(markdown, plan, sources),
+        lambda: deps.fallback.review(markdown, plan, sources),
+    )
     review = _with_removed(review, removed)
     runtime.stream_writer(
         {
@@ -77,4 +74,4 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
     }
     if halted:
         update["halted"] = halted
-    return merge_updates(update, account(REVIEWER, state, runtime, started, recorder))
+    return update

@@ -1,7 +1,6 @@
 """Supervisor: plan once, then route by the fixed rules or the engine's judgement."""
 
 import logging
-import time
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -12,8 +11,7 @@ from core.models import Action, SearchResult
 from core.state import ResearchState
 from core.steps import SUPERVISOR
 from engines.base import ModelAccessError, Progress
-from engines.recording import recording
-from nodes.accounting import account, merge_updates, run_deadline
+from nodes.accounting import accounted
 from nodes.context import Deps
 from nodes.sources import to_sources
 
@@ -30,53 +28,52 @@ async def _probe(state: ResearchState, deps: Deps) -> list[SearchResult]:
     return to_sources(hits, deps.search.name)
 
 
+@accounted(SUPERVISOR)
 async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Make the plan if there is none; otherwise choose the next action.
 
     A model that refuses to plan fails the run (nothing is collected yet); one that
     refuses to route halts it, so the report is written from what was found.
     """
-    started = time.perf_counter()
     deps = runtime.context
     plan = state.get("task_plan")
-    with recording(run_deadline(state)) as recorder:
-        if plan is None:
-            probe = await _probe(state, deps)
-            plan = await deps.engine.plan(state["topic"], probe, state.get("feedback"))
-            approved = state["options"].approval == "none"
-            runtime.stream_writer({"event": "plan", "plan": plan.model_dump(mode="json")})
-            update: dict[str, Any] = {
-                "task_plan": plan,
-                "plan_approved": approved,
-                "feedback": None,
-                # A plan without queries says the topic needs no research: finish at once.
-                "next_action": "research" if plan.search_queries else "end",
-                "messages": [AIMessage(content=f"Plan: {plan.plan_text}", name=SUPERVISOR)],
-            }
-            return merge_updates(update, account(SUPERVISOR, state, runtime, started, recorder))
-        halted: str | None = None
-        rule = fixed_supervisor_rule(state)
-        if rule is None:
-            drafts = state.get("drafts", [])
-            progress = Progress(
-                topic=state["topic"],
-                plan=plan,
-                source_count=len(state.get("research_data", [])),
-                sources_at_last_draft=drafts[-1].source_count if drafts else 0,
-                has_draft=bool(state.get("current_draft")),
-                last_review=state.get("review"),
-                iteration_count=state.get("iteration_count", 0),
-                max_iterations=state["options"].max_iterations,
-            )
-            try:
-                decision = await deps.engine.decide(progress)
-                action: Action = decision.action
-                reasoning = decision.reasoning
-            except ModelAccessError as exc:
-                halted = str(exc)
-                action, reasoning = "end", f"Stopping because {halted}."
-        else:
-            action, reasoning = rule
+    if plan is None:
+        probe = await _probe(state, deps)
+        plan = await deps.engine.plan(state["topic"], probe, state.get("feedback"))
+        approved = state["options"].approval == "none"
+        runtime.stream_writer({"event": "plan", "plan": plan.model_dump(mode="json")})
+        update: dict[str, Any] = {
+            "task_plan": plan,
+            "plan_approved": approved,
+            "feedback": None,
+            # A plan without queries says the topic needs no research: finish at once.
+            "next_action": "research" if plan.search_queries else "end",
+            "messages": [AIMessage(content=f"Plan: {plan.plan_text}", name=SUPERVISOR)],
+        }
+        return update
+    halted: str | None = None
+    rule = fixed_supervisor_rule(state)
+    if rule is None:
+        drafts = state.get("drafts", [])
+        progress = Progress(
+            topic=state["topic"],
+            plan=plan,
+            source_count=len(state.get("research_data", [])),
+            sources_at_last_draft=drafts[-1].source_count if drafts else 0,
+            has_draft=bool(state.get("current_draft")),
+            last_review=state.get("review"),
+            iteration_count=state.get("iteration_count", 0),
+            max_iterations=state["options"].max_iterations,
+        )
+        try:
+            decision = await deps.engine.decide(progress)
+            action: Action = decision.action
+            reasoning = decision.reasoning
+        except ModelAccessError as exc:
+            halted = str(exc)
+            action, reasoning = "end", f"Stopping because {halted}."
+    else:
+        action, reasoning = rule
     update = {
         "next_action": action,
         "messages": [
@@ -85,4 +82,4 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
     }
     if halted:
         update["halted"] = halted
-    return merge_updates(update, account(SUPERVISOR, state, runtime, started, recorder))
+    return update

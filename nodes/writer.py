@@ -1,6 +1,5 @@
 """Writer: a new draft from every source collected so far, streamed as it is written."""
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,8 +10,7 @@ from langgraph.types import StreamWriter
 from core.models import Draft
 from core.state import ResearchState
 from core.steps import WRITER
-from engines.recording import recording
-from nodes.accounting import account, merge_updates, run_deadline, unless_refused
+from nodes.accounting import accounted, unless_refused
 from nodes.context import Deps
 
 # Tokens are forwarded in pieces of about this many characters: one event per token would
@@ -44,13 +42,13 @@ def token_batcher(
     return on_token, flush
 
 
+@accounted(WRITER)
 async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Write the report; the last review and any human feedback steer a rewrite.
 
     When the model refuses to serve the run and sources were collected, the fallback
     engine writes a partial report from them; with nothing collected the run fails.
     """
-    started = time.perf_counter()
     plan = state.get("task_plan")
     if plan is None:
         raise ValueError("the writer needs a plan")
@@ -60,15 +58,14 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     on_token, flush = token_batcher(runtime.stream_writer, version)
     halted: str | None = None
     review, feedback = state.get("review"), state.get("feedback")
-    with recording(run_deadline(state)) as recorder:
-        writing = deps.engine.write(plan, sources, review, feedback, on_token)
-        if sources:
-            markdown, halted = await unless_refused(
-                "write", writing, lambda: deps.fallback.write(plan, sources, review, feedback)
-            )
-        else:  # nothing to write a partial report from: a refusal fails the run
-            markdown, halted = await writing, None
-        flush()
+    writing = deps.engine.write(plan, sources, review, feedback, on_token)
+    if sources:
+        markdown, halted = await unless_refused(
+            "write", writing, lambda: deps.fallback.write(plan, sources, review, feedback)
+        )
+    else:  # nothing to write a partial report from: a refusal fails the run
+        markdown, halted = await writing, None
+    flush()
     runtime.stream_writer({"event": "draft", "version": version, "chars": len(markdown)})
     update: dict[str, Any] = {
         "current_draft": markdown,
@@ -80,4 +77,4 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     }
     if halted:
         update["halted"] = halted
-    return merge_updates(update, account(WRITER, state, runtime, started, recorder))
+    return update

@@ -13,6 +13,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
 from core.state import CHECKPOINT_ROOTS
+from nodes.research_state import ResearcherState
 
 
 def model_types(*roots: Any) -> tuple[type[BaseModel], ...]:
@@ -44,8 +45,8 @@ def model_types(*roots: Any) -> tuple[type[BaseModel], ...]:
 
 _LIBRARY_MODULES = ("langchain_core.", "langgraph.", "pydantic.")
 # Everything a checkpoint may hold beyond LangGraph's own safe types: derived, so a model
-# added to the state can always be read back.
-STATE_TYPES = model_types(*CHECKPOINT_ROOTS)
+# added to the state (or to the researcher subgraph's) can always be read back.
+STATE_TYPES = model_types(*CHECKPOINT_ROOTS, ResearcherState)
 
 
 def serializer() -> JsonPlusSerializer:

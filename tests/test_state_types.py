@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from core.models import ApprovalDecision, Review, RoundRecord, SearchResult, Usage
 from core.state import CHECKPOINT_ROOTS
+from nodes.research_state import QueryOutcome, ResearcherState
 from stores.checkpointer import STATE_TYPES, model_types, serializer
 from stores.redis_saver import redis_serializer
 
@@ -54,11 +55,12 @@ def _instance(model: type[BaseModel]) -> BaseModel:
 
 
 def test_the_allowlist_is_every_model_reachable_from_the_state() -> None:
-    assert set(STATE_TYPES) == set(model_types(*CHECKPOINT_ROOTS))
+    assert set(STATE_TYPES) == set(model_types(*CHECKPOINT_ROOTS, ResearcherState))
     # Nested ones too: a round's submissions, a review's scores, usage per node.
     names = {t.__name__ for t in STATE_TYPES}
     assert {"NodeSubmission", "ReviewScores", "NodeUsage", "ApprovalDecision"} <= names
     assert {SearchResult, Review, RoundRecord, Usage, ApprovalDecision} <= set(STATE_TYPES)
+    assert QueryOutcome in STATE_TYPES, "the researcher subgraph's state is checkpointed too"
 
 
 @pytest.mark.parametrize("model", STATE_TYPES, ids=lambda t: t.__name__)

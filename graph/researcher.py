@@ -1,0 +1,63 @@
+"""The research step as a subgraph: queries, then ReAct turns (model <-> tools), then collect.
+
+The subgraph checkpoints with the parent's checkpointer, under the researcher task's
+namespace, after every node: a worker killed mid-investigation resumes the step from its
+last finished turn instead of repeating its searches and model calls. The parent sees one
+`researcher` node: its update and its `source`/`note` events come from the subgraph's end.
+"""
+
+from typing import Any
+
+from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from core.state import ResearchState
+from core.steps import RESEARCHER
+from nodes.accounting import Node, accounted
+from nodes.context import Deps
+from nodes.research_collect import collect
+from nodes.research_state import COLLECT, MODEL, QUERIES, TOOLS, ResearcherState
+from nodes.researcher import after_model, after_queries, after_tools, model, queries, tools
+
+ResearcherGraph = CompiledStateGraph[ResearcherState, Deps, ResearcherState, ResearcherState]
+
+
+def build_researcher(*, checkpointed: bool = True) -> ResearcherGraph:
+    """Compile the research step; `checkpointed=False` keeps no checkpoint between its nodes."""
+    builder = StateGraph(ResearcherState, context_schema=Deps)
+    builder.add_node(QUERIES, queries)
+    builder.add_node(MODEL, model)
+    builder.add_node(TOOLS, tools)
+    builder.add_node(COLLECT, collect)
+    builder.add_edge(START, QUERIES)
+    builder.add_conditional_edges(QUERIES, after_queries, [MODEL, COLLECT])
+    builder.add_conditional_edges(MODEL, after_model, [TOOLS, COLLECT])
+    builder.add_conditional_edges(TOOLS, after_tools, [MODEL, COLLECT])
+    builder.add_edge(COLLECT, "__end__")
+    # None: the parent's checkpointer, under this task's namespace; False: none at all.
+    return builder.compile(checkpointer=None if checkpointed else False, name=RESEARCHER)
+
+
+def researcher_node(subgraph: ResearcherGraph) -> Node:
+    """The parent's `researcher` node: the subgraph's run, accounted as one step."""
+
+    @accounted(RESEARCHER)
+    async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
+        """Search and summarise what the step finds; failures are noted, not fatal."""
+        step = ResearcherState(
+            options=state["options"],
+            task_plan=state.get("task_plan"),
+            queries_done=state.get("queries_done", []),
+            research_data=state.get("research_data", []),
+            review=state.get("review"),
+            iteration_count=state.get("iteration_count", 0),
+            first_step=len(state.get("notes", [])) + 1,
+        )
+        result = await subgraph.ainvoke(step, context=runtime.context)
+        for event in result["events"]:
+            runtime.stream_writer(event)
+        update: dict[str, Any] = result["update"]
+        return update
+
+    return researcher

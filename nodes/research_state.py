@@ -1,0 +1,57 @@
+"""The researcher subgraph's state: what one research step keeps between its ReAct turns.
+
+Everything here is checkpointed after every node of the subgraph, so a research step a
+worker died in continues from its last finished turn; the checkpointer's serializer must
+know every type (`stores.checkpointer.STATE_TYPES` derives them from this state).
+"""
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage
+from pydantic import BaseModel, Field
+
+from core.models import ResearchPlan, Review, RunOptions, SearchResult
+
+# The subgraph's nodes.
+QUERIES = "queries"
+MODEL = "model"
+TOOLS = "tools"
+COLLECT = "collect"
+
+
+class QueryOutcome(BaseModel):
+    """What one query gave: its results and their summary, or the error that stopped it."""
+
+    query: str
+    results: list[SearchResult]
+    summary: str
+    error: str | None = None
+    pages_read: int = 0
+    page_errors: list[str] = Field(default_factory=list)
+    refused: str | None = None  # the model refused to serve (ModelAccessError): the run halts
+
+
+class ResearcherState(TypedDict, total=False):
+    """One research step: the parent's inputs, the work so far, and the parent's update."""
+
+    # From the parent graph, read only.
+    options: RunOptions
+    task_plan: ResearchPlan | None
+    queries_done: list[str]
+    research_data: list[SearchResult]
+    review: Review | None
+    iteration_count: int
+    first_step: int  # the step number of the step's first note
+    # The step's work, added to by each node.
+    outcomes: Annotated[list[QueryOutcome], operator.add]
+    scraped: Annotated[list[SearchResult], operator.add]  # pages the model read in full
+    thoughts: Annotated[list[str], operator.add]
+    conversation: Annotated[list[AnyMessage], operator.add]  # the ReAct loop's messages
+    turns: int  # model turns answered
+    max_cycles: int  # the most turns the loop may take
+    out_of_time: bool
+    halted: str | None
+    # What the parent sees: its state update and the events to stream.
+    update: dict[str, Any]
+    events: list[dict[str, Any]]

@@ -1,0 +1,107 @@
+"""One query through the researcher's pipeline: search, read the top pages, summarise."""
+
+import asyncio
+import logging
+from types import TracebackType
+
+from core.models import SearchResult
+from core.urls import normalize_url
+from engines.base import ModelAccessError
+from nodes.context import Deps
+from nodes.reading import Reading, read_top_pages
+from nodes.research_state import QueryOutcome
+from nodes.sources import to_sources
+from tools.extraction import Page
+
+logger = logging.getLogger(__name__)
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as the notes and the model see it."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def observation(outcome: QueryOutcome) -> str:
+    """What the ReAct loop's model sees of one query: its summary and the results' names."""
+    if outcome.error and not outcome.results:
+        return f"The search failed: {outcome.error}"
+    listing = "\n".join(f"- {r.title} ({r.url})" for r in outcome.results)
+    return f"{outcome.summary or 'No summary.'}\n\nResults:\n{listing or '(none)'}"
+
+
+class Searcher:
+    """Runs queries for one node of a research step; failures are noted, never raised.
+
+    Queries that find the same page read it once; reads nobody waits for any more are
+    cancelled when the searcher closes (use it as an async context manager).
+    """
+
+    def __init__(
+        self, deps: Deps, max_results: int, sources: list[SearchResult], deadline: float
+    ) -> None:
+        self._deps = deps
+        self._max_results = max_results
+        self._gate = asyncio.Semaphore(deps.search_concurrency)
+        self._known = {normalize_url(s.url) for s in sources}
+        self._deadline = deadline
+        self._pages: dict[str, asyncio.Task[Page]] = {}
+
+    async def __aenter__(self) -> "Searcher":
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for task in self._pages.values():
+            task.cancel()  # a read no query is waiting for any more
+
+    async def run_all(self, queries: list[str]) -> list[QueryOutcome]:
+        """Every query's outcome, run concurrently, in the order of `queries`."""
+        return list(await asyncio.gather(*(self.run(q) for q in queries)))
+
+    async def run(self, query: str) -> QueryOutcome:
+        """Search, read the top pages, summarise; one query never fails the run."""
+        deps = self._deps
+        async with self._gate:
+            try:
+                hits = await deps.search.search(query, self._max_results)
+            except Exception as exc:  # recorded in the note
+                logger.warning("search failed for %r: %s", query, type(exc).__name__)
+                return QueryOutcome(query=query, results=[], summary="", error=describe(exc))
+        results = to_sources(hits, deps.search.name, query)
+        if not results:
+            return QueryOutcome(query=query, results=[], summary=f"No results for '{query}'.")
+        reading = Reading(results)
+        if deps.reader is not None and deps.pages_per_query > 0:
+            reading = await read_top_pages(
+                results,
+                deps.reader,
+                deps.pages_per_query,
+                self._known,
+                self._deadline,
+                self._pages,
+            )
+        return await self._summarised(query, reading)
+
+    async def _summarised(self, query: str, reading: Reading) -> QueryOutcome:
+        error: str | None = None
+        refused: str | None = None
+        try:
+            summary = await self._deps.engine.summarize(query, reading.results)
+        except ModelAccessError as exc:  # the results still count; the run halts after this step
+            summary, error, refused = "", f"summary failed: {exc}", str(exc)
+        except Exception as exc:  # the results still count; only their summary is missing
+            logger.warning("summary failed for %r: %s", query, type(exc).__name__)
+            summary, error = "", f"summary failed: {describe(exc)}"
+        return QueryOutcome(
+            query=query,
+            results=reading.results,
+            summary=summary,
+            error=error,
+            pages_read=reading.pages_read,
+            page_errors=reading.errors,
+            refused=refused,
+        )
