@@ -45,7 +45,7 @@ from app.platform_schema import (
 )
 from core.models import ApprovalDecision, ResearchRequest
 from service.errors import InvalidState, NotFound
-from service.execution import Admission, RunInput
+from service.legs import Admission, RunInput
 from service.platform_runs import (
     END_EVENT,
     STREAM_MODES,

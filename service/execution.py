@@ -10,18 +10,17 @@ what is already done.
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from langgraph.types import Command, StateSnapshot, StreamMode
-from pydantic import BaseModel, Field
+from langgraph.types import Command, StreamMode
 
-from core.models import ApprovalDecision, ResearchRequest, RunOptions
+from core.models import ApprovalDecision, RunOptions
 from core.state import ReportStatus, initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from service.errors import InvalidState
+from service.legs import CONFIG_MODES, Admission, LegStop, RunInput, checkpoint_id, renamed
 from service.platform_runs import STREAM_MODES as PLATFORM_MODES
 from service.platform_runs import PlatformRuns
 from service.runner import is_finished, pending_interrupt, question_of, thread_config
@@ -36,68 +35,6 @@ logger = logging.getLogger(__name__)
 INTERRUPT = "__interrupt__"
 # LangGraph's stream modes the events are made from.
 STREAM_MODES: list[StreamMode] = ["tasks", "updates", "custom"]
-
-
-class RunInput(BaseModel):
-    """What a leg starts with, small enough to travel in a queue job.
-
-    `decision` answers the approval the thread waited on at checkpoint `after`. Once the
-    thread has moved past that checkpoint the answer is already applied, and a second
-    delivery of the same leg only continues.
-    """
-
-    decision: dict[str, Any] | None = None
-    after: str | None = None
-    # Taken up after its executor stopped or died: said so in the run's status event.
-    recovered: bool = False
-    # A LangGraph Platform run: its id, the stream modes it asked for, where to stop.
-    run_id: str | None = None
-    stream_modes: list[str] = Field(default_factory=list)
-    interrupt_before: list[str] | Literal["*"] | None = None
-    interrupt_after: list[str] | Literal["*"] | None = None
-
-
-class Admission(BaseModel):
-    """A Platform run's work: a new thread's topic, an answer, or (neither) a continuation."""
-
-    request: ResearchRequest | None = None
-    decision: ApprovalDecision | None = None
-    run_input: RunInput = Field(default_factory=RunInput)
-
-
-@dataclass
-class LegStop:
-    """How a leg's stream ended; none of these set: the graph finished."""
-
-    paused: bool = False  # by a pause request, at a node boundary
-    interrupted: bool = False  # by an interrupt (a question, or interrupt_before/after)
-    question: dict[str, Any] | None = None  # what the thread waits to have answered
-    report: ReportStatus | None = None  # the status of the report finalize wrote, if it did
-
-
-def checkpoint_id(snapshot: StateSnapshot) -> str | None:
-    """The id of the checkpoint a snapshot was read from; None for a thread never run."""
-    value = snapshot.config.get("configurable", {}).get("checkpoint_id")
-    return str(value) if value else None
-
-
-# Stream modes whose chunks carry the thread's config (debug checkpoints, message
-# metadata): the client knows its thread by its own id, not the stored one.
-_CONFIG_MODES = frozenset({"debug", "messages"})
-
-
-def renamed(value: Any, stored: str, public: str) -> Any:
-    """`value` with every string `stored` in its dicts, lists and tuples replaced by `public`."""
-    if isinstance(value, str):
-        return public if value == stored else value
-    if isinstance(value, dict):
-        return {key: renamed(item, stored, public) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        items = [renamed(item, stored, public) for item in value]
-        if hasattr(value, "_fields"):  # a named tuple takes its fields one by one
-            return type(value)(*items)
-        return type(value)(items)
-    return value
 
 
 class RunExecutor:
@@ -169,11 +106,11 @@ class RunExecutor:
                 raise  # the process stops: the run stays `running` and is taken up later
             await self.finish(thread_id, "cancelled")
             return False
-        except self._transient as exc:
-            ended = False
-            logger.warning("research run %s left for a retry: %s", thread_id, exc)
-            raise
         except Exception as exc:  # a failed run is a status and an event, never a crash
+            if self._is_transient(exc):
+                ended = False
+                logger.warning("research run %s left for a retry: %s", thread_id, exc)
+                raise
             if isinstance(exc, ModelAccessError):  # says which setting to fix, holds no secret
                 # No traceback: the client library's own exception below it may quote the key.
                 logger.error("research run %s failed: %s", thread_id, exc)
@@ -191,6 +128,17 @@ class RunExecutor:
             if ended and run_input.run_id is not None:
                 await self._close_platform_runs(thread_id)
         return True
+
+    def _is_transient(self, exc: BaseException) -> bool:
+        """A store away for a moment, also when a library wraps its error (redisvl does)."""
+        seen: BaseException | None = exc
+        for _ in range(8):  # a chain of causes is short; a cycle of contexts must not hang
+            if seen is None:
+                return False
+            if isinstance(seen, self._transient):
+                return True
+            seen = seen.__cause__ or seen.__context__
+        return False
 
     # -- Platform runs: admission, and the runs waiting for a busy thread ----------------
 
@@ -303,7 +251,7 @@ class RunExecutor:
             if mode in STREAM_MODES:
                 self._translate(thread_id, str(mode), chunk)
             if run_input.run_id is not None and mode in wanted:
-                if mode in _CONFIG_MODES and public != thread_id:
+                if mode in CONFIG_MODES and public != thread_id:
                     chunk = renamed(chunk, thread_id, public)
                 for name in wanted[mode]:
                     self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))

@@ -12,7 +12,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from service.errors import TooManyRuns
-from service.execution import RunExecutor, RunInput
+from service.execution import RunExecutor
+from service.legs import RunInput
 
 
 class Launcher(Protocol):

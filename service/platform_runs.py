@@ -88,7 +88,7 @@ class PlatformRun(BaseModel):
     # What the run was asked to do (input, command, stream modes, ...): the API's `kwargs`.
     request: dict[str, Any] = Field(default_factory=dict)
     # A run sent to a busy thread with `multitask_strategy` enqueue or interrupt waits
-    # here, its work validated and ready (`service.execution.Admission`), until the thread is
+    # here, its work validated and ready (`service.legs.Admission`), until the thread is
     # free; None once it has started.
     enqueued: dict[str, Any] | None = None
 

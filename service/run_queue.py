@@ -26,7 +26,8 @@ from saq import Job, Queue, Worker
 from saq.job import TERMINAL_STATUSES
 
 from service.errors import InvalidState, TooManyRuns
-from service.execution import RunExecutor, RunInput
+from service.execution import RunExecutor
+from service.legs import RunInput
 from service.saq_queue import ResearchQueue
 from stores.registry import Registry
 

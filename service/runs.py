@@ -19,8 +19,9 @@ from langgraph.errors import InvalidUpdateError
 from core.models import ApprovalDecision, ResearchRequest
 from core.state import coerce_update
 from service.errors import InvalidState, NotFound, Unprocessable
-from service.execution import Admission, RunExecutor, RunInput
+from service.execution import RunExecutor
 from service.launchers import Launcher
+from service.legs import Admission, RunInput
 from service.platform_runs import FINISHED, PlatformRun
 from service.runner import is_finished, pending_interrupt, thread_config
 from service.thread_ids import is_client_id, scoped

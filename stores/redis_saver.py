@@ -194,18 +194,10 @@ class ConformingRedisSaver(AsyncRedisSaver):
         configurable = config["configurable"]
         thread_id = configurable["thread_id"]
         namespace = configurable.get("checkpoint_ns", "")
-        checkpoint_id = get_checkpoint_id(config)
-        if checkpoint_id and checkpoint_id != EMPTY_ID_SENTINEL:
-            key = self._make_redis_checkpoint_key_cached(thread_id, namespace, checkpoint_id)
-        else:
-            pointer = await self._redis.get(
-                self._make_redis_checkpoint_latest_key(thread_id, namespace)
-            )
-            if pointer is None:
-                return None
-            key = pointer.decode() if isinstance(pointer, bytes) else pointer
-            # The pointer holds the checkpoint's key, which ends with the checkpoint id.
-            checkpoint_id = from_storage_safe_id(key.rsplit(REDIS_KEY_SEPARATOR, 1)[1])
+        located = await self._locate(thread_id, namespace, get_checkpoint_id(config))
+        if located is None:
+            return None
+        key, checkpoint_id = located
         write_keys_of = CheckpointKeyRegistry.make_write_keys_zset_key
         pipe = self._redis.pipeline(transaction=False)
         pipe.json().get(key)
@@ -221,48 +213,52 @@ class ConformingRedisSaver(AsyncRedisSaver):
             pipe.zrange(write_keys_of(thread_id, namespace, parent_id), 0, -1)
         results = await pipe.execute()
         writes, parent_keys = results[: len(write_keys)], results[len(write_keys) :]
-        task_keys = [  # the parent's writes to TASKS are this checkpoint's pending sends
-            k.decode() if isinstance(k, bytes) else k
-            for k in (parent_keys[0] if parent_keys else [])
-            if TASKS.encode() in (k if isinstance(k, bytes) else k.encode())
-        ]
-        sends: list[tuple[str, Any]] = []
-        if task_keys:
-            pipe = self._redis.pipeline(transaction=False)
-            for task_key in task_keys:
-                pipe.json().get(task_key)
-            found = [w for w in await pipe.execute() if w and w.get("channel") == TASKS]
-            found.sort(
-                key=lambda w: (w.get("task_path", ""), w.get("task_id", ""), w.get("idx", 0))
-            )
-            sends = [(w.get("type", ""), w.get("blob", b"")) for w in found]
-        by_task = {
-            (w.get("task_id", ""), str(w.get("idx", 0))): {
-                "task_id": w.get("task_id", ""),
-                "idx": str(w.get("idx", 0)),
-                "channel": w.get("channel", ""),
-                "type": w.get("type", ""),
-                "blob": w.get("blob", b""),
-            }
-            for w in writes
-            if w
-        }
+        sends = await self._pending_sends(parent_keys[0] if parent_keys else [])
         raw = document["checkpoint"]
         values = self._recursive_deserialize(raw.get("channel_values", {}))
-        metadata = {
-            k.replace("\u0000", ""): v.replace("\u0000", "") if isinstance(v, str) else v
-            for k, v in json.loads(document.get("metadata", "{}")).items()
-        }
         own = {"thread_id": thread_id, "checkpoint_ns": namespace}
         return CheckpointTuple(
             config={"configurable": {**own, "checkpoint_id": checkpoint_id}},
             checkpoint=self._load_checkpoint(raw, values, sends),
-            metadata=metadata,  # type: ignore[arg-type]
+            metadata=_metadata(document),  # type: ignore[arg-type]
             parent_config={"configurable": {**own, "checkpoint_id": parent_id}}
             if parent_id
             else None,
-            pending_writes=BaseRedisSaver._load_writes(self.serde, by_task),
+            pending_writes=BaseRedisSaver._load_writes(self.serde, _by_task(writes)),
         )
+
+    async def _locate(
+        self, thread_id: str, namespace: str, checkpoint_id: str | None
+    ) -> tuple[str, str] | None:
+        """The key and id of the checkpoint asked for (the latest when none is named)."""
+        if checkpoint_id and checkpoint_id != EMPTY_ID_SENTINEL:
+            return self._make_redis_checkpoint_key_cached(
+                thread_id, namespace, checkpoint_id
+            ), checkpoint_id
+        pointer = await self._redis.get(
+            self._make_redis_checkpoint_latest_key(thread_id, namespace)
+        )
+        if pointer is None:
+            return None
+        key = pointer.decode() if isinstance(pointer, bytes) else pointer
+        # The pointer holds the checkpoint's key, which ends with the checkpoint id.
+        return key, from_storage_safe_id(key.rsplit(REDIS_KEY_SEPARATOR, 1)[1])
+
+    async def _pending_sends(self, parent_keys: list[Any]) -> list[tuple[str, Any]]:
+        """The parent's writes to TASKS, in order: this checkpoint's pending sends."""
+        task_keys = [
+            k.decode() if isinstance(k, bytes) else k
+            for k in parent_keys
+            if TASKS.encode() in (k if isinstance(k, bytes) else k.encode())
+        ]
+        if not task_keys:
+            return []
+        pipe = self._redis.pipeline(transaction=False)
+        for task_key in task_keys:
+            pipe.json().get(task_key)
+        found = [w for w in await pipe.execute() if w and w.get("channel") == TASKS]
+        found.sort(key=lambda w: (w.get("task_path", ""), w.get("task_id", ""), w.get("idx", 0)))
+        return [(w.get("type", ""), w.get("blob", b"")) for w in found]
 
     async def alist(
         self,
@@ -323,3 +319,26 @@ async def redis_saver(url: str) -> AsyncIterator[ConformingRedisSaver]:
         yield saver
     finally:
         await client.aclose()
+
+
+def _by_task(writes: list[Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Stored writes as the stock loader takes them, keyed by task and index."""
+    return {
+        (w.get("task_id", ""), str(w.get("idx", 0))): {
+            "task_id": w.get("task_id", ""),
+            "idx": str(w.get("idx", 0)),
+            "channel": w.get("channel", ""),
+            "type": w.get("type", ""),
+            "blob": w.get("blob", b""),
+        }
+        for w in writes
+        if w
+    }
+
+
+def _metadata(document: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's metadata without the NULs the saver stores for the index."""
+    return {
+        k.replace("\u0000", ""): v.replace("\u0000", "") if isinstance(v, str) else v
+        for k, v in json.loads(document.get("metadata", "{}")).items()
+    }

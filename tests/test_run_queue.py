@@ -8,7 +8,7 @@ from saq import Job
 from saq.job import Status
 from saq.utils import now
 
-from service.execution import RunInput
+from service.legs import RunInput
 from service.run_queue import JOB_FUNCTION, QueueLauncher
 from service.saq_queue import ResearchQueue, abandoned
 from stores.redis_registry import RedisRegistry
