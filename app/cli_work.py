@@ -25,7 +25,8 @@ from rich.table import Table
 from app.deps import EngineSetupError, check_model_server, make_engine, open_deps
 from app.settings import Settings
 from app.stores import BackendSetupError, open_checkpointer
-from core.models import ApprovalDecision, ResearchPlan, ResearchRequest, RunOptions
+from core.models import ApprovalDecision, ResearchPlan
+from core.options import ResearchRequest, RunOptions
 from core.state import initial_state
 from engines.base import ModelAccessError
 from graph.builder import build_graph

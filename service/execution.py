@@ -16,7 +16,8 @@ from typing import Any, Literal
 from langgraph.types import Command, StateSnapshot, StreamMode
 from pydantic import BaseModel, Field
 
-from core.models import ApprovalDecision, ResearchRequest, RunOptions
+from core.models import ApprovalDecision
+from core.options import ResearchRequest, RunOptions
 from core.state import ReportStatus, initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph

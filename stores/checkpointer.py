@@ -38,7 +38,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from core import models
+from core import models, options, usage
 from stores.sqlite_writer import (
     BUSY_TIMEOUT_S,
     SqliteReader,
@@ -49,7 +49,7 @@ from stores.sqlite_writer import (
 
 # Everything a checkpoint of ResearchState may hold beyond LangGraph's own safe types.
 STATE_TYPES: tuple[type, ...] = (
-    models.RunOptions,
+    options.RunOptions,
     models.ResearchPlan,
     models.SearchResult,
     models.ResearchNote,
@@ -58,11 +58,11 @@ STATE_TYPES: tuple[type, ...] = (
     models.CitationCheck,
     models.Review,
     models.Draft,
-    models.NodeUsage,
-    models.Usage,
-    models.TokenUsage,
-    models.NodeSubmission,
-    models.RoundRecord,
+    usage.NodeUsage,
+    usage.Usage,
+    usage.TokenUsage,
+    usage.NodeSubmission,
+    usage.RoundRecord,
     models.ApprovalDecision,
 )
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from langgraph.types import StateSnapshot
 
-from core.models import TOPIC_MAX_CHARS
+from core.options import TOPIC_MAX_CHARS
 from engines.checks import sections, split_front_matter
 from graph.builder import build_graph
 from stores.checkpointer import sqlite_saver
