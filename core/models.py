@@ -95,13 +95,14 @@ class ResearchNote(BaseModel):
 
 
 IssueType = Literal["fact_check", "completeness", "logic", "format"]
+Severity = Literal["low", "medium", "high"]
 
 
 class ReviewIssue(BaseModel):
     """A concrete defect found in a draft."""
 
     type: IssueType
-    severity: Literal["low", "medium", "high"]
+    severity: Severity
     description: str
     location: str = ""
 
