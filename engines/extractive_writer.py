@@ -13,7 +13,8 @@ from core.models import ResearchPlan, Review, SearchResult
 from core.urls import normalize_url
 from engines.extractive_candidates import Candidate, quotable
 from engines.extractive_report import RELATED_SUBJECTS, may_lead, render
-from engines.frames import PEOPLE_CUES, all_aspects, aspect_point, cues_for_point, match_frame
+from engines.frame_cues import PEOPLE_CUES, cues_for_point
+from engines.frames import all_aspects, aspect_point, match_frame
 from engines.relevance import LINKED, RELATED, Relevance
 from tools.text import STOPWORDS, stem, stems
 
