@@ -26,11 +26,11 @@ from core.models import (
     CitationCheck,
     ResearchNote,
     ResearchPlan,
-    ResearchRequest,
-    RoundRecord,
 )
+from core.options import ResearchRequest
 from core.state import ReportStatus
 from core.urls import normalize_url
+from core.usage import RoundRecord
 from engines.checks import footnote_urls, split_front_matter
 from service.errors import BackendUnavailable, InvalidState, Unprocessable
 from service.runner import pending_interrupt, thread_config

@@ -24,7 +24,7 @@ from app.deps import EngineSetupError
 from app.runtime import Runtime, open_runtime, running_worker
 from app.settings import Settings
 from app.stores import BackendSetupError, open_stores
-from core.models import ResearchRequest
+from core.options import ResearchRequest
 from graph.builder import build_graph
 from service.errors import NotFound
 from service.runner import is_finished, pending_interrupt, remaining_steps, thread_config

@@ -17,7 +17,7 @@ from app.cli_runs import research, until_interrupted
 from app.deps import EngineSetupError, check_model_server, make_engine
 from app.settings import Settings
 from app.stores import BackendSetupError, open_checkpointer
-from core.models import ResearchRequest, RunOptions
+from core.options import ResearchRequest, RunOptions
 from tools.corpus_files import CorpusFormatError, iter_documents
 from tools.local_corpus import CorpusMissingError, LocalCorpus, build_index
 from tools.wiki_corpus import CorpusDownloadError, fetch_demo_corpus

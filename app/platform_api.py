@@ -43,7 +43,8 @@ from app.platform_schema import (
     ThreadState,
     doc,
 )
-from core.models import ApprovalDecision, ResearchRequest
+from core.models import ApprovalDecision
+from core.options import ResearchRequest
 from service.errors import InvalidState, NotFound
 from service.legs import Admission, RunInput
 from service.platform_runs import (

@@ -72,7 +72,9 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from ulid import ULID
 
-from core.models import NodeUsage, ResearchPlan, RunOptions, SearchResult, Usage
+from core.models import ResearchPlan, SearchResult
+from core.options import RunOptions
+from core.usage import NodeUsage, Usage
 from stores.checkpointer import memory_saver
 from stores.redis_saver import ConformingRedisSaver, redis_saver, redis_serializer
 from stores.sqlite_saver import GroupCommitSqliteSaver

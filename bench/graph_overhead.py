@@ -15,7 +15,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from core.models import RunOptions
+from core.options import RunOptions
 from core.state import initial_state
 from engines.simulated import SleepingEngine
 from graph.builder import build_graph

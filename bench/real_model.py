@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.deps import open_deps  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from core.models import RunOptions  # noqa: E402
+from core.options import RunOptions  # noqa: E402
 from core.state import initial_state  # noqa: E402
 from graph.builder import build_graph  # noqa: E402
 from service.runner import thread_config  # noqa: E402

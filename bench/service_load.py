@@ -45,7 +45,7 @@ from pathlib import Path
 
 import httpx
 
-from core.models import RunOptions
+from core.options import RunOptions
 from core.state import initial_state
 from engines.simulated import SleepingEngine
 from graph.builder import build_graph

@@ -1,7 +1,8 @@
-"""The research vocabulary: plans, sources, notes, drafts, reviews, usage, run options.
+"""The research vocabulary: plans, sources, notes, drafts, reviews and decisions.
 
 This module is a leaf (pydantic and the standard library only): every layer,
-engines and nodes included, speaks it without importing the graph itself.
+engines and nodes included, speaks it without importing the graph itself. What a
+caller may choose for a run is in `core.options`; what a run spends, in `core.usage`.
 """
 
 from datetime import UTC, datetime
@@ -14,7 +15,6 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     computed_field,
-    field_validator,
     model_validator,
 )
 
@@ -28,7 +28,6 @@ REVIEW_WEIGHTS: dict[str, float] = {
 PASS_OVERALL = 0.8
 PASS_FACT_CHECK = 0.9
 
-TOPIC_MAX_CHARS = 2000
 QUERY_MAX_CHARS = 400
 
 
@@ -39,9 +38,7 @@ def non_blank(max_length: int) -> StringConstraints:
     )
 
 
-Topic = Annotated[str, non_blank(TOPIC_MAX_CHARS)]
 Query = Annotated[str, non_blank(QUERY_MAX_CHARS)]
-Approval = Literal["none", "plan", "plan_and_report"]
 Action = Literal["research", "write", "review", "end"]
 
 
@@ -55,59 +52,6 @@ def explain(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
     return "; ".join(
         f"{'.'.join(map(str, (*prefix, *e['loc']))) or 'value'}: {e['msg']}" for e in exc.errors()
     )
-
-
-class RunOptions(BaseModel):
-    """Per-run limits a caller may choose, within the server's bounds."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_iterations: int = Field(
-        5, ge=1, le=20, description="Researcher, writer and reviewer steps, each counts one."
-    )
-    min_sources: int = Field(
-        5, ge=1, le=100, description="Sources to collect before the first draft."
-    )
-    max_results: int = Field(5, ge=1, le=20, description="Search results per query.")
-    approval: Approval = Field(
-        "none", description="Where a human must approve: nowhere, the plan, or plan and report."
-    )
-    time_budget_s: float = Field(
-        600.0, ge=1, le=86_400, description="Active time budget in seconds."
-    )
-    max_tokens: int | None = Field(
-        None, ge=1, description="Model token budget of the run (input + output); none: no cap."
-    )
-    max_cost_usd: float | None = Field(
-        None, gt=0, description="Estimated model cost budget of the run in US dollars."
-    )
-
-    @field_validator(
-        "max_iterations",
-        "min_sources",
-        "max_results",
-        "time_budget_s",
-        "max_tokens",
-        "max_cost_usd",
-        mode="before",
-    )
-    @classmethod
-    def _json_number(cls, value: object) -> object:
-        # As JSON Schema: 5 and 5.0 are numbers, true and "5" are not (pydantic would coerce).
-        if value is None:
-            return value
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError("must be a number")
-        return value
-
-
-class ResearchRequest(BaseModel):
-    """What a caller asks for: validated at the edge, before anything is written."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    topic: Topic
-    options: RunOptions = Field(default_factory=RunOptions)
 
 
 class ResearchPlan(BaseModel):
@@ -151,13 +95,14 @@ class ResearchNote(BaseModel):
 
 
 IssueType = Literal["fact_check", "completeness", "logic", "format"]
+Severity = Literal["low", "medium", "high"]
 
 
 class ReviewIssue(BaseModel):
     """A concrete defect found in a draft."""
 
     type: IssueType
-    severity: Literal["low", "medium", "high"]
+    severity: Severity
     description: str
     location: str = ""
 
@@ -299,130 +244,3 @@ class RoutingDecision(BaseModel):
 
     action: Literal["research", "write", "end"]
     reasoning: str
-
-
-class NodeUsage(BaseModel):
-    """What one node (or one model) has spent so far.
-
-    `calls` are a node's steps, or the calls made to a model (a retried call is one call
-    and several `requests`; a repair round is a call of its own); `requests` are model
-    requests in both views.
-    """
-
-    calls: int = 0
-    seconds: float = 0.0
-    requests: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    errors: int = Field(0, description="Requests that failed (a retried request counts each time).")
-    estimated: int = Field(
-        0, description="Requests whose server reported no usage: their tokens are estimated."
-    )
-
-    def __add__(self, other: "NodeUsage") -> "NodeUsage":
-        return NodeUsage(
-            calls=self.calls + other.calls,
-            estimated=self.estimated + other.estimated,
-            seconds=self.seconds + other.seconds,
-            requests=self.requests + other.requests,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
-            errors=self.errors + other.errors,
-        )
-
-    @property
-    def tokens(self) -> int:
-        """Prompt and completion tokens."""
-        return self.prompt_tokens + self.completion_tokens
-
-
-def _merge(left: dict[str, NodeUsage], right: dict[str, NodeUsage]) -> dict[str, NodeUsage]:
-    merged = dict(left)
-    for name, spent in right.items():
-        merged[name] = merged.get(name, NodeUsage()) + spent
-    return merged
-
-
-class Usage(BaseModel):
-    """Spending per node and per model; the sum of node seconds is the run's active time."""
-
-    nodes: dict[str, NodeUsage] = Field(default_factory=dict)
-    models: dict[str, NodeUsage] = Field(
-        default_factory=dict, description="Per model: requests, tokens, latency, estimated cost."
-    )
-
-    def __add__(self, other: "Usage") -> "Usage":
-        return Usage(
-            nodes=_merge(self.nodes, other.nodes), models=_merge(self.models, other.models)
-        )
-
-    @property
-    def seconds(self) -> float:
-        """Active time spent in nodes."""
-        return sum(n.seconds for n in self.nodes.values())
-
-    @property
-    def total_tokens(self) -> int:
-        """Prompt and completion tokens over all nodes."""
-        return sum(n.tokens for n in self.nodes.values())
-
-    @property
-    def cost_usd(self) -> float:
-        """Estimated model cost over all nodes."""
-        return sum(n.cost_usd for n in self.nodes.values())
-
-
-class TokenUsage(BaseModel):
-    """Model usage of one node call (seed 003's RunUsage: requests and tokens), plus cost."""
-
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-
-class NodeSubmission(BaseModel):
-    """One node call, shaped after seed 003's MemberSubmission."""
-
-    name: str = Field(min_length=1, description="The node: supervisor, researcher, ...")
-    type: Literal["llm", "extractive", "simulated", "tools"] = Field(
-        description="What did the work: a language model, deterministic code, or only tools."
-    )
-    status: Literal["SUCCESS", "ERROR"]
-    error_message: str | None = Field(None, description="Why it failed or fell back.")
-    usage: TokenUsage = Field(default_factory=TokenUsage)
-    timestamp: datetime = Field(default_factory=utcnow)
-    execution_time_ms: float = Field(ge=0)
-
-
-class RoundRecord(BaseModel):
-    """The node calls of one iteration (seed 003's MemberSubmissionsRecord); one per round."""
-
-    thread_id: str
-    round_number: int = Field(ge=1)
-    submissions: list[NodeSubmission] = Field(default_factory=list)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def success_count(self) -> int:
-        """Calls that succeeded."""
-        return sum(s.status == "SUCCESS" for s in self.submissions)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def failure_count(self) -> int:
-        """Calls that failed or fell back."""
-        return sum(s.status == "ERROR" for s in self.submissions)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def total_usage(self) -> TokenUsage:
-        """Model usage summed over the round."""
-        return TokenUsage(
-            requests=sum(s.usage.requests for s in self.submissions),
-            input_tokens=sum(s.usage.input_tokens for s in self.submissions),
-            output_tokens=sum(s.usage.output_tokens for s in self.submissions),
-            cost_usd=sum(s.usage.cost_usd for s in self.submissions),
-        )

@@ -15,13 +15,15 @@ from core.models import (
     ResearchNote,
     ResearchPlan,
     Review,
-    RoundRecord,
-    RunOptions,
     SearchResult,
-    Usage,
     explain,
 )
+from core.options import RunOptions
 from core.urls import normalize_url
+from core.usage import (
+    RoundRecord,
+    Usage,
+)
 
 # A config key: the thread's id as its client knows it, where the service stores the
 # thread under another (a key's scope, `service.thread_ids`); records the graph writes use it.

@@ -9,8 +9,17 @@ cited is about the subject (`engines.relevance`).
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from core.models import CitationCheck, ResearchPlan, ReviewIssue, ReviewScores, SearchResult
+from core.models import (
+    CitationCheck,
+    IssueType,
+    ResearchPlan,
+    ReviewIssue,
+    ReviewScores,
+    SearchResult,
+    Severity,
+)
 from core.urls import normalize_url
 from engines.frames import match_frame
 from engines.relevance import RELATED, Relevance
@@ -195,197 +204,163 @@ def _drifting_claims(
     return drifting
 
 
-def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]) -> DraftChecks:
-    """Run every deterministic check and score the draft with them."""
-    _, body = split_front_matter(draft)
-    issues: list[ReviewIssue] = []
-    body_sections = sections(body)
-    by_url = {normalize_url(s.url): s for s in sources}
-    source_terms: dict[str, set[str]] = {}
+def _issue(kind: IssueType, severity: Severity, description: str, location: str) -> ReviewIssue:
+    return ReviewIssue(type=kind, severity=severity, description=description, location=location)
 
-    def terms_of(source: SearchResult) -> set[str]:
-        """A source's stems, computed once however many claims cite it."""
-        key = normalize_url(source.url)
-        if key not in source_terms:
-            source_terms[key] = set(stems(f"{source.title} {source.content}"))
-        return source_terms[key]
 
-    # Format: title and required sections, references numbered 1..n without duplicates.
+class _Verdict(NamedTuple):
+    """One check's score and the issues it found."""
+
+    score: float
+    issues: list[ReviewIssue]
+
+
+def _check_format(
+    body: str, body_sections: dict[str, str], definitions: dict[int, str]
+) -> _Verdict:
+    """Title and required sections, references numbered 1..n without duplicates."""
     has_title = bool(re.search(r"^#\s+\S", body, re.MULTILINE))
     present = [name for name in REQUIRED_SECTIONS if name in body_sections]
     missing = [name for name in REQUIRED_SECTIONS if name not in body_sections]
-    for name in missing:
-        issues.append(
-            ReviewIssue(
-                type="format",
-                severity="high",
-                description=f"Section '{name}' is missing.",
-                location=name,
-            )
-        )
+    issues = [_issue("format", "high", f"Section '{name}' is missing.", name) for name in missing]
     if not has_title:
-        issues.append(
-            ReviewIssue(
-                type="format",
-                severity="medium",
-                description="The report has no '# ' title.",
-                location="top",
-            )
-        )
-    definitions = footnote_urls(body)
+        issues.append(_issue("format", "medium", "The report has no '# ' title.", "top"))
     numbers = sorted(definitions)
     numbering_ok = numbers == list(range(1, len(numbers) + 1))
     if not numbering_ok:
-        issues.append(
-            ReviewIssue(
-                type="format",
-                severity="low",
-                description="References are not numbered 1..n.",
-                location="References",
-            )
-        )
+        issues.append(_issue("format", "low", "References are not numbered 1..n.", "References"))
     defined_urls = [normalize_url(u) for u in definitions.values()]
     duplicates_ok = len(set(defined_urls)) == len(defined_urls)
     if not duplicates_ok:
         issues.append(
-            ReviewIssue(
-                type="format",
-                severity="low",
-                description="A source is listed twice in References.",
-                location="References",
-            )
+            _issue("format", "low", "A source is listed twice in References.", "References")
         )
-    format_score = (len(present) + has_title + numbering_ok + duplicates_ok) / (
-        len(REQUIRED_SECTIONS) + 3
-    )
+    score = (len(present) + has_title + numbering_ok + duplicates_ok) / (len(REQUIRED_SECTIONS) + 3)
+    return _Verdict(score, issues)
 
-    # Fact check: each cited sentence resolves to a collected source whose text supports it.
-    claims = cited_sentences(body)
+
+def _check_facts(
+    claims: list[tuple[str, list[int]]],
+    definitions: dict[int, str],
+    by_url: dict[str, SearchResult],
+) -> tuple[_Verdict, CitationCheck]:
+    """Each cited sentence resolves to a collected source whose text supports it."""
+    issues: list[ReviewIssue] = []
+    source_terms: dict[str, set[str]] = {}  # a source's stems, once however often it is cited
     verified = 0
-    cited = 0
     for sentence, refs in claims:
-        cited += bool(refs)
         if not refs:
             issues.append(
-                ReviewIssue(
-                    type="fact_check",
-                    severity="high",
-                    description=f"Claim without a source: '{sentence[:120]}'",
-                    location="body",
-                )
+                _issue("fact_check", "high", f"Claim without a source: '{sentence[:120]}'", "body")
             )
             continue
         resolved = [by_url.get(normalize_url(definitions[n])) for n in refs if n in definitions]
-        if len(resolved) < len(refs) or any(s is None for s in resolved):
-            issues.append(
-                ReviewIssue(
-                    type="fact_check",
-                    severity="high",
-                    description=f"Footnote does not resolve to a collected source: '{sentence[:120]}'",
-                    location="body",
-                )
-            )
+        sources = [s for s in resolved if s is not None]
+        if len(resolved) < len(refs) or len(sources) < len(resolved):
+            problem = f"Footnote does not resolve to a collected source: '{sentence[:120]}'"
+            issues.append(_issue("fact_check", "high", problem, "body"))
             continue
-        support = max(_support(sentence, terms_of(s)) for s in resolved if s is not None)
+        for source in sources:
+            key = normalize_url(source.url)
+            if key not in source_terms:
+                source_terms[key] = set(stems(f"{source.title} {source.content}"))
+        support = max(_support(sentence, source_terms[normalize_url(s.url)]) for s in sources)
         if support >= SUPPORT_THRESHOLD:
             verified += 1
         else:
-            issues.append(
-                ReviewIssue(
-                    type="fact_check",
-                    severity="medium",
-                    description=f"The cited source does not support: '{sentence[:120]}'",
-                    location="body",
-                )
-            )
-    fact_score = verified / len(claims) if claims else 0.0
+            problem = f"The cited source does not support: '{sentence[:120]}'"
+            issues.append(_issue("fact_check", "medium", problem, "body"))
     if not claims:
-        issues.append(
-            ReviewIssue(
-                type="fact_check",
-                severity="high",
-                description="The report makes no cited claim.",
-                location="body",
-            )
-        )
+        issues.append(_issue("fact_check", "high", "The report makes no cited claim.", "body"))
+    cited = sum(bool(refs) for _, refs in claims)
+    citations = CitationCheck(
+        cited_claims=cited, supported=verified, uncited_claims=len(claims) - cited
+    )
+    return _Verdict(verified / len(claims) if claims else 0.0, issues), citations
 
-    # Completeness: every investigation point is addressed by cited text.
+
+def _check_completeness(
+    plan: ResearchPlan, body_sections: dict[str, str], body: str
+) -> tuple[_Verdict, list[str]]:
+    """Every investigation point is addressed by cited text; return the points that are not."""
     uncovered = [
         p
         for p in plan.investigation_points
         if not _point_covered(p, plan.theme, body_sections, body)
     ]
-    for point in uncovered:
-        issues.append(
-            ReviewIssue(
-                type="completeness",
-                severity="medium",
-                description=f"Investigation point not covered: {point}",
-                location="Detailed Analysis",
-            )
+    issues = [
+        _issue(
+            "completeness",
+            "medium",
+            f"Investigation point not covered: {point}",
+            "Detailed Analysis",
         )
-    completeness = 1 - len(uncovered) / len(plan.investigation_points)
+        for point in uncovered
+    ]
+    return _Verdict(1 - len(uncovered) / len(plan.investigation_points), issues), uncovered
 
-    # Logic: nothing said twice, no empty section.
+
+def _check_logic(
+    claims: list[tuple[str, list[int]]], body_sections: dict[str, str], drifting: list[str]
+) -> tuple[_Verdict, float]:
+    """Nothing said twice, no empty section, what is cited is about the subject.
+
+    Return the verdict and the share of cited sentences about the subject; drift lowers
+    the logic score.
+    """
     seen: set[str] = set()
     repeats = 0
     for sentence, _refs in claims:
         key = " ".join(stems(sentence))
         repeats += key in seen
         seen.add(key)
-    if repeats:
-        issues.append(
-            ReviewIssue(
-                type="logic",
-                severity="medium",
-                description=f"{repeats} sentence(s) repeated.",
-                location="body",
-            )
-        )
+    issues = (
+        [_issue("logic", "medium", f"{repeats} sentence(s) repeated.", "body")] if repeats else []
+    )
     empty = [
         name
-        for name in present
-        if name != "References" and not body_sections[name].strip() and name != "Detailed Analysis"
+        for name in REQUIRED_SECTIONS
+        if name in body_sections
+        and name != "References"
+        and not body_sections[name].strip()
+        and name != "Detailed Analysis"
     ]
-    for name in empty:
-        issues.append(
-            ReviewIssue(
-                type="logic",
-                severity="medium",
-                description=f"Section '{name}' is empty.",
-                location=name,
-            )
-        )
-    # Relevance: what is cited is about the subject; drift lowers the logic score.
-    drifting = _drifting_claims(claims, definitions, by_url, plan)
+    issues += [_issue("logic", "medium", f"Section '{name}' is empty.", name) for name in empty]
+    cited = sum(bool(refs) for _, refs in claims)
     on_subject = 1 - len(drifting) / cited if cited else 1.0
     if on_subject < DRIFT_LIMIT:
-        issues.append(
-            ReviewIssue(
-                type="logic",
-                severity="high",
-                description=(
-                    f"{len(drifting)} of {cited} cited sentences are not about the subject, "
-                    f"e.g. '{drifting[0][:120]}'"
-                ),
-                location="body",
-            )
+        problem = (
+            f"{len(drifting)} of {cited} cited sentences are not about the subject, "
+            f"e.g. '{drifting[0][:120]}'"
         )
+        issues.append(_issue("logic", "high", problem, "body"))
     logic = max(0.0, 1 - repeats / max(len(claims), 1) - 0.25 * len(empty)) * min(
         1.0, on_subject / DRIFT_LIMIT
     )
+    return _Verdict(logic, issues), on_subject
 
+
+def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]) -> DraftChecks:
+    """Run every deterministic check and score the draft with them."""
+    _, body = split_front_matter(draft)
+    body_sections = sections(body)
+    by_url = {normalize_url(s.url): s for s in sources}
+    definitions = footnote_urls(body)
+    claims = cited_sentences(body)
+    form = _check_format(body, body_sections, definitions)
+    facts, citations = _check_facts(claims, definitions, by_url)
+    completeness, uncovered = _check_completeness(plan, body_sections, body)
+    drifting = _drifting_claims(claims, definitions, by_url, plan)
+    logic, on_subject = _check_logic(claims, body_sections, drifting)
     return DraftChecks(
         scores=ReviewScores(
-            fact_check=round(fact_score, 4),
-            completeness=round(completeness, 4),
-            logic=round(logic, 4),
-            format=round(format_score, 4),
+            fact_check=round(facts.score, 4),
+            completeness=round(completeness.score, 4),
+            logic=round(logic.score, 4),
+            format=round(form.score, 4),
         ),
-        issues=issues,
+        issues=[*form.issues, *facts.issues, *completeness.issues, *logic.issues],
         uncovered_points=uncovered,
         on_subject=round(on_subject, 4),
-        citations=CitationCheck(
-            cited_claims=cited, supported=verified, uncited_claims=len(claims) - cited
-        ),
+        citations=citations,
     )

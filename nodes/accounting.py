@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from core.models import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
 from core.state import CLIENT_THREAD_ID, ResearchState
+from core.usage import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
 from engines.base import ModelAccessError
 from engines.recording import Recorder, record_fallback, recording
 from nodes.context import Deps

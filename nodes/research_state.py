@@ -11,7 +11,8 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from pydantic import BaseModel, Field
 
-from core.models import ResearchPlan, Review, RunOptions, SearchResult
+from core.models import ResearchPlan, Review, SearchResult
+from core.options import RunOptions
 
 # The subgraph's nodes.
 QUERIES = "queries"

@@ -14,7 +14,8 @@ from typing import Any
 
 from langgraph.types import Command, StreamMode
 
-from core.models import ApprovalDecision, RunOptions
+from core.models import ApprovalDecision
+from core.options import RunOptions
 from core.state import ReportStatus, initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph

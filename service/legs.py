@@ -6,7 +6,8 @@ from typing import Any, Literal
 from langgraph.types import StateSnapshot
 from pydantic import BaseModel, Field
 
-from core.models import ApprovalDecision, ResearchRequest
+from core.models import ApprovalDecision
+from core.options import ResearchRequest
 from core.state import ReportStatus
 
 

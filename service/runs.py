@@ -16,7 +16,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
 
-from core.models import ApprovalDecision, ResearchRequest
+from core.models import ApprovalDecision
+from core.options import ResearchRequest
 from core.state import coerce_update
 from service.errors import InvalidState, NotFound, Unprocessable
 from service.execution import RunExecutor

@@ -4,7 +4,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from core.models import RunOptions
+from core.options import RunOptions
 from core.state import initial_state
 from graph.builder import ResearchGraph
 from nodes.context import Deps

@@ -9,7 +9,8 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 from redis.asyncio import Redis
 
-from core.models import ResearchPlan, Review, RoundRecord, SearchResult, Usage
+from core.models import ResearchPlan, Review, SearchResult
+from core.usage import RoundRecord, Usage
 from graph.builder import build_graph
 from nodes.context import Deps
 from stores.redis_saver import (

@@ -1,8 +1,10 @@
 from typing import Any
 
 from core.budget import fixed_supervisor_rule
-from core.models import Draft, NodeUsage, Review, ReviewScores, RunOptions, SearchResult, Usage
+from core.models import Draft, Review, ReviewScores, SearchResult
+from core.options import RunOptions
 from core.state import ResearchState, initial_state
+from core.usage import NodeUsage, Usage
 from graph.routing import route_reviewer, route_supervisor
 
 

@@ -4,15 +4,19 @@ from pydantic import ValidationError
 from core.models import (
     ApprovalDecision,
     Draft,
-    NodeUsage,
-    ResearchRequest,
     Review,
     ReviewScores,
-    RunOptions,
     SearchResult,
-    Usage,
+)
+from core.options import (
+    ResearchRequest,
+    RunOptions,
 )
 from core.state import merge_drafts, merge_sources, union_queries
+from core.usage import (
+    NodeUsage,
+    Usage,
+)
 from nodes.finalize import best_draft
 
 

@@ -8,8 +8,9 @@ from typing import Any, Literal, get_args, get_origin
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from core.models import ApprovalDecision, Review, RoundRecord, SearchResult, Usage
+from core.models import ApprovalDecision, Review, SearchResult
 from core.state import CHECKPOINT_ROOTS
+from core.usage import RoundRecord, Usage
 from nodes.research_state import QueryOutcome, ResearcherState
 from stores.checkpointer import STATE_TYPES, model_types, serializer
 from stores.redis_saver import redis_serializer

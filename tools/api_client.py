@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -138,3 +138,40 @@ async def call_with_retries(
         reraise=True,
     )
     return await retrying(attempt)
+
+
+class ApiProvider:
+    """What every search API provider holds: its HTTP client, time cap and retry policy.
+
+    A provider names its default address and the headers that carry its key; calls go
+    through `_with_retries`, so every API follows the one retry policy.
+    """
+
+    default_base_url: ClassVar[str]
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 30.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._timeout_s = timeout_s
+        self._retry = retry or RetryPolicy()
+        address = self.default_base_url if base_url is None else base_url
+        self._http = api_client(address, self._headers(api_key), timeout_s)
+        self._connected(api_key)
+
+    def _headers(self, api_key: str) -> dict[str, str]:
+        """The request headers, the key's among them."""
+        raise NotImplementedError
+
+    def _connected(self, api_key: str) -> None:
+        """Set up what rides on the HTTP client (an SDK client, say); nothing by default."""
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def _with_retries(self, operation: Callable[[], Awaitable[T]]) -> T:
+        return await call_with_retries(operation, self._retry, self._timeout_s)

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from tools.api_client import RetryPolicy, api_client, call_with_retries
+from tools.api_client import ApiProvider
 from tools.errors import ProviderError
 from tools.search import Depth, SearchHit
 from tools.validation import validated
@@ -29,26 +29,15 @@ class BraveResult(BaseModel):
     page_age: str | None = None
 
 
-class BraveProvider:
+class BraveProvider(ApiProvider):
     """A `SearchProvider` over the Brave web search API."""
 
     name = "brave"
 
-    def __init__(
-        self,
-        api_key: str,
-        base_url: str = DEFAULT_BASE_URL,
-        timeout_s: float = 30.0,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        self._timeout_s = timeout_s
-        self._retry = retry or RetryPolicy()
-        headers = {"X-Subscription-Token": api_key, "Accept": "application/json"}
-        self._http = api_client(base_url, headers, timeout_s)
+    default_base_url = DEFAULT_BASE_URL
 
-    async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._http.aclose()
+    def _headers(self, api_key: str) -> dict[str, str]:
+        return {"X-Subscription-Token": api_key, "Accept": "application/json"}
 
     async def web_search(self, query: str, count: int = 10) -> list[BraveResult]:
         """Search; a count above 10 is clamped to 10, below 1 is a validation error."""
@@ -65,7 +54,7 @@ class BraveProvider:
             rows = (body.get("web") or {}).get("results") or []
             return [BraveResult.model_validate(row) for row in rows][:size]
 
-        return await call_with_retries(call, self._retry, self._timeout_s)
+        return await self._with_retries(call)
 
     async def search(
         self, query: str, max_results: int = 5, depth: Depth = "basic"

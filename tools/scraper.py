@@ -27,30 +27,28 @@ Deliberate deviations from the obvious:
 from __future__ import annotations
 
 import asyncio
-import codecs
-import ipaddress
-import time
-import zlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import NamedTuple, Self
+from typing import Self
 from urllib.robotparser import RobotFileParser
 
 import httpx
 
+from tools.download import (
+    USER_AGENT,
+    Budget,
+    Download,
+    FetchPolicy,
+    HostSlots,
+    allowed_networks,
+    charset,
+    default_client,
+    media_type,
+    read_body,
+    redirect_target,
+    require_document,
+)
 from tools.errors import ScrapeError
 from tools.extraction import Page, extract_main_text
-from tools.http_safety import (
-    DEFAULT_PORTS,
-    IPAddress,
-    IPNetwork,
-    Resolver,
-    SafeTarget,
-    check_url,
-    resolve_host,
-)
+from tools.http_safety import IPAddress, Resolver, SafeTarget, check_url, resolve_host
 
 __all__ = [
     "USER_AGENT",
@@ -61,8 +59,6 @@ __all__ = [
     "fetch_page",
 ]
 
-USER_AGENT = "research-agent/0.1 (research bot; honours robots.txt)"
-_DOCUMENT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
 _ROBOTS_SHARE = 0.25  # of the time cap
 _ROBOTS_MAX_BYTES = 512 * 1024  # Google reads the first 500 KiB
@@ -70,148 +66,7 @@ _ROBOTS_CACHE_SIZE = 1024
 _TITLE_MAX = 200
 
 
-@dataclass(frozen=True)
-class FetchPolicy:
-    """What the scraper may fetch and how much it may spend on one page."""
-
-    allow_private: bool = False
-    """Admit private, loopback and link-local addresses (tests, intranets); never metadata."""
-    allowed_networks: tuple[str, ...] = ()
-    """Networks admitted even when not public, e.g. ("127.0.0.0/8",)."""
-    allowed_ports: frozenset[int] = DEFAULT_PORTS
-    max_bytes: int = 5 * 1024 * 1024
-    """Largest body accepted, counted after decompression."""
-    timeout_s: float = 20.0
-    """Network time for the whole fetch: DNS, robots.txt and every redirect."""
-    max_redirects: int = 5
-    user_agent: str = USER_AGENT
-    respect_robots: bool = True
-    per_host_concurrency: int = 2
-
-    def __post_init__(self) -> None:
-        if self.max_bytes <= 0 or self.timeout_s <= 0:
-            raise ValueError("max_bytes and timeout_s must be positive")
-        if self.max_redirects < 0 or self.per_host_concurrency < 1:
-            raise ValueError("max_redirects must be >= 0 and per_host_concurrency >= 1")
-        _networks(self.allowed_networks)
-
-
-def _networks(allowed: tuple[str, ...]) -> tuple[IPNetwork, ...]:
-    return tuple(ipaddress.ip_network(network) for network in allowed)
-
-
-class _Download(NamedTuple):
-    final_url: str
-    status: int
-    media_type: str
-    charset: str | None
-    body: bytes
-
-
-class _Budget:
-    """Seconds of network time left for one fetch."""
-
-    def __init__(self, seconds: float) -> None:
-        self._total = seconds
-        self.remaining = seconds
-
-    @property
-    def spent(self) -> float:
-        return self._total - self.remaining
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """Run the block under the time left; raise TimeoutError when it runs out."""
-        start = time.monotonic()
-        try:
-            async with asyncio.timeout(max(self.remaining, 0.0)):
-                yield
-        finally:
-            self.remaining -= time.monotonic() - start
-
-
-class _HostSlots:
-    """One semaphore per host, dropped when no fetch holds or awaits it."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._slots: dict[str, tuple[asyncio.Semaphore, int]] = {}
-
-    @asynccontextmanager
-    async def hold(self, host: str) -> AsyncIterator[None]:
-        semaphore, users = self._slots.get(host, (asyncio.Semaphore(self._limit), 0))
-        self._slots[host] = (semaphore, users + 1)
-        try:
-            async with semaphore:
-                yield
-        finally:
-            users = self._slots[host][1] - 1
-            if users:
-                self._slots[host] = (semaphore, users)
-            else:
-                del self._slots[host]
-
-
-class _Inflater:
-    """Undo gzip or deflate without ever producing more than the room left."""
-
-    def __init__(self, content_encoding: str) -> None:
-        codings = [c.strip().lower() for c in content_encoding.split(",")]
-        codings = [c for c in codings if c and c != "identity"]
-        if codings and (len(codings) > 1 or codings[0] not in ("gzip", "x-gzip", "deflate")):
-            raise ScrapeError(f"unsupported content encoding {content_encoding!r}")
-        # MAX_WBITS | 32 accepts both the gzip and the zlib header
-        self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32) if codings else None
-
-    def feed(self, data: bytes, room: int) -> bytes:
-        if self._zlib is None:
-            return data
-        try:
-            return self._zlib.decompress(data, room + 1)
-        except zlib.error:
-            raise ScrapeError("the response could not be decompressed") from None
-
-    def flush(self) -> bytes:
-        return self._zlib.flush() if self._zlib is not None else b""
-
-
-async def _read_body(response: httpx.Response, limit: int) -> bytes:
-    too_large = ScrapeError(f"the response is larger than {limit} bytes")
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise too_large
-    inflater = _Inflater(response.headers.get("content-encoding", ""))
-    body = bytearray()
-    async for chunk in response.aiter_raw():
-        body += inflater.feed(chunk, limit - len(body))
-        if len(body) > limit:
-            raise too_large
-    body += inflater.flush()
-    if len(body) > limit:
-        raise too_large
-    return bytes(body)
-
-
-def _media_type(response: httpx.Response) -> str:
-    content_type: str = response.headers.get("content-type", "")
-    return content_type.split(";")[0].strip().lower()
-
-
-def _charset(response: httpx.Response) -> str | None:
-    """The declared charset if Python knows it; else None and the extractor sniffs."""
-    try:
-        return codecs.lookup(response.charset_encoding or "").name
-    except LookupError:
-        return None
-
-
-def _require_document(response: httpx.Response) -> None:
-    media_type = _media_type(response)
-    if media_type not in _DOCUMENT_TYPES:
-        raise ScrapeError(f"refused content type {media_type or '(none)'!r}: not HTML or text")
-
-
-async def _to_page(url: str, got: _Download) -> Page:
+async def _to_page(url: str, got: Download) -> Page:
     if got.media_type == "text/plain":
         text = got.body.decode(got.charset or "utf-8", "replace")
         first = next((line.strip() for line in text.splitlines() if line.strip()), "")
@@ -227,15 +82,6 @@ async def _to_page(url: str, got: _Download) -> Page:
     )
 
 
-def _default_client(policy: FetchPolicy) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        trust_env=False,
-        cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
-        follow_redirects=False,
-        timeout=policy.timeout_s,
-    )
-
-
 class Scraper:
     """Fetch pages safely; share one instance so connections and robots.txt are reused."""
 
@@ -247,11 +93,11 @@ class Scraper:
         resolver: Resolver = resolve_host,
     ) -> None:
         self.policy = policy or FetchPolicy()
-        self._client = client or _default_client(self.policy)
+        self._client = client or default_client(self.policy)
         self._owns_client = client is None
         self._resolver = resolver
-        self._networks = _networks(self.policy.allowed_networks)
-        self._slots = _HostSlots(self.policy.per_host_concurrency)
+        self._networks = allowed_networks(self.policy.allowed_networks)
+        self._slots = HostSlots(self.policy.per_host_concurrency)
         self._robots: dict[str, RobotFileParser | None] = {}
         self._robots_locks: dict[str, asyncio.Lock] = {}
 
@@ -273,7 +119,7 @@ class Scraper:
             UnsafeURLError: The URL or a redirect leads somewhere we refuse to go.
             ScrapeError: Anything else went wrong; the message is safe to show.
         """
-        budget = _Budget(self.policy.timeout_s)
+        budget = Budget(self.policy.timeout_s)
         try:
             got = await self._download(url, budget, self.policy.max_bytes, for_page=True)
         except (TimeoutError, httpx.TimeoutException) as exc:
@@ -282,9 +128,7 @@ class Scraper:
             raise ScrapeError(f"could not fetch {url} ({type(exc).__name__})") from exc
         return await _to_page(url, got)
 
-    async def _download(
-        self, url: str, budget: _Budget, limit: int, *, for_page: bool
-    ) -> _Download:
+    async def _download(self, url: str, budget: Budget, limit: int, *, for_page: bool) -> Download:
         """GET a URL, following redirects by hand and checking every hop."""
         current = url
         for _ in range(self.policy.max_redirects + 1):
@@ -302,20 +146,20 @@ class Scraper:
                 response = await self._send(target)
                 try:
                     if response.has_redirect_location:
-                        current = _redirect(target, response.headers["location"])
+                        current = redirect_target(target, response.headers["location"])
                         continue
                     body = b""
                     if response.is_success:
                         if for_page:
-                            _require_document(response)
-                        body = await _read_body(response, limit)
+                            require_document(response)
+                        body = await read_body(response, limit)
                     elif for_page:
                         raise ScrapeError(f"{target.url} answered HTTP {response.status_code}")
-                    return _Download(
+                    return Download(
                         str(target.url),
                         response.status_code,
-                        _media_type(response),
-                        _charset(response),
+                        media_type(response),
+                        charset(response),
                         body,
                     )
                 finally:
@@ -354,12 +198,12 @@ class Scraper:
             timeout=self.policy.timeout_s,
         )
 
-    async def _obey_robots(self, target: SafeTarget, budget: _Budget) -> None:
+    async def _obey_robots(self, target: SafeTarget, budget: Budget) -> None:
         rules = await self._robots_for(target, budget)
         if rules is not None and not rules.can_fetch(self.policy.user_agent, str(target.url)):
             raise ScrapeError(f"robots.txt of {target.host} forbids fetching {target.url}")
 
-    async def _robots_for(self, target: SafeTarget, budget: _Budget) -> RobotFileParser | None:
+    async def _robots_for(self, target: SafeTarget, budget: Budget) -> RobotFileParser | None:
         """The robots.txt rules of the target's origin, fetched once; None allows all."""
         key = target.origin
         if key in self._robots:
@@ -372,8 +216,8 @@ class Scraper:
         self._robots_locks.pop(key, None)
         return self._robots.get(key)
 
-    async def _load_robots(self, target: SafeTarget, budget: _Budget) -> RobotFileParser | None:
-        allowance = _Budget(min(budget.remaining, self.policy.timeout_s * _ROBOTS_SHARE))
+    async def _load_robots(self, target: SafeTarget, budget: Budget) -> RobotFileParser | None:
+        allowance = Budget(min(budget.remaining, self.policy.timeout_s * _ROBOTS_SHARE))
         try:
             got = await self._download(
                 str(target.url.join("/robots.txt")), allowance, _ROBOTS_MAX_BYTES, for_page=False
@@ -387,13 +231,6 @@ class Scraper:
         rules = RobotFileParser()
         rules.parse(got.body.decode("utf-8", "replace").splitlines())
         return rules
-
-
-def _redirect(target: SafeTarget, location: str) -> str:
-    try:
-        return str(target.url.join(location))
-    except httpx.InvalidURL:
-        raise ScrapeError(f"{target.url} redirected to a malformed URL") from None
 
 
 async def fetch_page(

@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 from tavily import AsyncTavilyClient
 from tavily.errors import TimeoutError as TavilyTimeoutError
 
-from tools.api_client import RetryPolicy, api_client, call_with_retries
+from tools.api_client import ApiProvider
 from tools.errors import ProviderError
 from tools.search import Depth, SearchHit
 from tools.validation import validated
@@ -120,26 +120,19 @@ def _sdk_timeouts(timeout_s: float) -> Iterator[None]:
         raise ProviderError(f"no answer within {timeout_s:g} s", "TIMEOUT_ERROR") from exc
 
 
-class TavilyProvider:
+class TavilyProvider(ApiProvider):
     """A `SearchProvider` over the Tavily API, plus its extract and context calls."""
 
     name = "tavily"
 
-    def __init__(
-        self,
-        api_key: str,
-        base_url: str = DEFAULT_BASE_URL,
-        timeout_s: float = 30.0,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        self._timeout_s = timeout_s
-        self._retry = retry or RetryPolicy()
-        self._http = api_client(base_url, {"Authorization": f"Bearer {api_key}"}, timeout_s)
-        self._client = AsyncTavilyClient(api_key=api_key, client=self._http)
+    default_base_url = DEFAULT_BASE_URL
+    _client: AsyncTavilyClient
 
-    async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._http.aclose()
+    def _headers(self, api_key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {api_key}"}
+
+    def _connected(self, api_key: str) -> None:
+        self._client = AsyncTavilyClient(api_key=api_key, client=self._http)
 
     async def search_results(
         self,
@@ -171,7 +164,7 @@ class TavilyProvider:
                 )
             return TavilySearchResult.model_validate({"query": params.query, **body})
 
-        return await call_with_retries(call, self._retry, self._timeout_s)
+        return await self._with_retries(call)
 
     async def search(
         self, query: str, max_results: int = 5, depth: Depth = "basic"
@@ -198,7 +191,7 @@ class TavilyProvider:
                 body = await self._client.extract(urls=params.urls, timeout=self._timeout_s)
             return TavilyExtractResult.model_validate(body)
 
-        return await call_with_retries(call, self._retry, self._timeout_s)
+        return await self._with_retries(call)
 
     async def get_search_context(
         self,

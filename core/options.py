@@ -1,0 +1,69 @@
+"""What a caller may choose for a run: the topic, the limits and where a human approves.
+
+The edge validates a `ResearchRequest` before anything is written; the graph carries its
+`RunOptions` through every step.
+"""
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.models import non_blank
+
+TOPIC_MAX_CHARS = 2000
+
+Topic = Annotated[str, non_blank(TOPIC_MAX_CHARS)]
+Approval = Literal["none", "plan", "plan_and_report"]
+
+
+class RunOptions(BaseModel):
+    """Per-run limits a caller may choose, within the server's bounds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_iterations: int = Field(
+        5, ge=1, le=20, description="Researcher, writer and reviewer steps, each counts one."
+    )
+    min_sources: int = Field(
+        5, ge=1, le=100, description="Sources to collect before the first draft."
+    )
+    max_results: int = Field(5, ge=1, le=20, description="Search results per query.")
+    approval: Approval = Field(
+        "none", description="Where a human must approve: nowhere, the plan, or plan and report."
+    )
+    time_budget_s: float = Field(
+        600.0, ge=1, le=86_400, description="Active time budget in seconds."
+    )
+    max_tokens: int | None = Field(
+        None, ge=1, description="Model token budget of the run (input + output); none: no cap."
+    )
+    max_cost_usd: float | None = Field(
+        None, gt=0, description="Estimated model cost budget of the run in US dollars."
+    )
+
+    @field_validator(
+        "max_iterations",
+        "min_sources",
+        "max_results",
+        "time_budget_s",
+        "max_tokens",
+        "max_cost_usd",
+        mode="before",
+    )
+    @classmethod
+    def _json_number(cls, value: object) -> object:
+        # As JSON Schema: 5 and 5.0 are numbers, true and "5" are not (pydantic would coerce).
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("must be a number")
+        return value
+
+
+class ResearchRequest(BaseModel):
+    """What a caller asks for: validated at the edge, before anything is written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: Topic
+    options: RunOptions = Field(default_factory=RunOptions)

@@ -1,0 +1,139 @@
+"""What a run spends: per node and per model, and the node calls of each round.
+
+Kept apart from the research vocabulary: only the run's bookkeeping, its reports and
+the service's metrics read it.
+"""
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, computed_field
+
+from core.models import utcnow
+
+
+class NodeUsage(BaseModel):
+    """What one node (or one model) has spent so far.
+
+    `calls` are a node's steps, or the calls made to a model (a retried call is one call
+    and several `requests`; a repair round is a call of its own); `requests` are model
+    requests in both views.
+    """
+
+    calls: int = 0
+    seconds: float = 0.0
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    errors: int = Field(0, description="Requests that failed (a retried request counts each time).")
+    estimated: int = Field(
+        0, description="Requests whose server reported no usage: their tokens are estimated."
+    )
+
+    def __add__(self, other: "NodeUsage") -> "NodeUsage":
+        return NodeUsage(
+            calls=self.calls + other.calls,
+            estimated=self.estimated + other.estimated,
+            seconds=self.seconds + other.seconds,
+            requests=self.requests + other.requests,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            errors=self.errors + other.errors,
+        )
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+
+def _merge(left: dict[str, NodeUsage], right: dict[str, NodeUsage]) -> dict[str, NodeUsage]:
+    merged = dict(left)
+    for name, spent in right.items():
+        merged[name] = merged.get(name, NodeUsage()) + spent
+    return merged
+
+
+class Usage(BaseModel):
+    """Spending per node and per model; the sum of node seconds is the run's active time."""
+
+    nodes: dict[str, NodeUsage] = Field(default_factory=dict)
+    models: dict[str, NodeUsage] = Field(
+        default_factory=dict, description="Per model: requests, tokens, latency, estimated cost."
+    )
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            nodes=_merge(self.nodes, other.nodes), models=_merge(self.models, other.models)
+        )
+
+    @property
+    def seconds(self) -> float:
+        """Active time spent in nodes."""
+        return sum(n.seconds for n in self.nodes.values())
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt and completion tokens over all nodes."""
+        return sum(n.tokens for n in self.nodes.values())
+
+    @property
+    def cost_usd(self) -> float:
+        """Estimated model cost over all nodes."""
+        return sum(n.cost_usd for n in self.nodes.values())
+
+
+class TokenUsage(BaseModel):
+    """Model usage of one node call (seed 003's RunUsage: requests and tokens), plus cost."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class NodeSubmission(BaseModel):
+    """One node call, shaped after seed 003's MemberSubmission."""
+
+    name: str = Field(min_length=1, description="The node: supervisor, researcher, ...")
+    type: Literal["llm", "extractive", "simulated", "tools"] = Field(
+        description="What did the work: a language model, deterministic code, or only tools."
+    )
+    status: Literal["SUCCESS", "ERROR"]
+    error_message: str | None = Field(None, description="Why it failed or fell back.")
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    timestamp: datetime = Field(default_factory=utcnow)
+    execution_time_ms: float = Field(ge=0)
+
+
+class RoundRecord(BaseModel):
+    """The node calls of one iteration (seed 003's MemberSubmissionsRecord); one per round."""
+
+    thread_id: str
+    round_number: int = Field(ge=1)
+    submissions: list[NodeSubmission] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def success_count(self) -> int:
+        """Calls that succeeded."""
+        return sum(s.status == "SUCCESS" for s in self.submissions)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def failure_count(self) -> int:
+        """Calls that failed or fell back."""
+        return sum(s.status == "ERROR" for s in self.submissions)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total_usage(self) -> TokenUsage:
+        """Model usage summed over the round."""
+        return TokenUsage(
+            requests=sum(s.usage.requests for s in self.submissions),
+            input_tokens=sum(s.usage.input_tokens for s in self.submissions),
+            output_tokens=sum(s.usage.output_tokens for s in self.submissions),
+            cost_usd=sum(s.usage.cost_usd for s in self.submissions),
+        )

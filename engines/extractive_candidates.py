@@ -1,0 +1,196 @@
+"""The sentences the extractive writer may quote, and what is known about each.
+
+A sentence is quotable when it stands alone: a leading pronoun that refers to the
+article's subject is replaced by its name, and one that leans on a sentence we do not
+quote is refused. Each candidate gets a base score from its centrality (TF-IDF cosine
+to all candidates), how much its source is about the subject, and its position.
+"""
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.models import SearchResult
+from engines.kinds import kind_of
+from engines.relevance import MENTIONS, OFF, OWN, RELATED, Relevance, bare_title
+from engines.sentences import split_sentences
+from tools.text import cosine, stems, words
+
+# How much a sentence that names the subject, in a source that only mentions it, is
+# about it: below the bar of a key finding (`engines.extractive_writer`).
+PASSING = 0.55
+_MIN_CHARS, _MAX_CHARS = 40, 420
+# Sentences that open with these lean on a previous sentence we may not quote.
+_DANGLING = re.compile(
+    r"^(?:this|these|those|they|them|such|however|also|but|and|both|another|other)\b",
+    re.IGNORECASE,
+)
+_CONTEXTUAL = re.compile(
+    r"\b(?:that|the same|this|the following|the previous)\s+(?:century|year|decade|period|time|day|month)\b"
+    r"|\b(?:this|these|those|the latter|the former)\b",
+    re.IGNORECASE,
+)
+_CATEGORY = re.compile(r"^The ([a-z]+)\b")
+_PERSONAL = re.compile(r"^(He|She)\b")
+_PERSON_PRONOUN = re.compile(r"\b(?:he|she|him|his|her|hers)\b")
+_POSSESSIVE = re.compile(r"^(His|Her|Its)\b")
+# "The term ...", "The two ...": these stand for something named before; quoted alone,
+# a reader cannot tell what. Kept only when the lead defines the noun (see below).
+_ANAPHORIC = frozenset(
+    "term field two three former latter same work film book album song novel play series "
+    "group band company movement game show city country region".split()
+)
+_NEUTER = re.compile(
+    r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
+)
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A sentence that could go into the report, with what is known about it."""
+
+    text: str
+    source: SearchResult
+    position: int
+    terms: Counter[str]
+    topical: float
+    about: float = 0.0  # how much its source is about the subject (engines.relevance)
+    named: bool = False  # the sentence names the subject
+    person: bool = False  # from an article about a person the subject concerns
+    base: float = 0.0
+
+
+def capitalise(text: str) -> str:
+    """The text with its first letter upper case, the rest untouched."""
+    return text[:1].upper() + text[1:]
+
+
+def _subject_phrase(source: SearchResult) -> str:
+    """How a sentence about the article's subject names it ('the printing press', 'Gutenberg')."""
+    title = bare_title(source.title)
+    lead = source.content[:200]
+    common_noun = title[:1].lower() + title[1:]
+    if re.match(rf"(?:A|An|The)\s+{re.escape(common_noun)}\b", lead):
+        return f"the {common_noun}"
+    if re.match(rf"The\s+{re.escape(title)}\b", lead):
+        return f"the {title}"
+    return title
+
+
+def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
+    """False when a personal pronoun comes before the name it stands for ("In his youth, he").
+
+    A name counts when it is a run of capitalised words or a word of the source's title
+    ("Born in Florence, he studied" names a place, not the sculptor).
+    """
+    pronoun = _PERSON_PRONOUN.search(sentence)
+    if pronoun is None:
+        return True
+    before = re.findall(r"[\w'’.-]+", sentence[: pronoun.start()])
+    title = set(words(source.title))
+    return any(
+        word[:1].isupper()
+        and (
+            word.lower().strip(".") in title
+            or (i + 1 < len(before) and before[i + 1][:1].isupper() and i > 0)
+        )
+        for i, word in enumerate(before)
+    )
+
+
+def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str | None:
+    """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote."""
+    if position == 0:
+        return sentence
+    if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
+        return None
+    subject = _subject_phrase(source)
+    if _PERSONAL.match(sentence):
+        return _PERSONAL.sub(capitalise(subject), sentence, count=1)
+    if _POSSESSIVE.match(sentence):
+        return _POSSESSIVE.sub(capitalise(subject) + "'s", sentence, count=1)
+    if _NEUTER.match(sentence):
+        return _NEUTER.sub(capitalise(subject), sentence, count=1)
+    if sentence.startswith("It "):
+        return None  # "It is thought that ...": the pronoun names no one we can substitute
+    category = _CATEGORY.match(sentence)
+    # The lead must name the category as the head of its predicate: "X is a painting by".
+    head = (
+        rf"\b(?:is|was|are|were)\s+(?:a|an|the)\s+(?:[\w-]+\s+){{0,3}}{category.group(1)}"
+        r"(?=\s*[,.;(]|\s+(?:by|of|in|that|which|who|from|for|with|about|and)\b)"
+        if category
+        else None
+    )
+    if category and head and re.search(head, lead_sentence(source)):
+        # "The painting ..." in an article whose lead says "X is a painting": it means X.
+        return capitalise(subject) + sentence[category.end() :]
+    if (category and category.group(1) in _ANAPHORIC) or sentence.startswith("Their "):
+        return None
+    return sentence
+
+
+def lead_sentence(source: SearchResult) -> str:
+    """The source's first sentence: its definition, when it is an encyclopaedia article."""
+    return next(iter(split_sentences(source.content)), "")
+
+
+def quotable(
+    sources: Sequence[SearchResult], relevance: Relevance
+) -> tuple[list[Candidate], dict[str, float]]:
+    """Sentences worth quoting, with their base scores.
+
+    A source that is not about the subject (`Relevance`) is skipped whatever its
+    rank; one that mentions it in passing lends only the sentences that name it.
+    """
+    documents: list[set[str]] = []
+    candidates: list[Candidate] = []
+    for source in sources:
+        documents.append(set(stems(f"{source.title} {source.content}")))
+        about = relevance.of(source)
+        if about == OFF:
+            continue
+        for position, raw in enumerate(split_sentences(source.content)):
+            if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
+                continue
+            text = _resolve_pronoun(raw, source, position)
+            if text is None or not _names_a_person_first(text, source):
+                continue
+            terms = Counter(stems(text))
+            named = relevance.names(text)
+            if about <= MENTIONS and not named:
+                continue
+            if len(terms) >= 4:
+                # A sentence that names the subject in a source that only mentions
+                # it may inform a section, but not lead one as a key finding.
+                topical = max(about, PASSING) if named else about
+                # The article that is the subject itself opens with its definition.
+                if about == OWN:
+                    topical += 0.5 / (1 + position)
+                candidates.append(
+                    Candidate(
+                        text=text,
+                        source=source,
+                        position=position,
+                        terms=terms,
+                        topical=topical,
+                        about=about,
+                        named=named,
+                        person=about >= RELATED and kind_of(source.content) == "person",
+                    )
+                )
+    n = max(len(documents), 1)
+    document_frequency = Counter(t for doc in documents for t in doc)
+    idf = {t: math.log(1 + n / df) for t, df in document_frequency.items()}
+    centroid: Counter[str] = Counter()
+    for candidate in candidates:
+        centroid.update(candidate.terms)
+    for candidate in candidates:
+        candidate.base = (
+            0.35 * cosine(candidate.terms, centroid, idf)
+            + 0.40 * candidate.topical
+            + 0.15 / (1 + candidate.position)
+            + 0.10 * (candidate.source.relevance_score or 0.0)
+        )
+    return candidates, idf

@@ -1,0 +1,90 @@
+"""The extractive briefing as Markdown: summary, key findings, analysis by point, references.
+
+Each quoted sentence is cited with a footnote numbered in order of first use; the points
+no source addresses are listed once, at the end, as open questions.
+"""
+
+from core.models import ResearchPlan, SearchResult
+from core.urls import markdown_url, normalize_url
+from engines.checks import GAPS_SECTION
+from engines.extractive_candidates import Candidate
+from engines.relevance import TITLED
+
+MAX_FINDINGS = 5
+# Where the sentences of sources about the subject that fit no point go.
+RELATED_SUBJECTS = "Related subjects"
+# A key finding comes from a source about the subject (engines.relevance: DEVOTED or
+# closer), not from a sentence that names it in passing (`PASSING`).
+KEY_FINDING_TOPICAL = 0.7
+
+
+def may_lead(candidate: Candidate) -> bool:
+    """Whether the sentence may lead its point, and so become its key finding."""
+    return candidate.topical >= KEY_FINDING_TOPICAL and (
+        candidate.named or candidate.about >= TITLED
+    )
+
+
+class _Footnotes:
+    """Footnote numbers in order of first use, and the source each stands for."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, int] = {}
+        self._sources: dict[str, SearchResult] = {}
+
+    def cite(self, candidate: Candidate) -> str:
+        """The sentence with its footnote mark (and a full stop if it had none)."""
+        key = normalize_url(candidate.source.url)
+        if key not in self._numbers:
+            self._numbers[key] = len(self._numbers) + 1
+            self._sources[key] = candidate.source
+        text = candidate.text.rstrip()
+        number = self._numbers[key]
+        return f"{text}[^{number}]" if text.endswith((".", "!", "?")) else f"{text}.[^{number}]"
+
+    def references(self) -> list[str]:
+        """The References section, empty when nothing was cited."""
+        lines = ["## References", ""] if self._numbers else []
+        for key, number in self._numbers.items():
+            source = self._sources[key]
+            lines.append(f"[^{number}]: [{source.title}]({markdown_url(source.url)})")
+        return lines
+
+
+def render(
+    plan: ResearchPlan, summary: list[Candidate], by_point: dict[str, list[Candidate]]
+) -> str:
+    """The report in Markdown; `by_point` keeps the plan's order, a point's lead first."""
+    notes = _Footnotes()
+    lines = [f"# {plan.theme}", "", "## Executive Summary", ""]
+    lines.append(
+        " ".join(notes.cite(c) for c in summary)
+        if summary
+        else "_The collected sources say little about this topic._"
+    )
+    lines += ["", "## Key Findings", ""]
+    # Three to five findings, the best sentence of each point.
+    findings = {
+        point: picks[0]
+        for point, picks in by_point.items()
+        if picks and may_lead(picks[0]) and point != RELATED_SUBJECTS
+    }
+    findings = dict(list(findings.items())[:MAX_FINDINGS])
+    for point, candidate in findings.items():
+        lines.append(f"- **{point}:** {notes.cite(candidate)}")
+    if not findings:
+        lines.append("_No finding could be supported by the collected sources._")
+    lines += ["", "## Detailed Analysis", ""]
+    gaps = [point for point, picks in by_point.items() if not picks]
+    for point, picks in by_point.items():
+        rest = picks[1:] if point in findings else picks
+        if not rest:
+            continue  # its one passage is the key finding, or it is a gap (below)
+        lines += [f"### {point}", "", " ".join(notes.cite(c) for c in rest), ""]
+    if gaps:
+        # Said once, at the end, rather than as empty sections through the report.
+        lines += [f"## {GAPS_SECTION}", "", "The collected sources do not address:", ""]
+        lines += [f"- {point}" for point in gaps]
+        lines.append("")
+    lines += notes.references()
+    return "\n".join(lines).rstrip() + "\n"
