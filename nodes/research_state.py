@@ -12,6 +12,7 @@ from langchain_core.messages import AnyMessage
 from pydantic import BaseModel, Field
 
 from core.models import ResearchPlan, Review, RunOptions, SearchResult
+from engines.recording import Recorded
 
 # The subgraph's nodes.
 QUERIES = "queries"
@@ -32,6 +33,15 @@ class QueryOutcome(BaseModel):
     refused: str | None = None  # the model refused to serve (ModelAccessError): the run halts
 
 
+class NodeSpending(BaseModel):
+    """What one finished node of the step spent, kept so a resumed step still counts it."""
+
+    node: str
+    attempt: str  # the attempt at the step it ran in (`Recorder.attempt`)
+    seconds: float
+    recorded: Recorded
+
+
 class ResearcherState(TypedDict, total=False):
     """One research step: the parent's inputs, the work so far, and the parent's update."""
 
@@ -48,6 +58,7 @@ class ResearcherState(TypedDict, total=False):
     scraped: Annotated[list[SearchResult], operator.add]  # pages the model read in full
     thoughts: Annotated[list[str], operator.add]
     conversation: Annotated[list[AnyMessage], operator.add]  # the ReAct loop's messages
+    spending: Annotated[list[NodeSpending], operator.add]  # model calls and time, per node
     turns: int  # model turns answered
     max_cycles: int  # the most turns the loop may take
     out_of_time: bool
