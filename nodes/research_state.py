@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from core.models import ResearchPlan, Review, RunOptions, SearchResult
 from engines.recording import Recorded
+from nodes.reading import ReadPage
 
 # The subgraph's nodes.
 QUERIES = "queries"
@@ -42,6 +43,11 @@ class NodeSpending(BaseModel):
     recorded: Recorded
 
 
+def merged(left: dict[str, ReadPage], right: dict[str, ReadPage]) -> dict[str, ReadPage]:
+    """The pages read so far and those a node read: the node's copy wins."""
+    return {**left, **right}
+
+
 class ResearcherState(TypedDict, total=False):
     """One research step: the parent's inputs, the work so far, and the parent's update."""
 
@@ -58,6 +64,7 @@ class ResearcherState(TypedDict, total=False):
     scraped: Annotated[list[SearchResult], operator.add]  # pages the model read in full
     thoughts: Annotated[list[str], operator.add]
     conversation: Annotated[list[AnyMessage], operator.add]  # the ReAct loop's messages
+    pages: Annotated[dict[str, ReadPage], merged]  # pages read in the step, by normalised URL
     spending: Annotated[list[NodeSpending], operator.add]  # model calls and time, per node
     turns: int  # model turns answered
     max_cycles: int  # the most turns the loop may take
