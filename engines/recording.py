@@ -6,18 +6,22 @@ call of the step can be bounded by it without the Engine protocol passing it aro
 A node opens `recording()` around its engine calls; the engine reports each model call
 and each fallback with `record_call` / `record_fallback`. A context variable carries the
 recorder, so concurrent nodes (and concurrent runs) never see each other's figures, and
-the Engine protocol stays free of bookkeeping parameters.
+the Engine protocol stays free of bookkeeping parameters. What a recorder collected can be
+taken as data (`Recorder.recorded`) and added to another (`Recorder.add`): a step whose
+parts are checkpointed one by one keeps each part's record and sums them at its end.
 """
 
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, ConfigDict, Field
 
-@dataclass(frozen=True, slots=True)
-class ModelCall:
+
+class ModelCall(BaseModel):
     """One request to a model: each attempt of a retried call, each round of a repaired one."""
 
     role: str
@@ -30,30 +34,44 @@ class ModelCall:
     first: bool = True  # the first attempt of a call (retries are requests, not calls)
     estimated: bool = False  # the server sent no usage: tokens counted from the text's length
 
+    model_config = ConfigDict(frozen=True)
 
-@dataclass(frozen=True, slots=True)
-class Fallback:
+
+class Fallback(BaseModel):
     """A step the engine could not do with its model and did deterministically instead."""
 
     step: str
     reason: str
 
+    model_config = ConfigDict(frozen=True)
 
-@dataclass(frozen=True, slots=True)
-class Repair:
+
+class Repair(BaseModel):
     """A structured answer that did not fit and was asked for again, with what was wrong."""
 
     step: str
     error: str
 
+    model_config = ConfigDict(frozen=True)
 
-@dataclass(frozen=True, slots=True)
-class StructuredOutput:
+
+class StructuredOutput(BaseModel):
     """How a model was asked for structured answers, and which ways its server refused."""
 
     model: str
     method: str
     refused: dict[str, str]
+
+    model_config = ConfigDict(frozen=True)
+
+
+class Recorded(BaseModel):
+    """What a recorder collected, as data: a checkpoint can keep it for the step's end."""
+
+    calls: list[ModelCall] = Field(default_factory=list)
+    fallbacks: list[Fallback] = Field(default_factory=list)
+    repairs: list[Repair] = Field(default_factory=list)
+    structured: list[StructuredOutput] = Field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -65,6 +83,27 @@ class Recorder:
     structured: dict[str, StructuredOutput] = field(default_factory=dict)
     repairs: list[Repair] = field(default_factory=list)
     deadline: float | None = None  # time.monotonic() when the run's time budget ends
+    # Time spent on the step by an earlier attempt (a worker that died) whose work it kept.
+    earlier_seconds: float = 0.0
+    # Tells this attempt at the step from earlier ones, whose records a checkpoint kept.
+    attempt: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def recorded(self) -> Recorded:
+        """What was recorded so far, as data."""
+        return Recorded(
+            calls=list(self.calls),
+            fallbacks=list(self.fallbacks),
+            repairs=list(self.repairs),
+            structured=list(self.structured.values()),
+        )
+
+    def add(self, recorded: Recorded) -> None:
+        """Add what a part of the step recorded on its own, in the order it happened."""
+        self.calls.extend(recorded.calls)
+        self.fallbacks.extend(recorded.fallbacks)
+        self.repairs.extend(recorded.repairs)
+        for chosen in recorded.structured:  # the last one counts, as with record_structured
+            self.structured[chosen.model] = chosen
 
 
 _current: ContextVar[Recorder | None] = ContextVar("engine_recorder", default=None)
@@ -100,24 +139,31 @@ def record_fallback(step: str, reason: str) -> None:
     """Report that `step` fell back to the deterministic engine, and why."""
     recorder = _current.get()
     if recorder is not None:
-        recorder.fallbacks.append(Fallback(step, reason))
+        recorder.fallbacks.append(Fallback(step=step, reason=reason))
 
 
 def record_structured(model: str, method: str, refused: dict[str, str]) -> None:
     """Report which way `model` was asked for a structured answer (the last one counts)."""
     recorder = _current.get()
     if recorder is not None:
-        recorder.structured[model] = StructuredOutput(model, method, dict(refused))
+        recorder.structured[model] = StructuredOutput(
+            model=model, method=method, refused=dict(refused)
+        )
 
 
 def record_repair(step: str, error: str) -> None:
     """Report that `step`'s structured answer did not fit and gets its repair round."""
     recorder = _current.get()
     if recorder is not None:
-        recorder.repairs.append(Repair(step, error))
+        recorder.repairs.append(Repair(step=step, error=error))
 
 
 def current_deadline() -> float | None:
     """When the run's time budget ends (`time.monotonic()`), None when nobody records."""
     recorder = _current.get()
     return recorder.deadline if recorder is not None else None
+
+
+def current_recorder() -> Recorder | None:
+    """The recorder of the node step running here (None: nobody records)."""
+    return _current.get()

@@ -17,6 +17,7 @@ from core.steps import RESEARCHER
 from nodes.accounting import Node, accounted
 from nodes.context import Deps
 from nodes.research_collect import collect
+from nodes.research_spending import account_spending, spending_kept
 from nodes.research_state import COLLECT, MODEL, QUERIES, TOOLS, ResearcherState
 from nodes.researcher import after_model, after_queries, after_tools, model, queries, tools
 
@@ -26,9 +27,10 @@ ResearcherGraph = CompiledStateGraph[ResearcherState, Deps, ResearcherState, Res
 def build_researcher(*, checkpointed: bool = True) -> ResearcherGraph:
     """Compile the research step; `checkpointed=False` keeps no checkpoint between its nodes."""
     builder = StateGraph(ResearcherState, context_schema=Deps)
-    builder.add_node(QUERIES, queries)
-    builder.add_node(MODEL, model)
-    builder.add_node(TOOLS, tools)
+    # Each node keeps its model calls in the checkpointed state: a resumed step counts them.
+    builder.add_node(QUERIES, spending_kept(QUERIES)(queries))
+    builder.add_node(MODEL, spending_kept(MODEL)(model))
+    builder.add_node(TOOLS, spending_kept(TOOLS)(tools))
     builder.add_node(COLLECT, collect)
     builder.add_edge(START, QUERIES)
     builder.add_conditional_edges(QUERIES, after_queries, [MODEL, COLLECT])
@@ -55,6 +57,7 @@ def researcher_node(subgraph: ResearcherGraph) -> Node:
             first_step=len(state.get("notes", [])) + 1,
         )
         result = await subgraph.ainvoke(step, context=runtime.context)
+        account_spending(result.get("spending", []))
         for event in result["events"]:
             runtime.stream_writer(event)
         update: dict[str, Any] = result["update"]

@@ -43,6 +43,7 @@ def spent(node: str, started: float, recorder: Recorder | None = None) -> Usage:
 
     The model calls in `recorder` add their requests, tokens and cost to the node, and to
     their model: a node's requests are its model requests, so both views add up alike.
+    A resumed step's time includes what its earlier attempt spent on the work it kept.
     """
     models: dict[str, NodeUsage] = {}
     for call in recorder.calls if recorder else []:
@@ -57,9 +58,10 @@ def spent(node: str, started: float, recorder: Recorder | None = None) -> Usage:
             estimated=call.estimated,
         )
     total = sum(models.values(), NodeUsage())
+    earlier = recorder.earlier_seconds if recorder else 0.0  # of a resumed step's first try
     own = NodeUsage(
         calls=1,
-        seconds=time.perf_counter() - started,
+        seconds=time.perf_counter() - started + earlier,
         requests=total.requests,
         prompt_tokens=total.prompt_tokens,
         completion_tokens=total.completion_tokens,

@@ -1,9 +1,16 @@
-"""Read the best result pages of a query, so sources hold page text instead of snippets."""
+"""Read the best result pages of a query, so sources hold page text instead of snippets.
+
+A research step reads each page once: `PageReads` shares a node's fetches between its
+queries and tool calls, and starts from the pages earlier nodes of the step read (kept in
+the step's checkpointed state), so a page found again in a later turn is not fetched again.
+"""
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from pydantic import BaseModel
 
 from core.models import SearchResult
 from core.urls import normalize_url
@@ -12,6 +19,86 @@ from tools.extraction import Page
 
 # Sources are checkpointed with the state: keep a page to the size of a long article.
 MAX_PAGE_CHARS = 20_000
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as the notes and the model see it."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+class ReadPage(BaseModel):
+    """A page fetched in this research step, or why it could not be read (`error`)."""
+
+    url: str
+    final_url: str = ""
+    title: str = ""
+    text: str = ""
+    published_date: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def of(cls, url: str, page: Page) -> "ReadPage":
+        """The page as read."""
+        return cls(
+            url=url,
+            final_url=page.final_url,
+            title=page.title,
+            text=page.text,
+            published_date=page.published_date,
+        )
+
+    def kept(self) -> "ReadPage":
+        """The page as the step's state keeps it: its text to the size of a long article."""
+        if len(self.text) <= MAX_PAGE_CHARS:
+            return self
+        return self.model_copy(update={"text": self.text.strip()[:MAX_PAGE_CHARS]})
+
+
+class PageReads:
+    """The page reads of one node of a research step: each page is fetched at most once.
+
+    `earlier` holds the pages earlier nodes of the step read; reads still running when the
+    node ends are cancelled (`cancel`), and the finished ones are the node's (`fresh`).
+    """
+
+    def __init__(self, reader: PageReader | None, earlier: Mapping[str, ReadPage]) -> None:
+        self._reader = reader
+        self._earlier = earlier
+        self._tasks: dict[str, asyncio.Task[ReadPage]] = {}
+
+    def read(self, url: str) -> "asyncio.Future[ReadPage]":
+        """The page at `url`: read already, being read, or fetched now."""
+        key = normalize_url(url)
+        if key in self._earlier:
+            done: asyncio.Future[ReadPage] = asyncio.get_running_loop().create_future()
+            done.set_result(self._earlier[key])
+            return done
+        if key not in self._tasks:
+            self._tasks[key] = asyncio.create_task(self._fetch(url))
+        return self._tasks[key]
+
+    async def _fetch(self, url: str) -> ReadPage:
+        if self._reader is None:
+            raise RuntimeError("no page reader: pages are not read in this run")
+        try:
+            return ReadPage.of(url, await self._reader.fetch(url))
+        except Exception as exc:  # noted where the page was wanted
+            return ReadPage(url=url, error=describe(exc))
+
+    def fresh(self) -> dict[str, ReadPage]:
+        """The pages this node read, by normalised URL, as the step's state keeps them.
+
+        A page that could not be read is not kept: a later turn may try it again.
+        """
+        finished = [
+            (k, t.result()) for k, t in self._tasks.items() if t.done() and not t.cancelled()
+        ]
+        return {key: page.kept() for key, page in finished if page.error is None}
+
+    def cancel(self) -> None:
+        """Cancel the reads nobody waits for any more."""
+        for task in self._tasks.values():
+            task.cancel()
 
 
 @dataclass
@@ -25,29 +112,22 @@ class Reading:
 
 async def read_top_pages(
     results: Sequence[SearchResult],
-    reader: PageReader,
     count: int,
     known: set[str],
     deadline: float,
-    shared: dict[str, asyncio.Task[Page]],
+    reads: PageReads,
 ) -> Reading:
     """Fetch the top `count` results not already known, concurrently, until `deadline`.
 
-    `shared` maps normalised URLs to fetches already started in this research step, so
-    queries that find the same page read it once. `deadline` is a `time.monotonic()`
-    value: reads still running then are cancelled and noted, so reading pages never
-    spends more than the run's time budget.
+    `reads` are the step's page reads, so queries that find the same page read it once.
+    `deadline` is a `time.monotonic()` value: reads still running then are cancelled and
+    noted, so reading pages never spends more than the run's time budget.
     """
     reading = Reading(list(results))
     targets = [i for i, r in enumerate(results) if normalize_url(r.url) not in known][:count]
     if not targets:
         return reading
-    tasks: dict[int, asyncio.Task[Page]] = {}
-    for i in targets:
-        key = normalize_url(results[i].url)
-        if key not in shared:
-            shared[key] = asyncio.create_task(reader.fetch(results[i].url))
-        tasks[i] = shared[key]
+    tasks = {i: reads.read(results[i].url) for i in targets}
     await asyncio.wait(tasks.values(), timeout=max(0.0, deadline - time.monotonic()))
     for i, task in tasks.items():
         source = results[i]
@@ -55,11 +135,10 @@ async def read_top_pages(
             task.cancel()
             reading.errors.append(f"{source.url}: not read, the time budget ran out")
             continue
-        error = task.exception()
-        if error is not None:
-            reading.errors.append(f"{source.url}: {type(error).__name__}: {error}")
-            continue
         page = task.result()
+        if page.error is not None:
+            reading.errors.append(f"{source.url}: {page.error}")
+            continue
         text = page.text.strip()
         if len(text) <= len(source.content.strip()):
             continue  # extraction found less than the search snippet: keep the snippet

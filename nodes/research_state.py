@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 
 from core.models import ResearchPlan, Review, SearchResult
 from core.options import RunOptions
+from engines.recording import Recorded
+from nodes.reading import ReadPage
 
 # The subgraph's nodes.
 QUERIES = "queries"
@@ -33,6 +35,20 @@ class QueryOutcome(BaseModel):
     refused: str | None = None  # the model refused to serve (ModelAccessError): the run halts
 
 
+class NodeSpending(BaseModel):
+    """What one finished node of the step spent, kept so a resumed step still counts it."""
+
+    node: str
+    attempt: str  # the attempt at the step it ran in (`Recorder.attempt`)
+    seconds: float
+    recorded: Recorded
+
+
+def merged(left: dict[str, ReadPage], right: dict[str, ReadPage]) -> dict[str, ReadPage]:
+    """The pages read so far and those a node read: the node's copy wins."""
+    return {**left, **right}
+
+
 class ResearcherState(TypedDict, total=False):
     """One research step: the parent's inputs, the work so far, and the parent's update."""
 
@@ -49,6 +65,8 @@ class ResearcherState(TypedDict, total=False):
     scraped: Annotated[list[SearchResult], operator.add]  # pages the model read in full
     thoughts: Annotated[list[str], operator.add]
     conversation: Annotated[list[AnyMessage], operator.add]  # the ReAct loop's messages
+    pages: Annotated[dict[str, ReadPage], merged]  # pages read in the step, by normalised URL
+    spending: Annotated[list[NodeSpending], operator.add]  # model calls and time, per node
     turns: int  # model turns answered
     max_cycles: int  # the most turns the loop may take
     out_of_time: bool

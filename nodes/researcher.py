@@ -46,8 +46,8 @@ def step_deadline() -> float:
 
 def searcher(state: ResearcherState, deps: Deps) -> Searcher:
     """A searcher for one node of the step, knowing the sources the run has already."""
-    sources = state.get("research_data", [])
-    return Searcher(deps, state["options"].max_results, sources, step_deadline())
+    sources, read = state.get("research_data", []), state.get("pages", {})
+    return Searcher(deps, state["options"].max_results, sources, step_deadline(), read)
 
 
 async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:
@@ -95,7 +95,7 @@ async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, A
                 outcomes = await search.run_all(refined)
     except ModelAccessError as exc:
         return {"halted": str(exc)}
-    return {"outcomes": outcomes}
+    return {"outcomes": outcomes, "pages": search.pages.fresh()}
 
 
 async def model(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
@@ -147,14 +147,15 @@ async def _queries_instead(
             fresh.append(query)
     async with searcher(state, deps) as search:
         outcomes, late = await finished_by([search.run(q) for q in fresh], step_deadline())
+    read = search.pages.fresh()
     if late:
-        return {"outcomes": outcomes, "out_of_time": True, "thoughts": [OUT_OF_TIME]}
+        return {"outcomes": outcomes, "pages": read, "out_of_time": True, "thoughts": [OUT_OF_TIME]}
     thought = (
         "The model does not call tools here, so it was asked for queries instead: "
         + ("; ".join(asked) or "it had none")
         + "."
     )
-    return {"outcomes": outcomes, "thoughts": [thought]}
+    return {"outcomes": outcomes, "pages": read, "thoughts": [thought]}
 
 
 async def tools(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
@@ -169,6 +170,7 @@ async def tools(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any
         "conversation": [r.message for r in results],
         "outcomes": [r.outcome for r in results if r.outcome is not None],
         "scraped": [r.page for r in results if r.page is not None],
+        "pages": search.pages.fresh(),
     }
     if late:  # keep what the finished calls found
         update |= {"out_of_time": True, "thoughts": [OUT_OF_TIME]}

@@ -2,23 +2,18 @@
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from types import TracebackType
 
 from core.models import SearchResult
 from core.urls import normalize_url
 from engines.base import ModelAccessError
 from nodes.context import Deps
-from nodes.reading import Reading, read_top_pages
+from nodes.reading import PageReads, Reading, ReadPage, describe, read_top_pages
 from nodes.research_state import QueryOutcome
 from nodes.sources import to_sources
-from tools.extraction import Page
 
 logger = logging.getLogger(__name__)
-
-
-def describe(exc: BaseException) -> str:
-    """An exception as the notes and the model see it."""
-    return f"{type(exc).__name__}: {exc}"
 
 
 def observation(outcome: QueryOutcome) -> str:
@@ -32,19 +27,26 @@ def observation(outcome: QueryOutcome) -> str:
 class Searcher:
     """Runs queries for one node of a research step; failures are noted, never raised.
 
-    Queries that find the same page read it once; reads nobody waits for any more are
-    cancelled when the searcher closes (use it as an async context manager).
+    Queries that find the same page read it once, and pages the step read before (`read`)
+    are not fetched again (`pages` are the reads of this searcher's node); reads nobody
+    waits for any more are cancelled when the searcher closes (use it as an async context
+    manager).
     """
 
     def __init__(
-        self, deps: Deps, max_results: int, sources: list[SearchResult], deadline: float
+        self,
+        deps: Deps,
+        max_results: int,
+        sources: list[SearchResult],
+        deadline: float,
+        read: Mapping[str, ReadPage],
     ) -> None:
         self._deps = deps
         self._max_results = max_results
         self._gate = asyncio.Semaphore(deps.search_concurrency)
         self._known = {normalize_url(s.url) for s in sources}
         self._deadline = deadline
-        self._pages: dict[str, asyncio.Task[Page]] = {}
+        self.pages = PageReads(deps.reader, read)
 
     async def __aenter__(self) -> "Searcher":
         return self
@@ -55,8 +57,7 @@ class Searcher:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        for task in self._pages.values():
-            task.cancel()  # a read no query is waiting for any more
+        self.pages.cancel()  # reads no query is waiting for any more
 
     async def run_all(self, queries: list[str]) -> list[QueryOutcome]:
         """Every query's outcome, run concurrently, in the order of `queries`."""
@@ -77,12 +78,7 @@ class Searcher:
         reading = Reading(results)
         if deps.reader is not None and deps.pages_per_query > 0:
             reading = await read_top_pages(
-                results,
-                deps.reader,
-                deps.pages_per_query,
-                self._known,
-                self._deadline,
-                self._pages,
+                results, deps.pages_per_query, self._known, self._deadline, self.pages
             )
         return await self._summarised(query, reading)
 

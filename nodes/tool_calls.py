@@ -1,7 +1,7 @@
 """The ReAct loop's tool calls, run with the project's own tools: search and scrape.
 
 `search` is the researcher's per-query pipeline (search, read the top pages, summarise);
-`scrape` reads one page in full. A call the model got wrong (an unknown tool, arguments
+`scrape` reads one page in full (once a step: a page read already is not fetched again). A call the model got wrong (an unknown tool, arguments
 that do not fit) is answered with what was wrong, so the model can try again.
 """
 
@@ -14,8 +14,9 @@ from pydantic import ValidationError
 from core.models import SearchResult
 from engines.react import TOOLS
 from nodes.context import PageReader
+from nodes.reading import PageReads
 from nodes.research_state import QueryOutcome
-from nodes.searching import Searcher, describe, observation
+from nodes.searching import Searcher, observation
 from prompts.researcher import ScrapeArgs, SearchArgs
 
 # How much of a page the model is shown.
@@ -61,7 +62,7 @@ def run_tool_calls(
             seen.add(args.query.casefold())
             runs.append(_search(search, args.query, call_id))
         elif isinstance(args, ScrapeArgs) and reader is not None:
-            runs.append(_scrape(reader, args.url, call_id))
+            runs.append(_scrape(search.pages, args.url, call_id))
     return runs
 
 
@@ -74,11 +75,10 @@ async def _search(search: Searcher, query: str, call_id: str) -> ToolResult:
     return ToolResult(ToolMessage(observation(outcome), tool_call_id=call_id), outcome=outcome)
 
 
-async def _scrape(reader: PageReader, url: str, call_id: str) -> ToolResult:
-    try:
-        page = await reader.fetch(url)
-    except Exception as exc:  # the model is told, and may read another page
-        text = f"The page could not be read: {describe(exc)}"
+async def _scrape(pages: PageReads, url: str, call_id: str) -> ToolResult:
+    page = await pages.read(url)
+    if page.error is not None:  # the model is told, and may read another page
+        text = f"The page could not be read: {page.error}"
         return ToolResult(ToolMessage(text, tool_call_id=call_id))
     source = SearchResult(
         title=page.title or url, url=page.final_url or url, content=page.text, source="scraper"

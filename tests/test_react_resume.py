@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from nodes.research_spending import account_spending
+
 from .fake_llm import Call, FakeLLM, Reply, ToolCall
 from .llm_script import ResearchModel
 from .processes import server
@@ -105,13 +107,24 @@ async def test_a_killed_investigation_resumes_after_its_last_finished_turn(
     assert _summaries(llm, "Mainz printing workshop") == 1
     notes = [f.data["query"] for f in frames if f.event == "note"]
     assert "Gutenberg Bible" in notes and "Mainz printing workshop" in notes
+    # The turns that finished before the kill are counted once, and the one it cut is not
+    # (the server never answered it): the run's usage is what the server really answered.
+    assert llm.abandoned == 1
+    models = detail["usage"]["models"].values()
+    assert sum(m["requests"] for m in models) == llm.reported_requests
+    assert sum(m["prompt_tokens"] for m in models) == llm.reported_prompt_tokens
+    assert sum(m["completion_tokens"] for m in models) == llm.reported_completion_tokens
+    assert detail["tokens"] == llm.reported_total_tokens
+    nodes = detail["usage"]["nodes"].values()
+    assert sum(n["requests"] for n in nodes) == llm.reported_requests
 
 
 def test_the_subgraph_state_survives_the_checkpointer_serializer() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
     from core.models import SearchResult
-    from nodes.research_state import QueryOutcome
+    from engines.recording import Fallback, ModelCall, Recorded, Repair, StructuredOutput
+    from nodes.research_state import NodeSpending, QueryOutcome
     from stores.checkpointer import serializer
 
     serde = serializer()
@@ -121,6 +134,18 @@ def test_the_subgraph_state_survives_the_checkpointer_serializer() -> None:
         summary="s",
         page_errors=["x"],
     )
+    call = ModelCall(role="researcher", model="gpt-4o-mini", input_tokens=7, output_tokens=3)
+    spending = NodeSpending(
+        node="model",
+        attempt="a1",
+        seconds=1.5,
+        recorded=Recorded(
+            calls=[call, call.model_copy(update={"error": "Timeout", "first": False})],
+            fallbacks=[Fallback(step="investigate", reason="down")],
+            repairs=[Repair(step="plan", error="missing field")],
+            structured=[StructuredOutput(model="m", method="json_schema", refused={"x": "y"})],
+        ),
+    )
     turn = AIMessage(
         content="Thought",
         tool_calls=[{"name": "search", "args": {"query": "q"}, "id": "call_0"}],
@@ -128,7 +153,32 @@ def test_the_subgraph_state_survives_the_checkpointer_serializer() -> None:
     )
     values = [
         [outcome],
+        [spending],
         [SystemMessage("sys"), HumanMessage("hi"), turn, ToolMessage("obs", tool_call_id="call_0")],
     ]
     for value in values:
         assert serde.loads_typed(serde.dumps_typed(value)) == value
+
+
+def test_a_resumed_step_counts_the_spending_of_its_earlier_attempt_once() -> None:
+    from engines.recording import ModelCall, Recorded, record_call, recording
+    from nodes.accounting import spent
+    from nodes.research_state import NodeSpending
+
+    def kept(attempt: str, tokens: int, seconds: float) -> NodeSpending:
+        call = ModelCall(role="researcher", model="m", input_tokens=tokens, output_tokens=1)
+        return NodeSpending(
+            node="model", attempt=attempt, seconds=seconds, recorded=Recorded(calls=[call])
+        )
+
+    started = time.perf_counter()
+    with recording() as step:
+        record_call(ModelCall(role="writer", model="m", input_tokens=100))
+        # A node of an earlier attempt (a worker that died), and one of this attempt.
+        account_spending([kept("killed-worker", 10, 30.0), kept(step.attempt, 20, 0.5)])
+    assert [c.input_tokens for c in step.calls] == [100, 10, 20]
+    assert step.earlier_seconds == 30.0  # this attempt's own node is on its clock already
+    usage = spent("researcher", started, step)
+    assert usage.nodes["researcher"].requests == 3
+    assert usage.nodes["researcher"].prompt_tokens == 130
+    assert 30.0 <= usage.nodes["researcher"].seconds < 40.0
