@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from core.state import CHECKPOINT_ROOTS
 from nodes.research_state import ResearcherState
+from stores import legacy_names
 
 
 def model_types(*roots: Any) -> tuple[type[BaseModel], ...]:
@@ -47,13 +48,16 @@ _LIBRARY_MODULES = ("langchain_core.", "langgraph.", "pydantic.")
 # Everything a checkpoint may hold beyond LangGraph's own safe types: derived, so a model
 # added to the state (or to the researcher subgraph's) can always be read back.
 STATE_TYPES = model_types(*CHECKPOINT_ROOTS, ResearcherState)
+# The (module, class) names a checkpoint may use for them: today's, and older releases'.
+ALLOWED_NAMES: list[tuple[str, str]] = [
+    *((t.__module__, t.__name__) for t in STATE_TYPES),
+    *legacy_names.register(),
+]
 
 
 def serializer() -> JsonPlusSerializer:
     """A serializer that refuses to revive any type not in `STATE_TYPES`."""
-    return JsonPlusSerializer(
-        allowed_msgpack_modules=[(t.__module__, t.__name__) for t in STATE_TYPES]
-    )
+    return JsonPlusSerializer(allowed_msgpack_modules=ALLOWED_NAMES)
 
 
 def memory_saver() -> InMemorySaver:

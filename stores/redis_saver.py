@@ -41,7 +41,7 @@ from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from core.upstream import require_version
-from stores.checkpointer import STATE_TYPES
+from stores.checkpointer import ALLOWED_NAMES
 
 require_version("langgraph-checkpoint-redis", "0.5.2", "0.6")
 require_version("redis", "7.4", "8")
@@ -148,7 +148,11 @@ def redis_serializer() -> JsonPlusRedisSerializer:
     """The Redis saver's JSON serializer, reviving our state types and nothing else."""
     return JsonPlusRedisSerializer(
         allowed_json_modules=[
-            (*t.__module__.split("."), t.__name__) for t in (*STATE_TYPES, *_ERROR_TYPES)
+            (*module.split("."), name)
+            for module, name in (
+                *ALLOWED_NAMES,
+                *((t.__module__, t.__name__) for t in _ERROR_TYPES),
+            )
         ]
     )
 

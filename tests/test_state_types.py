@@ -12,6 +12,7 @@ from core.models import ApprovalDecision, Review, SearchResult
 from core.state import CHECKPOINT_ROOTS
 from core.usage import RoundRecord, Usage
 from nodes.research_state import QueryOutcome, ResearcherState
+from stores import legacy_names
 from stores.checkpointer import STATE_TYPES, model_types, serializer
 from stores.redis_saver import redis_serializer
 
@@ -82,3 +83,21 @@ def test_a_model_outside_the_state_is_not_revived(serde: Any) -> None:
 
     revived = serde.loads_typed(serde.dumps_typed({"value": Stranger()}))["value"]
     assert not isinstance(revived, Stranger)
+
+
+def _as_before_the_move(original: BaseModel) -> BaseModel:
+    """`original` as a checkpoint written before the restructuring names it (`graph.models`)."""
+    old = type(type(original).__name__, (type(original),), {"__module__": "graph.models"})
+    return old.model_validate(original.model_dump())
+
+
+@pytest.mark.parametrize("model", legacy_names.LEGACY_MODELS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("serde", [serializer(), redis_serializer()], ids=["sqlite", "redis"])
+def test_a_checkpoint_written_before_the_models_moved_still_loads(
+    model: type[BaseModel], serde: Any
+) -> None:
+    original = _instance(model)
+    written = serde.dumps_typed({"value": _as_before_the_move(original)})
+    assert b"graph" in written[1], "the blob names the old module"
+    revived = serde.loads_typed(written)["value"]
+    assert type(revived) is model and revived == original
