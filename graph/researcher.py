@@ -6,7 +6,7 @@ last finished turn instead of repeating its searches and model calls. The parent
 `researcher` node: its update and its `source`/`note` events come from the subgraph's end.
 """
 
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 
 from core.state import ResearchState
 from core.steps import RESEARCHER
+from engines.base import Investigator
 from nodes.accounting import Node, accounted
 from nodes.context import Deps
 from nodes.research_collect import collect
@@ -42,7 +43,13 @@ def build_researcher(*, checkpointed: bool = True) -> ResearcherGraph:
 
 
 def researcher_node(subgraph: ResearcherGraph) -> Node:
-    """The parent's `researcher` node: the subgraph's run, accounted as one step."""
+    """The parent's `researcher` node: the subgraph's run, accounted as one step.
+
+    An engine that runs no ReAct loop has no turns to resume: its step calls the same
+    two nodes, queries then collect, directly. Run as a subgraph, that step cost a
+    quarter more CPU per run (its own Pregel loop, and checkpoints that copy the step's
+    sources), measured with bench/graph_overhead.py.
+    """
 
     @accounted(RESEARCHER)
     async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
@@ -56,7 +63,12 @@ def researcher_node(subgraph: ResearcherGraph) -> Node:
             iteration_count=state.get("iteration_count", 0),
             first_step=len(state.get("notes", [])) + 1,
         )
-        result = await subgraph.ainvoke(step, context=runtime.context)
+        engine = runtime.context.engine
+        if isinstance(engine, Investigator) and engine.max_cycles > 0:
+            result = await subgraph.ainvoke(step, context=runtime.context)
+        else:  # nothing in `step` has a reducer yet: a plain merge is the subgraph's
+            found = await queries(step, runtime)
+            result = collect(cast(ResearcherState, {**step, **found}))
         account_spending(result.get("spending", []))
         for event in result["events"]:
             runtime.stream_writer(event)
