@@ -17,18 +17,34 @@ from service.legs import RunInput
 
 
 class Launcher(Protocol):
-    """Starts and stops the execution of runs."""
+    """Starts and stops the execution of runs: tasks of this process, or queue jobs.
+
+    `LocalLauncher` runs legs as tasks here; `service.run_queue.QueueLauncher` queues
+    them for workers on Redis.
+    """
 
     def reserve(self) -> AbstractAsyncContextManager[None]:
-        """Hold a place for a new run until it is launched; TooManyRuns when none is left."""
+        """Hold a place for a new run until it is launched (or the context exits).
+
+        Raises:
+            TooManyRuns: as many runs are running and queued as the service takes.
+        """
         ...
 
     async def launch(self, thread_id: str, run_input: RunInput) -> None:
-        """Have the thread's next leg executed (the thread is `queued`)."""
+        """Have the thread's next leg executed (the thread is `queued`).
+
+        Args:
+            thread_id: the stored thread id.
+            run_input: what the leg starts with (an answer, a Platform run's modes).
+        """
         ...
 
     async def adopt(self, thread_id: str) -> None:
-        """Make sure an active thread whose executor may have died is executed."""
+        """Make sure an active thread whose executor may have died is executed.
+
+        A thread this process already executes is left alone.
+        """
         ...
 
     async def stop(self, thread_id: str) -> None:

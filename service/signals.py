@@ -24,14 +24,18 @@ ADMISSION_LOCK_S = 30.0
 
 
 class RunSignals(Protocol):
-    """Requests to stop a run, set by the API and read by whoever executes the run."""
+    """Requests to stop a run, set by the API and read by whoever executes the run.
+
+    `MemorySignals` serves one process; `RedisSignals` any number of API replicas and
+    workers. Each request is per thread; none raises for an unknown thread.
+    """
 
     async def request_pause(self, thread_id: str) -> None:
-        """Ask the run to stop at its next node boundary."""
+        """Ask the run to stop at its next node boundary (its checkpoint)."""
         ...
 
     async def take_pause(self, thread_id: str) -> bool:
-        """True once per pause request (the request is consumed)."""
+        """Whether a pause was asked for; True once per request (it is consumed)."""
         ...
 
     async def request_cancel(self, thread_id: str) -> None:
@@ -39,7 +43,7 @@ class RunSignals(Protocol):
         ...
 
     async def cancel_requested(self, thread_id: str) -> bool:
-        """Whether a stopped task was cancelled by its owner (else: the process stops)."""
+        """Whether a stopped task was cancelled by its owner (False: the process stops)."""
         ...
 
     async def clear(self, thread_id: str) -> None:
@@ -47,7 +51,11 @@ class RunSignals(Protocol):
         ...
 
     def admission(self, thread_id: str) -> AbstractAsyncContextManager[None]:
-        """Held while deciding which waiting run of the thread starts."""
+        """The thread's admission lock, held while deciding which waiting run starts.
+
+        Raises:
+            redis.exceptions.LockError: (Redis) the lock was not had within its timeout.
+        """
         ...
 
 

@@ -94,37 +94,72 @@ class EventLogClosed(RuntimeError):
 
 
 class EventLog(Protocol):
-    """Where a thread's events are appended, read back and followed."""
+    """Where a thread's events are appended, read back and followed.
+
+    Each thread's events are numbered 1, 2, 3, ... with no gap (the SSE ids). The SQLite
+    log (`stores.sqlite_events`) and the Redis log (`stores.redis_events`) implement it;
+    every method raises `EventLogClosed` once the log is closed, and a store error of
+    its backend (`sqlite3.Error`, `redis.exceptions.ConnectionError`) when it is away.
+    """
 
     async def append(self, thread_id: str, name: str, data: Any) -> Event:
-        """Store an event under the thread's next id and return it."""
+        """Store an event under the thread's next id, and wait until it is stored.
+
+        Args:
+            thread_id: the stream: a thread, or a Platform run's own stream.
+            name: the SSE event name (`status`, `source`, `done`, ...).
+            data: a JSON-able payload: a dict, list, pydantic model or message.
+
+        Returns:
+            The stored event, with its id.
+
+        Raises:
+            TypeError: the payload is not JSON (nothing is stored).
+        """
         ...
 
     def emit(self, thread_id: str, name: str, data: Any, lenient: bool = False) -> Awaitable[int]:
-        """Queue an event now (its place in the order is fixed); await the result for its id.
+        """Queue an event now, without waiting for its write.
 
-        `lenient`: a payload of types JSON has no name for is stored with their repr.
+        Args:
+            thread_id: the stream.
+            name: the SSE event name.
+            data: the payload.
+            lenient: store values JSON has no name for as their repr instead of failing.
+
+        Returns:
+            An awaitable of the event's id; events of one caller keep the order of emits.
+
+        Raises:
+            TypeError: the payload is not JSON and not `lenient`.
         """
         ...
 
     async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
-        """Return the thread's events with an id above `after`, oldest first."""
+        """The thread's events with an id above `after`, oldest first, at most `limit`.
+
+        Raises:
+            ValueError: `limit` is negative.
+        """
         ...
 
     def follow(self, thread_id: str, after: int = 0) -> AsyncIterator[Event]:
-        """Yield the events after `after`, then new ones as they come, until `done`."""
+        """The events after `after`, then new ones as they come, each once and in order.
+
+        The iteration ends right after the event named `TERMINAL_EVENT` (`done`).
+        """
         ...
 
     async def last_id(self, thread_id: str) -> int:
-        """Return the thread's highest event id, 0 when it has none."""
+        """The thread's highest event id, 0 when it has none."""
         ...
 
     async def delete(self, thread_id: str) -> None:
-        """Remove every event of the thread."""
+        """Remove every event of the thread; a later append starts at id 1 again."""
         ...
 
     async def ping(self) -> None:
-        """Raise when the store cannot be reached."""
+        """Return when the store answers; raise its backend's error when it does not."""
         ...
 
 

@@ -111,14 +111,22 @@ class ThreadRecord(BaseModel):
 
 
 class Registry(Protocol):
-    """Where threads are registered: `SqliteRegistry`, or `RedisRegistry` for many processes."""
+    """Where threads are registered: `SqliteRegistry`, or `RedisRegistry` for many processes.
+
+    A backend that does not answer raises its own error (`sqlite3.Error`,
+    `redis.exceptions.ConnectionError`); the HTTP layer answers that with 503.
+    """
 
     async def create(self, record: ThreadRecord) -> None:
-        """Register a new thread; raise `ThreadExists` if its id is taken."""
+        """Register a new thread.
+
+        Raises:
+            ThreadExists: a thread with the record's id is registered already.
+        """
         ...
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
-        """Return the thread's record, or None when it is not registered."""
+        """The thread's record, or None when it is not registered."""
         ...
 
     async def set_status(
@@ -128,10 +136,20 @@ class Registry(Protocol):
         error: str | None = None,
         report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Set the run status and error (and the report's status, when one was written).
+        """Record the run's status, stamping `updated_at`.
 
-        A run that starts again (queued, running) clears the last report's status.
-        KeyError for an unknown thread.
+        Args:
+            thread_id: the thread.
+            status: the run's new status.
+            error: why it failed, replacing any earlier error (None clears it).
+            report: the status of the report the run wrote; a run that starts again
+                (queued, running) clears the last one.
+
+        Returns:
+            The record as stored now.
+
+        Raises:
+            KeyError: no thread has this id.
         """
         ...
 
@@ -143,25 +161,44 @@ class Registry(Protocol):
         options: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ThreadRecord:
-        """Replace the fields given, stamp `updated_at`; KeyError for an unknown thread."""
+        """Replace the fields given (None leaves one as it is), stamping `updated_at`.
+
+        Returns:
+            The record as stored now.
+
+        Raises:
+            KeyError: no thread has this id.
+        """
         ...
 
     async def delete(self, thread_id: str) -> bool:
-        """Remove the thread's record; return whether there was one."""
+        """Remove the thread's record; whether there was one."""
         ...
 
     async def active(self) -> builtins.list[ThreadRecord]:
-        """Return the queued and running threads, oldest first."""
+        """The queued and running threads, oldest first (what `recover` takes up)."""
         ...
 
     async def ping(self) -> None:
-        """Raise when the store cannot be reached."""
+        """Return when the store answers; raise its backend's error when it does not."""
         ...
 
     async def list(
         self, owner: str, limit: int = 20, cursor: str | None = None
     ) -> tuple[builtins.list[ThreadRecord], str | None]:
-        """One page of the owner's threads, newest first, and the next page's cursor."""
+        """One page of the owner's threads, newest first.
+
+        Args:
+            owner: whose threads (no other owner's are ever listed).
+            limit: the most records on the page.
+            cursor: where the page starts: a previous page's cursor, None for the first.
+
+        Returns:
+            The page's records and the next page's cursor (None after the last page).
+
+        Raises:
+            ValueError: the cursor is not one this registry gave out.
+        """
         ...
 
 
