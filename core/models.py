@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-# Seed 001 F005: review weights and the pass thresholds.
+# Review criteria weights and the pass thresholds (`Review.from_scores`).
 REVIEW_WEIGHTS: dict[str, float] = {
     "fact_check": 0.4,
     "completeness": 0.3,
@@ -55,7 +55,7 @@ def explain(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
 
 
 class ResearchPlan(BaseModel):
-    """What to investigate and how to search for it (seed 001 §3.2.5.1)."""
+    """What to investigate (the investigation points) and how to search for it (the queries)."""
 
     theme: Annotated[str, non_blank(300)]
     investigation_points: list[Annotated[str, non_blank(300)]] = Field(min_length=1, max_length=12)
@@ -77,7 +77,7 @@ class SearchResult(BaseModel):
 
 
 class ResearchNote(BaseModel):
-    """One search step, kept for audit (seed 002 research_notes)."""
+    """One search step, kept for audit: the query, a summary and the sources it found."""
 
     step_no: int = Field(ge=1)
     query: str
@@ -116,7 +116,7 @@ class ReviewScores(BaseModel):
     format: float = Field(ge=0, le=1)
 
     def overall(self) -> float:
-        """Weighted score with the seed 001 F005 weights."""
+        """Weighted score with the review weights (`REVIEW_WEIGHTS`)."""
         values = self.model_dump()
         return round(sum(float(values[name]) * w for name, w in REVIEW_WEIGHTS.items()), 4)
 
@@ -141,7 +141,7 @@ class CitationCheck(BaseModel):
 
 
 class Review(BaseModel):
-    """A reviewer's verdict on one draft (seed 001 §3.5.6)."""
+    """A reviewer's verdict on one draft: scores, issues, feedback and the next action."""
 
     approved: bool
     overall_score: float = Field(ge=0, le=1)

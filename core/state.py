@@ -1,4 +1,4 @@
-"""The graph's shared state (seed 001 F001) and the reducers that merge node updates."""
+"""The graph's shared state and the reducers that merge node updates."""
 
 import operator
 from functools import cache

@@ -86,7 +86,7 @@ class Usage(BaseModel):
 
 
 class TokenUsage(BaseModel):
-    """Model usage of one node call (seed 003's RunUsage: requests and tokens), plus cost."""
+    """Model usage of one node call: requests and tokens, plus cost."""
 
     requests: int = 0
     input_tokens: int = 0
@@ -95,7 +95,7 @@ class TokenUsage(BaseModel):
 
 
 class NodeSubmission(BaseModel):
-    """One node call, shaped after seed 003's MemberSubmission."""
+    """One node call: what did the work, whether it succeeded, its usage and duration."""
 
     name: str = Field(min_length=1, description="The node: supervisor, researcher, ...")
     type: Literal["llm", "extractive", "simulated", "tools"] = Field(
@@ -109,7 +109,7 @@ class NodeSubmission(BaseModel):
 
 
 class RoundRecord(BaseModel):
-    """The node calls of one iteration (seed 003's MemberSubmissionsRecord); one per round."""
+    """The node calls of one iteration, with their success and failure counts; one per round."""
 
     thread_id: str
     round_number: int = Field(ge=1)

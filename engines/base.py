@@ -84,13 +84,13 @@ class Engine(Protocol):
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
     ) -> Review:
-        """Score a draft with the seed 001 F005 criteria."""
+        """Score a draft on the review criteria (fact check, completeness, logic, format)."""
         ...
 
 
 @runtime_checkable
 class Investigator(Protocol):
-    """An engine that drives research itself (seed 002's ReAct loop) after the plan's queries.
+    """An engine that drives research itself (a ReAct loop of tool calls) after the plan's queries.
 
     The researcher runs the loop one turn at a time, so each turn is checkpointed: the
     engine opens the conversation and answers each turn; the researcher runs the tools.

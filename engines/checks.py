@@ -1,4 +1,4 @@
-"""Deterministic draft checks that every engine's review runs (seed 001 F004/F005).
+"""Deterministic draft checks that every engine's review runs, and the scores they give.
 
 They measure what can be measured without judgement: footnotes resolve to collected
 sources, every cited sentence is supported by the text of its source, the required

@@ -225,7 +225,7 @@ class LLMEngine(ReActTurns):
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
     ) -> Review:
-        """The model's F005 scores, with the fact check shared with the citation checks."""
+        """The model's review scores, with the fact check shared with the citation checks."""
         out = await self._structured(
             "reviewer",
             reviewer.ReviewOutput,

@@ -1,4 +1,4 @@
-"""How each role of the LLM engine calls its model (seed 003's per-member fields and bounds).
+"""How each role of the LLM engine calls its model: its model, sampling settings and bounds.
 
 A role's table only names what differs from `[models.default]`: the rest is inherited,
 so one line switches the writer to a larger model and everything else stays the same.

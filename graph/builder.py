@@ -1,4 +1,4 @@
-"""Assemble the research graph (seed 001 F006)."""
+"""Assemble the research graph: its nodes, edges and routing."""
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph

@@ -1,4 +1,4 @@
-"""Supervisor prompts (seed 001 §3.2.5.1 and §3.2.5.3): the plan and the routing decision."""
+"""Supervisor prompts: the research plan and the routing decision."""
 
 from collections.abc import Sequence
 from typing import Annotated, Literal

@@ -1,4 +1,4 @@
-"""Researcher prompts (seed 002): summaries of one query's results, and the knowledge-gap check."""
+"""Researcher prompts: summaries of one query's results, the knowledge-gap check, the ReAct loop."""
 
 from collections.abc import Sequence
 from typing import Annotated

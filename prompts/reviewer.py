@@ -1,4 +1,4 @@
-"""Reviewer prompt (seed 001 §3.5.5): the F005 criteria, weights and verdict format."""
+"""Reviewer prompt: the review criteria, their weights and the verdict format."""
 
 from collections.abc import Sequence
 from typing import Literal

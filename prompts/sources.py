@@ -1,4 +1,4 @@
-"""How sources are shown to a model (seed 001 §3.4.5.1): numbered, so `[^n]` can name them."""
+"""How sources are shown to a model: numbered, so `[^n]` can name them."""
 
 from collections.abc import Sequence
 

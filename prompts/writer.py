@@ -1,4 +1,4 @@
-"""Writer prompt (seed 001 §3.4.6): the F004 structure with `[^n]` footnotes."""
+"""Writer prompt: the report structure (title, summary, sections, references), `[^n]` footnotes."""
 
 from collections.abc import Sequence
 

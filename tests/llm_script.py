@@ -88,7 +88,7 @@ class ResearchModel:
         return Reply(content="- The sources answer the query [1].")
 
     def report(self, prompt: str) -> str:
-        """A report in the F004 structure whose every sentence quotes its cited source."""
+        """A full report (title, summary, sections, references); each sentence quotes its source."""
         theme = re.search(r"^Theme: (.*)$", prompt, re.MULTILINE)
         sources = _SOURCE.findall(prompt)
         claims = [f"{first_sentence(text)}[^{n}]" for n, _title, _url, text in sources[:4]]

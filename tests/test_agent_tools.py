@@ -29,7 +29,7 @@ async def test_tavily_tools_return_compact_text(tavily: TavilyProvider) -> None:
     assert '"url"' in await tools["tavily_context"].ainvoke({"query": "gutenberg"})
 
 
-async def test_web_search_has_seed_004_parameters_and_the_same_result_shape(
+async def test_web_search_has_query_and_count_and_the_same_result_shape(
     brave: BraveProvider,
 ) -> None:
     tool = by_name(brave_tools(brave))["web_search"]

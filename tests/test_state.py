@@ -75,7 +75,7 @@ def test_usage_adds_up_per_node() -> None:
         ((1.0, 0.5, 0.5, 0.5), False),  # fact_check fine, overall 0.7
     ],
 )
-def test_review_pass_rule_uses_seed_weights_and_thresholds(
+def test_review_pass_rule_uses_the_review_weights_and_thresholds(
     scores: tuple[float, ...], approved: bool
 ) -> None:
     fact, completeness, logic, fmt = scores
@@ -108,7 +108,7 @@ def test_run_options_out_of_bounds_are_rejected(options: dict[str, object]) -> N
         RunOptions(**options)  # type: ignore[arg-type]
 
 
-def test_run_option_defaults_follow_the_seed() -> None:
+def test_run_option_defaults_are_the_documented_ones() -> None:
     options = RunOptions()
     assert (options.max_iterations, options.min_sources, options.approval) == (5, 5, "none")
 

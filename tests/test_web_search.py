@@ -61,7 +61,7 @@ async def test_tavily_context_stays_within_max_tokens(tavily: TavilyProvider) ->
         (Fault(malformed=True), "SERVER_ERROR", True),
     ],
 )
-async def test_tavily_failures_map_to_the_seed_taxonomy(
+async def test_tavily_failures_map_to_our_error_types(
     tavily: TavilyProvider,
     apis: FakeAPIs,
     sleeps: Sleeps,

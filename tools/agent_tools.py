@@ -25,7 +25,7 @@ Query = Annotated[str, Field(description="What to search for: a few keywords, no
 
 
 class TavilySearchArgs(BaseModel):
-    """Arguments of `tavily_search` (seed 000)."""
+    """Arguments of `tavily_search` (`tools.tavily.SearchParams` checks them)."""
 
     query: Query
     search_depth: Depth = Field("basic", description="'advanced' digs deeper and costs more.")
@@ -33,27 +33,27 @@ class TavilySearchArgs(BaseModel):
 
 
 class TavilyExtractArgs(BaseModel):
-    """Arguments of `tavily_extract` (seed 000)."""
+    """Arguments of `tavily_extract` (`tools.tavily.ExtractParams` checks them)."""
 
     urls: list[str] = Field(description="http or https URLs whose content to read, 1 to 20.")
 
 
 class TavilyContextArgs(BaseModel):
-    """Arguments of `tavily_context` (seed 000)."""
+    """Arguments of `tavily_context` (`tools.tavily.ContextParams` checks them)."""
 
     query: Query
     max_tokens: int | None = Field(None, ge=1, description="Upper bound on the context size.")
 
 
 class WebSearchArgs(BaseModel):
-    """Arguments of `web_search` (seed 004: `query` and `count`)."""
+    """Arguments of `web_search`: `query` and `count`."""
 
     query: Query
     count: int = Field(10, description="How many results, 1 to 10 (more is clamped to 10).")
 
 
 class WebScraperArgs(BaseModel):
-    """Arguments of `web_scraper` (seed 001 F008)."""
+    """Arguments of `web_scraper`: the URL of one page."""
 
     url: str = Field(description="The http or https URL of the page to read.")
 
@@ -130,7 +130,7 @@ def tavily_tools(tavily: TavilyProvider) -> list[BaseTool]:
 
 
 def brave_tools(brave: BraveProvider) -> list[BaseTool]:
-    """`web_search`, Brave with seed 004's parameters."""
+    """`web_search`, Brave with its `query` and `count` parameters."""
 
     async def web_search(query: str, count: int = 10) -> str:
         results = await brave.web_search(query, count)
@@ -164,7 +164,7 @@ def local_tools(corpus: SearchProvider) -> list[BaseTool]:
 
 
 def scraper_tools(scraper: Scraper) -> list[BaseTool]:
-    """`web_scraper`: read one page's main text, safely (seed 001 F008)."""
+    """`web_scraper`: read one page's main text, safely (`tools.scraper`'s SSRF guard and caps)."""
 
     async def web_scraper(url: str) -> str:
         page = await scraper.fetch(url)

@@ -1,7 +1,7 @@
 """One HTTP client setup and one retry policy for every search API we call.
 
 Non-2xx responses are turned into `ProviderError`s by a response hook, before any
-SDK sees them, so the seed 000 taxonomy and the server's Retry-After survive whatever
+SDK sees them, so our error types (`tools.errors`) and the server's Retry-After survive whatever
 the SDK would have raised. Transport failures are mapped in `call_with_retries`.
 """
 
@@ -25,7 +25,7 @@ _DETAIL_CHARS = 300
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Seed 000 §6.2: 3 retries, delay min(base * 2^n, max), only for retryable errors."""
+    """Retry policy: 3 retries, delay min(base * 2^n, max), only for retryable errors."""
 
     max_retries: int = 3
     base_delay_s: float = 1.0

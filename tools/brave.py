@@ -1,4 +1,4 @@
-"""Brave web search (seed 004): `query` and `count`, results as title, url and description."""
+"""Brave web search: `query` and `count`, results as title, url and description."""
 
 from typing import Annotated
 
@@ -14,7 +14,7 @@ MAX_COUNT = 10
 
 
 class BraveParams(BaseModel):
-    """Seed 004 requirement 4: a query, and a count of at least one."""
+    """A search's input rules: a non-empty query, and a count of at least one."""
 
     query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=400)]
     count: int = Field(10, ge=1)

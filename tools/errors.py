@@ -1,11 +1,11 @@
 """Failures of the tools, mapped once so every caller can tell a retry from a give-up.
 
     ToolError
-    ├── ProviderError          a search API call failed (seed 000 taxonomy)
+    ├── ProviderError          a search API call failed (one of the error types below)
     └── ScrapeError            a page could not be fetched or read
         └── UnsafeURLError     the URL points somewhere we must never go
 
-`ProviderError.error_type` is one of the seed's codes; `is_retryable` says whether
+`ProviderError.error_type` is one of the `ErrorType` codes; `is_retryable` says whether
 trying again can help; `retry_after` carries the server's Retry-After in seconds.
 """
 
@@ -59,7 +59,7 @@ class ProviderError(SearchError, ToolError):
 
 
 def error_for_status(status: int, message: str, retry_after: float | None = None) -> ProviderError:
-    """Map an HTTP status to the seed's taxonomy."""
+    """Map an HTTP status to one of the error types (`ErrorType`)."""
     if status in (401, 403):
         kind: ErrorType = "AUTH_ERROR"
     elif status == 429:

@@ -1,9 +1,9 @@
-"""Tavily web search (seed 000): search, extract and search context, with its taxonomy.
+"""Tavily web search: search, extract and search context, with our error types.
 
 The official `tavily-python` AsyncTavilyClient does the requests over our own httpx
 client (its base URL makes it testable and proxy-able): that client turns every error
-response into a `ProviderError` first, so the seed's error types and the server's
-Retry-After survive, and `call_with_retries` applies the seed's retry policy.
+response into a `ProviderError` first, so our error types (`tools.errors`) and the
+server's Retry-After survive, and `call_with_retries` applies the shared retry policy.
 """
 
 import json
@@ -42,7 +42,7 @@ Topic = Literal["general", "news", "finance"]
 
 
 class SearchParams(BaseModel):
-    """Seed 000 §7.1 input rules for search."""
+    """Input rules for search: a query of 1..1000 characters, 1..20 results."""
 
     query: Query
     search_depth: Depth = "basic"
@@ -54,13 +54,13 @@ class SearchParams(BaseModel):
 
 
 class ExtractParams(BaseModel):
-    """Seed 000 §7.1 input rules for extract."""
+    """Input rules for extract: 1..20 http(s) URLs."""
 
     urls: list[HttpUrl] = Field(min_length=1, max_length=20)
 
 
 class ContextParams(BaseModel):
-    """Seed 000 §7.1 input rules for the search context."""
+    """Input rules for the search context: a query of 1..1000 characters, 1..20 results."""
 
     query: Query
     search_depth: Depth = "basic"
@@ -69,7 +69,7 @@ class ContextParams(BaseModel):
 
 
 class TavilySearchResultItem(BaseModel):
-    """One search result (seed 000 §2.1)."""
+    """One search result, as the Tavily API returns it."""
 
     title: str
     url: str
@@ -80,7 +80,7 @@ class TavilySearchResultItem(BaseModel):
 
 
 class TavilySearchResult(BaseModel):
-    """A whole search answer (seed 000 §2.1)."""
+    """A whole search answer, as the Tavily API returns it."""
 
     query: str
     answer: str | None = None
@@ -90,21 +90,21 @@ class TavilySearchResult(BaseModel):
 
 
 class TavilyExtractResultItem(BaseModel):
-    """One extracted URL (seed 000 §2.2)."""
+    """One extracted URL and its raw content."""
 
     url: str
     raw_content: str
 
 
 class TavilyExtractFailedItem(BaseModel):
-    """One URL Tavily could not extract (seed 000 §2.2)."""
+    """One URL Tavily could not extract, and why."""
 
     url: str
     error: str
 
 
 class TavilyExtractResult(BaseModel):
-    """A whole extract answer (seed 000 §2.2)."""
+    """A whole extract answer: what was extracted and what failed."""
 
     results: list[TavilyExtractResultItem] = Field(default_factory=list)
     failed_results: list[TavilyExtractFailedItem] = Field(default_factory=list)
@@ -145,7 +145,7 @@ class TavilyProvider(ApiProvider):
         topic: Topic | None = None,
         days: int | None = None,
     ) -> TavilySearchResult:
-        """Search the web; the full answer as the seed models it."""
+        """Search the web; the full answer (`TavilySearchResult`)."""
         params = validated(
             SearchParams,
             query=query,
