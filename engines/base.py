@@ -32,7 +32,13 @@ class Progress(BaseModel):
 
 @runtime_checkable
 class Engine(Protocol):
-    """Plans, decides, summarises, writes and reviews; implemented by `extractive` and `llm`."""
+    """Plans, decides, summarises, writes and reviews; implemented by `extractive` and `llm`.
+
+    A method never fails for a model's bad or missing answer: the LLM engine falls back to
+    the extractive engine and records it. Every method may raise `ModelAccessError` when
+    the model refuses to serve the run at all (a refused key, no credit): the run then
+    halts and writes its report from what was found.
+    """
 
     name: str
     description: str
@@ -45,7 +51,16 @@ class Engine(Protocol):
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
-        """Expand a topic into investigation points and short search queries."""
+        """Expand a topic into investigation points and short search queries.
+
+        Args:
+            topic: what the user asked to research.
+            probe: the first results of searching the topic itself, to plan from.
+            feedback: what a human asked to change in a rejected plan, if any.
+
+        Returns:
+            The plan: theme, investigation points and search queries.
+        """
         ...
 
     async def refine_queries(
@@ -55,15 +70,33 @@ class Engine(Protocol):
         done: Sequence[str],
         review: Review | None,
     ) -> list[str]:
-        """Return new queries (none already in `done`) that would close the known gaps."""
+        """New queries that would close the known gaps.
+
+        Args:
+            plan: the run's plan.
+            sources: what was collected so far.
+            done: queries run already; none of them is returned.
+            review: the last review, whose issues say what is missing, if any.
+
+        Returns:
+            The queries, possibly none (nothing left to search).
+        """
         ...
 
     async def decide(self, progress: Progress) -> RoutingDecision:
-        """Choose research, write or end when the fixed rules do not decide."""
+        """Choose research, write or end when the fixed rules (`core.budget`) do not decide.
+
+        Returns:
+            The next action and the reason for it.
+        """
         ...
 
     async def summarize(self, query: str, sources: Sequence[SearchResult]) -> str:
-        """Summarise one query's results as Markdown for the research notes."""
+        """Summarise one query's results as Markdown for the research notes.
+
+        Returns:
+            The summary; empty when there is nothing to summarise.
+        """
         ...
 
     async def write(
@@ -76,15 +109,26 @@ class Engine(Protocol):
     ) -> str:
         """Write the Markdown report; every claim cites a source with `[^n]`.
 
-        `review` is the last review of this run; `feedback` what a human asked for;
-        `on_token` receives the text as it is generated, when the engine generates any.
+        Args:
+            plan: the run's plan (its points are the report's sections).
+            sources: the sources, numbered from 1 in this order for the footnotes.
+            review: the last review of this run, whose issues the new draft addresses.
+            feedback: what a human asked for, if anything.
+            on_token: receives the text as it is generated, when the engine generates any.
+
+        Returns:
+            The report, Markdown with `[^n]` footnotes and a references list.
         """
         ...
 
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
     ) -> Review:
-        """Score a draft on the review criteria (fact check, completeness, logic, format)."""
+        """Score a draft on the review criteria (fact check, completeness, logic, format).
+
+        Returns:
+            The review: scores, issues, verdict and what to do next.
+        """
         ...
 
 

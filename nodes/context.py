@@ -13,7 +13,15 @@ class PageReader(Protocol):
     """Fetches a page and extracts its main text (the scraper; a fake in tests)."""
 
     async def fetch(self, url: str) -> Page:
-        """Return the page, or raise `ScrapeError`."""
+        """Fetch the page at `url` and extract its main text.
+
+        Returns:
+            The page: its final URL (after redirects), title and main text.
+
+        Raises:
+            ScrapeError: the page could not be read (refused address, too large, not
+                HTML or text, timeout, HTTP error); the caller records it and goes on.
+        """
         ...
 
 

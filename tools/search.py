@@ -30,5 +30,18 @@ class SearchProvider(Protocol):
     async def search(
         self, query: str, max_results: int = 5, depth: Depth = "basic"
     ) -> list[SearchHit]:
-        """Return at most `max_results` hits, best first."""
+        """Search for `query`.
+
+        Args:
+            query: a few keywords.
+            max_results: the most hits to return.
+            depth: "advanced" digs deeper where the provider can (and costs more).
+
+        Returns:
+            At most `max_results` hits, best first; none when nothing matches.
+
+        Raises:
+            ProviderError: the provider failed (`tools.errors`: its type says whether a
+                retry may help); the caller records it and the run goes on.
+        """
         ...
