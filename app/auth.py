@@ -2,10 +2,8 @@
 
 import hashlib
 import hmac
-from collections.abc import Callable
-from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, Request
+from fastapi import Request
 
 from service.errors import Unauthorized
 from service.thread_ids import LOCAL_OWNER
@@ -51,16 +49,3 @@ class KeyAuth:
         if owner is None:
             raise Unauthorized(self.REFUSAL)
         return owner
-
-
-class _Resolver(Protocol):
-    async def resolve(self, owner: str, thread_id: str) -> str: ...
-
-
-def stored_id_dependency(manager: Callable[[], _Resolver], owner_dependency: Any) -> Any:
-    """A FastAPI dependency: the path's `thread_id` as the caller's stored thread id."""
-
-    async def stored_id(thread_id: str, owner: Annotated[str, Depends(owner_dependency)]) -> str:
-        return await manager().resolve(owner, thread_id)
-
-    return stored_id

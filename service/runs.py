@@ -26,11 +26,12 @@ from service.legs import Admission, RunInput
 from service.platform_runs import FINISHED, PlatformRun
 from service.runner import is_finished, pending_interrupt, thread_config
 from service.thread_ids import is_client_id, scoped
+from service.views import ThreadReads
 from stores.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 
 
-class RunManager:
-    """Starts, pauses, resumes, cancels and deletes research runs."""
+class RunManager(ThreadReads):
+    """Starts, pauses, resumes, cancels and deletes research runs; reads them (`ThreadReads`)."""
 
     def __init__(
         self,

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
 
 require_version("saq", "0.26.4", "0.27")
-COPIED = {"saq.queue.redis.RedisQueue.sweep": "ac8aad56cb810ab0"}
+COPIED = {
+    "saq.queue.redis.RedisQueue.sweep": "ac8aad56cb810ab0",
+    "saq.queue.redis.RedisQueue.disconnect": "4c56c1fcdadd6e8b",
+}
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +96,17 @@ class ResearchQueue(RedisQueue):
     async def release(self, token: str) -> None:
         """Give back a place held by `reserve`."""
         await self.redis.zrem(self.namespace("reserved"), token)
+
+    async def disconnect(self) -> None:
+        """Close the pub/sub and the client, and the pool's connections whatever fails first.
+
+        saq's own stops at its first failure: after an outage its pub/sub's close raised,
+        and a connection the sweep had just opened stayed open (a ResourceWarning later).
+        """
+        try:
+            await super().disconnect()
+        finally:
+            await self.redis.connection_pool.disconnect()
 
     async def sweep(self, lock: int = 60, abort: float = SWEEP_ABORT_WAIT_S) -> list[str]:
         """Requeue abandoned jobs (see `abandoned`), as saq's own sweep does otherwise.

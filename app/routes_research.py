@@ -1,0 +1,258 @@
+"""`/v1/research`: the service's own API (start, list, read, stream, steer, delete)."""
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse
+
+from app.dependencies import Manager, Metrics, Owner, StoredThread, Streams
+from app.edge import StrictJSONRoute
+from app.errors import ERROR_RESPONSES
+from app.report_html import report_html
+from core.models import ApprovalDecision, CitationCheck, ResearchNote, ResearchPlan
+from core.options import ResearchRequest
+from core.state import ReportStatus
+from core.usage import RoundRecord
+from service.errors import InvalidState, Unprocessable
+from service.thread_ids import public_id
+from service.views import ThreadView
+from stores.events import MAX_EVENT_ID, TERMINAL_EVENT, event_id, resume_point
+from stores.registry import CURSOR_PATTERN, RunStatus, ThreadRecord
+
+HEARTBEAT_S = 15
+
+
+class Links(BaseModel):
+    """Where to find a thread's parts."""
+
+    self: str
+    events: str
+    report: str
+
+
+class StartAnswer(BaseModel):
+    """The answer to a new research request."""
+
+    thread_id: str
+    status: RunStatus
+    links: Links
+
+
+class ThreadSummary(BaseModel):
+    """A thread in a listing."""
+
+    thread_id: str
+    topic: str
+    status: RunStatus
+    created_at: datetime
+    updated_at: datetime
+    report_status: ReportStatus | None = Field(
+        None,
+        description="The status of the report the last run wrote: final, or partial when "
+        "no draft passed review or the sources do not cover the subject.",
+    )
+
+
+class ThreadPage(BaseModel):
+    """One page of the caller's threads, newest first."""
+
+    items: list[ThreadSummary]
+    next_cursor: str | None = None
+
+
+class ThreadDetail(ThreadSummary):
+    """Everything known about a thread."""
+
+    options: dict[str, Any]
+    plan: ResearchPlan | None = None
+    approval: dict[str, Any] | None = Field(
+        None, description="What waits for approval, if anything."
+    )
+    iteration: int = 0
+    usage: dict[str, Any] = Field(
+        default_factory=dict, description="Per node and per model: requests, tokens, seconds, cost."
+    )
+    tokens: int = Field(0, description="Model tokens used so far (input + output).")
+    cost_usd: float = Field(0.0, description="Estimated model cost so far, from the price table.")
+    rounds: list[RoundRecord] = Field(
+        default_factory=list, description="One record of node calls per iteration."
+    )
+    citations: CitationCheck | None = Field(
+        None, description="How the latest draft's footnotes held up against the sources."
+    )
+    stopped: str | None = Field(None, description="Why the run stopped early, if it did.")
+    error: str | None = None
+    report: str | None = None
+
+
+def _links(thread_id: str) -> Links:
+    base = f"/v1/research/{public_id(thread_id)}"
+    return Links(self=base, events=f"{base}/events", report=f"{base}/report")
+
+
+def _summary(record: ThreadRecord) -> ThreadSummary:
+    summary = record.model_dump(include=set(ThreadSummary.model_fields))
+    return ThreadSummary(
+        **summary | {"thread_id": public_id(record.thread_id), "report_status": record.report}
+    )
+
+
+def _detail(view: ThreadView) -> ThreadDetail:
+    summary = _summary(view.record).model_dump()
+    summary["report_status"] = view.report_status
+    return ThreadDetail(
+        **summary,
+        options=view.record.options,
+        plan=view.plan,
+        approval=view.approval,
+        iteration=view.iteration,
+        usage=view.usage,
+        tokens=view.tokens,
+        cost_usd=view.cost_usd,
+        rounds=view.rounds,
+        citations=view.citations,
+        stopped=view.stopped,
+        error=view.record.error,
+        report=view.report,
+    )
+
+
+router = APIRouter(
+    prefix="/v1/research",
+    tags=["research"],
+    responses=ERROR_RESPONSES,
+    route_class=StrictJSONRoute,
+)
+
+
+@router.post("", status_code=202, response_model=StartAnswer)
+async def start(
+    request: ResearchRequest, owner: Owner, response: Response, manager: Manager
+) -> StartAnswer:
+    """Start researching a topic; the run goes on in the background."""
+    record = await manager.start(owner, request)
+    links = _links(record.thread_id)
+    response.headers["Location"] = links.self
+    return StartAnswer(thread_id=public_id(record.thread_id), status=record.status, links=links)
+
+
+@router.get("", response_model=ThreadPage)
+async def list_threads(
+    owner: Owner,
+    manager: Manager,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[
+        str | None, Query(pattern=CURSOR_PATTERN, description="`next_cursor` of a page.")
+    ] = None,
+) -> ThreadPage:
+    """The caller's threads, newest first; pass `next_cursor` back for the next page."""
+    try:
+        records, next_cursor = await manager.threads(owner, limit, cursor)
+    except ValueError:
+        raise Unprocessable("cursor: not one this server gave out; start without it") from None
+    return ThreadPage(items=[_summary(r) for r in records], next_cursor=next_cursor)
+
+
+@router.get("/{thread_id}", response_model=ThreadDetail)
+async def get_thread(thread_id: StoredThread, owner: Owner, manager: Manager) -> ThreadDetail:
+    """Status, plan, pending approval, progress, usage and the report once there is one."""
+    return _detail(await manager.view(await manager.get(owner, thread_id)))
+
+
+@router.get("/{thread_id}/events", response_class=EventSourceResponse)
+async def stream_events(
+    thread_id: StoredThread,
+    owner: Owner,
+    manager: Manager,
+    streams: Streams,
+    metrics: Metrics,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_EVENT_ID, description="Replay events after this id.")
+    ] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    """Server-Sent Events: every event once, in order; reconnect with Last-Event-ID."""
+    log = manager.events
+    wanted = after if after is not None else event_id(last_event_id)
+    start_after = await resume_point(log, thread_id, wanted, {TERMINAL_EVENT})
+
+    async def frames() -> AsyncIterator[dict[str, str]]:
+        if start_after is None:  # the stream ended before the client's position
+            return
+        metrics.sse_clients.inc()
+        try:
+            async for event in log.follow(thread_id, start_after):
+                yield {"id": str(event.id), "event": event.name, "data": event.text}
+                metrics.events_sent.inc()
+        finally:
+            metrics.sse_clients.dec()
+
+    streams.check()
+    return EventSourceResponse(streams.counted(frames()), ping=HEARTBEAT_S)
+
+
+@router.post("/{thread_id}/pause", response_model=ThreadSummary)
+async def pause(thread_id: StoredThread, owner: Owner, manager: Manager) -> ThreadSummary:
+    """Stop the run at its next node boundary."""
+    return _summary(await manager.pause(owner, thread_id))
+
+
+@router.post("/{thread_id}/resume", response_model=ThreadSummary)
+async def resume(
+    thread_id: str,
+    owner: Owner,
+    manager: Manager,
+    decision: Annotated[ApprovalDecision | None, Body()] = None,
+) -> ThreadSummary:
+    """An empty body continues a paused run; a decision answers a pending approval."""
+    # Resolved here, not by a dependency: a malformed decision is 422 for any id.
+    stored = await manager.resolve(owner, thread_id)
+    return _summary(await manager.resume(owner, stored, decision))
+
+
+@router.post("/{thread_id}/cancel", response_model=ThreadSummary)
+async def cancel(thread_id: StoredThread, owner: Owner, manager: Manager) -> ThreadSummary:
+    """Stop the run now."""
+    return _summary(await manager.cancel(owner, thread_id))
+
+
+@router.delete("/{thread_id}", status_code=204)
+async def delete(thread_id: StoredThread, owner: Owner, manager: Manager) -> Response:
+    """Remove the thread, its checkpoints and its events."""
+    await manager.delete(owner, thread_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{thread_id}/report",
+    responses={200: {"content": {"text/markdown": {}, "text/html": {}}}},
+)
+async def report(
+    thread_id: StoredThread, owner: Owner, request: Request, manager: Manager
+) -> Response:
+    """The report: Markdown, JSON with its sources, or a safe HTML fragment, by `Accept`.
+
+    `application/json` gives the sources too; `text/html` renders the Markdown with raw
+    HTML escaped (the web page shows it as is).
+    """
+    found = await manager.report(thread_id)
+    if found is None:
+        raise InvalidState("there is no report yet: follow the events until 'report'")
+    accept = request.headers.get("accept", "")
+    if "application/json" in accept:
+        return JSONResponse(
+            {"status": found.status, "report": found.markdown, "sources": found.sources}
+        )
+    if "text/html" in accept:
+        return HTMLResponse(report_html(found.markdown))
+    return PlainTextResponse(found.markdown, media_type="text/markdown; charset=utf-8")
+
+
+@router.get("/{thread_id}/notes", response_model=list[ResearchNote])
+async def notes(thread_id: StoredThread, owner: Owner, manager: Manager) -> list[ResearchNote]:
+    """The research notes: one per search query, with its sources and errors."""
+    return await manager.notes(thread_id)
