@@ -51,7 +51,7 @@ async def _runtime(settings: Settings) -> AsyncIterator[Runtime]:
 
 
 async def _snapshot(runtime: Runtime, thread_id: str) -> StateSnapshot:
-    return await runtime.executor.graph.aget_state(thread_config(thread_id))
+    return await runtime.manager.snapshot(thread_id)
 
 
 async def _follow(runtime: Runtime, thread_id: str, after: int, interactive: bool) -> str | None:
