@@ -92,6 +92,15 @@ def _safely(call: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]
     return guarded
 
 
+def _tool(
+    coroutine: Callable[..., Awaitable[str]], name: str, description: str, schema: type[BaseModel]
+) -> BaseTool:
+    """A tool that answers a failure it expects with a one-line message (`_safely`)."""
+    return StructuredTool.from_function(
+        coroutine=_safely(coroutine), name=name, description=description, args_schema=schema
+    )
+
+
 def tavily_tools(tavily: TavilyProvider) -> list[BaseTool]:
     """`tavily_search`, `tavily_extract` and `tavily_context`."""
 
@@ -108,23 +117,23 @@ def tavily_tools(tavily: TavilyProvider) -> list[BaseTool]:
         return await tavily.get_search_context(query, max_tokens=max_tokens)
 
     return [
-        StructuredTool.from_function(
-            coroutine=_safely(search),
-            name="tavily_search",
-            description="Search the web with Tavily. Returns numbered results with title, URL and content.",
-            args_schema=TavilySearchArgs,
+        _tool(
+            search,
+            "tavily_search",
+            "Search the web with Tavily. Returns numbered results with title, URL and content.",
+            TavilySearchArgs,
         ),
-        StructuredTool.from_function(
-            coroutine=_safely(extract),
-            name="tavily_extract",
-            description="Read the full content of up to 20 web pages by URL with Tavily.",
-            args_schema=TavilyExtractArgs,
+        _tool(
+            extract,
+            "tavily_extract",
+            "Read the full content of up to 20 web pages by URL with Tavily.",
+            TavilyExtractArgs,
         ),
-        StructuredTool.from_function(
-            coroutine=_safely(context),
-            name="tavily_context",
-            description="Search the web and get the results' content as one JSON context for answering a question.",
-            args_schema=TavilyContextArgs,
+        _tool(
+            context,
+            "tavily_context",
+            "Search the web and get the results' content as one JSON context for answering a question.",
+            TavilyContextArgs,
         ),
     ]
 
@@ -138,11 +147,11 @@ def brave_tools(brave: BraveProvider) -> list[BaseTool]:
         return format_hits(hits)
 
     return [
-        StructuredTool.from_function(
-            coroutine=_safely(web_search),
-            name="web_search",
-            description="Search the web with Brave. Returns numbered results with title, URL and description.",
-            args_schema=WebSearchArgs,
+        _tool(
+            web_search,
+            "web_search",
+            "Search the web with Brave. Returns numbered results with title, URL and description.",
+            WebSearchArgs,
         )
     ]
 
@@ -154,11 +163,11 @@ def local_tools(corpus: SearchProvider) -> list[BaseTool]:
         return format_hits(await corpus.search(query, max_results))
 
     return [
-        StructuredTool.from_function(
-            coroutine=_safely(local_search),
-            name="local_search",
-            description="Search the local document corpus (offline). Returns numbered results with title, URL and text.",
-            args_schema=LocalSearchArgs,
+        _tool(
+            local_search,
+            "local_search",
+            "Search the local document corpus (offline). Returns numbered results with title, URL and text.",
+            LocalSearchArgs,
         )
     ]
 
@@ -172,10 +181,10 @@ def scraper_tools(scraper: Scraper) -> list[BaseTool]:
         return f"# {page.title}\n{page.final_url}\n\n{text}"
 
     return [
-        StructuredTool.from_function(
-            coroutine=_safely(web_scraper),
-            name="web_scraper",
-            description="Read the main text of one web page by URL (navigation and ads removed).",
-            args_schema=WebScraperArgs,
+        _tool(
+            web_scraper,
+            "web_scraper",
+            "Read the main text of one web page by URL (navigation and ads removed).",
+            WebScraperArgs,
         )
     ]
