@@ -11,31 +11,18 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel
 
 from core.models import ResearchPlan, SearchResult
 from engines.recording import record_fallback
 from engines.structured_asking import StructuredAsker
 from prompts import researcher
+from prompts.researcher import REACT_TOOLS
 from tools.errors import ProviderError
-
-# The tools a turn may call: their arguments and what the model is told they do.
-TOOLS: dict[str, tuple[type[BaseModel], str]] = {
-    "search": (
-        researcher.SearchArgs,
-        "Search the web (or the corpus) with a few keywords; returns a "
-        "summary of the results with their numbers, titles and URLs.",
-    ),
-    "scrape": (
-        researcher.ScrapeArgs,
-        "Read the page at an http(s) URL from the results in full.",
-    ),
-}
 
 
 def tool_spec(name: str) -> dict[str, Any]:
     """The OpenAI function definition of one of the loop's tools."""
-    args, description = TOOLS[name]
+    args, description = REACT_TOOLS[name]
     parameters = convert_to_openai_tool(args)["function"]["parameters"]
     return {
         "type": "function",

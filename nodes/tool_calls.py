@@ -12,12 +12,11 @@ from langchain_core.messages import ToolCall, ToolMessage
 from pydantic import ValidationError
 
 from core.models import SearchResult
-from engines.react import TOOLS
 from nodes.context import PageReader
 from nodes.reading import PageReads
 from nodes.research_state import QueryOutcome
 from nodes.searching import Searcher, observation
-from prompts.researcher import ScrapeArgs, SearchArgs
+from prompts.researcher import REACT_TOOLS, ScrapeArgs, SearchArgs
 
 # How much of a page the model is shown.
 PAGE_CHARS = 6_000
@@ -50,7 +49,7 @@ def run_tool_calls(
             runs.append(_answer(f"There is no tool {call['name']!r}.", call_id))
             continue
         try:
-            args = TOOLS[call["name"]][0].model_validate(call["args"])
+            args = REACT_TOOLS[call["name"]][0].model_validate(call["args"])
         except ValidationError as exc:  # the model's arguments did not fit: let it retry
             runs.append(_answer(f"Invalid arguments: {exc.errors()[0]['msg']}", call_id))
             continue

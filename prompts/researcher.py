@@ -96,3 +96,17 @@ def react_message(
             "Judge which points these do not answer yet, and find what is missing.",
         ]
     )
+
+
+# The tools a turn may call: their arguments and what the model is told they do.
+REACT_TOOLS: dict[str, tuple[type[BaseModel], str]] = {
+    "search": (
+        SearchArgs,
+        "Search the web (or the corpus) with a few keywords; returns a "
+        "summary of the results with their numbers, titles and URLs.",
+    ),
+    "scrape": (
+        ScrapeArgs,
+        "Read the page at an http(s) URL from the results in full.",
+    ),
+}
