@@ -6,15 +6,26 @@ reachable from the state (`STATE_TYPES`): a checkpoint cannot name any other cla
 construct.
 """
 
+from asyncio import CancelledError
+from collections.abc import Sequence
 from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
+from langgraph._internal._constants import ERROR
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
 from core.state import CHECKPOINT_ROOTS
+from core.upstream import require_version
 from nodes.research_state import ResearcherState
 from stores import legacy_names
+
+require_version("langgraph", "1.2", "1.3")
+# The library code `kept_writes` works around.
+COPIED = {
+    "langgraph.pregel._loop.PregelLoop._reapply_writes_to_succeeded_nodes": "5fbecc437315f3d1",
+    "langgraph.pregel._runner.PregelRunner.commit": "3385fc777c314a45",
+}
 
 
 def model_types(*roots: Any) -> tuple[type[BaseModel], ...]:
@@ -63,3 +74,18 @@ def serializer() -> JsonPlusSerializer:
 def memory_saver() -> InMemorySaver:
     """In-process checkpointer for tests and benchmarks."""
     return InMemorySaver(serde=serializer())
+
+
+def kept_writes(writes: Sequence[tuple[str, Any]]) -> Sequence[tuple[str, Any]]:
+    """A task's writes as a checkpointer should keep them: none for a cancelled task.
+
+    LangGraph saves what a cancelled task had written so far with the cancellation as
+    its error, and on resume applies those writes as the finished task's output (1.2:
+    `PregelLoop._reapply_writes_to_succeeded_nodes` skips only the error). A node
+    cancelled between its state writes and its routing (a CLI stopped, a service shut
+    down) then ended its run with no next step and no report. Kept as nothing, the task
+    runs again on resume, as after a kill.
+    """
+    if any(channel == ERROR and isinstance(value, CancelledError) for channel, value in writes):
+        return ()
+    return writes

@@ -41,7 +41,7 @@ from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from core.upstream import require_version
-from stores.checkpointer import ALLOWED_NAMES
+from stores.checkpointer import ALLOWED_NAMES, kept_writes
 
 require_version("langgraph-checkpoint-redis", "0.5.2", "0.6")
 require_version("redis", "7.4", "8")
@@ -181,6 +181,17 @@ class ConformingRedisSaver(AsyncRedisSaver):
 
     Its `aget_tuple` also needs 2-3 round trips instead of 4-5 (`_aget_tuple_pipelined`).
     """
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes; a cancelled task's are not kept (`kept_writes`)."""
+        if kept := kept_writes(writes):
+            await super().aput_writes(config, kept, task_id, task_path)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint, its pending writes and the parent's pending sends."""

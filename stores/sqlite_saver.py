@@ -39,7 +39,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from core.upstream import require_version
-from stores.checkpointer import serializer
+from stores.checkpointer import kept_writes, serializer
 from stores.sqlite_writer import BUSY_TIMEOUT_S, SqliteReader, SqliteWriter
 
 require_version("langgraph-checkpoint-sqlite", "3.1", "4")
@@ -210,6 +210,9 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes (the stock rows, written by the group commit)."""
+        writes = kept_writes(writes)
+        if not writes:
+            return
         configurable = config["configurable"]
         conflict = "REPLACE" if all(w[0] in WRITES_IDX_MAP for w in writes) else "IGNORE"
         rows = [

@@ -1,16 +1,21 @@
 import asyncio
+import contextlib
 import sqlite3
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langgraph._internal._constants import ERROR
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph.builder import build_graph
 from nodes.context import Deps
 from stores.checkpointer import serializer
+from stores.redis_saver import redis_saver
 from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
 
@@ -78,3 +83,28 @@ async def test_a_failed_transaction_reaches_every_waiting_writer(tmp_path: Path)
         config = {"configurable": {"thread_id": "x", "checkpoint_ns": "", "checkpoint_id": "1"}}
         with pytest.raises(Exception, match="no such table"):
             await saver.aput_writes(config, [("channel", 1)], "task")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_a_cancelled_task_keeps_no_writes_so_it_runs_again_on_resume(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A node cancelled after its state writes but before its routing (a CLI stopped, a
+    service shut down) must run again, not pass on half its output with no next step."""
+    async with contextlib.AsyncExitStack() as stack:
+        if backend == "sqlite":
+            saver: Any = await stack.enter_async_context(
+                open_sqlite(tmp_path / "c.sqlite", GroupCommitSqliteSaver)
+            )
+        else:
+            saver = await stack.enter_async_context(
+                redis_saver(request.getfixturevalue("redis_url"))
+            )
+        config = {"configurable": {"thread_id": f"cancelled-{backend}", "checkpoint_ns": ""}}
+        stored = await saver.aput(config, empty_checkpoint(), {"source": "loop", "step": 2}, {})
+        await saver.aput_writes(
+            stored, [("next_action", "write"), (ERROR, asyncio.CancelledError())], "cut"
+        )
+        await saver.aput_writes(stored, [("notes", ["kept"])], "finished")
+        pending = (await saver.aget_tuple(stored)).pending_writes
+    assert [(task, channel) for task, channel, _ in pending] == [("finished", "notes")]
