@@ -84,7 +84,7 @@ class RunManager(ThreadReads):
         the caller has a thread of that name, or a checkpoint of it is left.
         """
         stored = uuid.uuid4().hex if thread_id is None else scoped(owner, thread_id)
-        if thread_id is not None and (await self.graph.aget_state(thread_config(stored))).values:
+        if thread_id is not None and (await self.snapshot(stored)).values:
             raise ThreadExists(stored)
         async with self.launcher.reserve():
             record = _new_thread(
@@ -175,7 +175,7 @@ class RunManager(ThreadReads):
         """
         await self.get(owner, thread_id)
         async with self.signals.admission(thread_id):
-            snapshot = await self.graph.aget_state(thread_config(thread_id))
+            snapshot = await self.snapshot(thread_id)
             if pending_interrupt(snapshot) is not None or is_finished(snapshot):
                 return await self._latest(thread_id)
             record = await self.executor.set_status(thread_id, "queued")

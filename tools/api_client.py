@@ -8,6 +8,7 @@ the SDK would have raised. Transport failures are mapped in `call_with_retries`.
 import asyncio
 import json
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -140,7 +141,7 @@ async def call_with_retries(
     return await retrying(attempt)
 
 
-class ApiProvider:
+class ApiProvider(ABC):
     """What every search API provider holds: its HTTP client, time cap and retry policy.
 
     A provider names its default address and the headers that carry its key; calls go
@@ -162,11 +163,11 @@ class ApiProvider:
         self._http = api_client(address, self._headers(api_key), timeout_s)
         self._connected(api_key)
 
+    @abstractmethod
     def _headers(self, api_key: str) -> dict[str, str]:
         """The request headers, the key's among them."""
-        raise NotImplementedError
 
-    def _connected(self, api_key: str) -> None:
+    def _connected(self, api_key: str) -> None:  # noqa: B027 (a hook, empty unless overridden)
         """Set up what rides on the HTTP client (an SDK client, say); nothing by default."""
 
     async def aclose(self) -> None:
