@@ -15,6 +15,7 @@ from rich.markup import escape
 from app.cli_common import err, explain, fail, load_settings, out
 from app.cli_runs import research, until_interrupted
 from app.deps import EngineSetupError, check_model_server, make_engine
+from app.heap import settle_heap
 from app.settings import Settings
 from app.stores import BackendSetupError, open_checkpointer
 from core.options import ResearchRequest, RunOptions
@@ -100,8 +101,10 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     _check_before_start(settings)
     if not settings.api_keys:
         err.print("no API keys are configured: listening on 127.0.0.1 only")
+    app = create_app(settings)
+    settle_heap()
     uvicorn.run(
-        create_app(settings),
+        app,
         host=bind,
         port=port or settings.port,
         log_level="info",
@@ -145,6 +148,7 @@ async def _work(settings: Settings) -> None:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     async with open_runtime(settings) as runtime:
+        settle_heap()
         err.print(
             f"worker: executing up to {settings.max_concurrent_runs} runs at a time; Ctrl-C to stop"
         )

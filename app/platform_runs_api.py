@@ -19,6 +19,7 @@ from app.edge import StreamSlots, StrictJSONRoute
 from app.platform_api import ASSISTANT_ID, RunCreate, check_assistant
 from app.platform_json import RunJSON, run_json, values_json
 from app.platform_schema import PLATFORM_ERRORS, STREAMED, Run, doc
+from app.sse import sse_frame
 from service.errors import InvalidState, NotFound
 from service.platform_runs import END_EVENT, PlatformRun, stream_key
 from service.runs import RunManager
@@ -95,13 +96,13 @@ def _stream(
     """The run's stream after event `after` (None: it ended before the client's position)."""
     manager, streams, background = context
 
-    async def frames() -> AsyncIterator[dict[str, str]]:
+    async def frames() -> AsyncIterator[bytes]:
         if after is None:
             return
         ended = False
         try:
             async for event in manager.events.follow(stream_key(run.run_id), after):
-                yield {"id": str(event.id), "event": event.name, "data": event.text}
+                yield sse_frame(event)
                 if event.name == END_EVENT:
                     ended = True
                     return

@@ -13,6 +13,7 @@ from app.dependencies import Manager, Metrics, Owner, StoredThread, Streams
 from app.edge import StrictJSONRoute
 from app.errors import ERROR_RESPONSES
 from app.report_html import report_html
+from app.sse import sse_frame
 from core.models import ApprovalDecision, CitationCheck, ResearchNote, ResearchPlan
 from core.options import ResearchRequest
 from core.state import ReportStatus
@@ -180,13 +181,13 @@ async def stream_events(
     wanted = after if after is not None else event_id(last_event_id)
     start_after = await resume_point(log, thread_id, wanted, {TERMINAL_EVENT})
 
-    async def frames() -> AsyncIterator[dict[str, str]]:
+    async def frames() -> AsyncIterator[bytes]:
         if start_after is None:  # the stream ended before the client's position
             return
         metrics.sse_clients.inc()
         try:
             async for event in log.follow(thread_id, start_after):
-                yield {"id": str(event.id), "event": event.name, "data": event.text}
+                yield sse_frame(event)
                 metrics.events_sent.inc()
         finally:
             metrics.sse_clients.dec()

@@ -23,7 +23,10 @@ to the end of the stream). The HTTP client's own lag before its POST reaches the
 utime + stime of the server process over the measured batch; peak RSS is its VmHWM at
 the end. With workers, both cover the API process and the K workers: CPU is their sum,
 RSS the sum of their peaks (each process's own peak, so an upper bound on the peak of the
-whole). Two warm-up runs go first on each side and are not counted.
+whole). Two warm-up runs go first on each side and are not counted. The bench process
+settles its heap as the service does (`app.heap`), so in-process runs pay the same
+garbage collection. BENCH_PROFILE_DIR=DIR profiles each service process with cProfile
+(DIR/server-*.prof; the profiler roughly doubles their CPU).
 
     python bench/service_load.py [--latency-ms 50] [--runs 50,200] [--backend both]
         [--workers K]
@@ -45,6 +48,7 @@ from pathlib import Path
 
 import httpx
 
+from app.heap import settle_heap
 from core.options import RunOptions
 from core.state import initial_state
 from engines.simulated import SleepingEngine
@@ -188,12 +192,29 @@ def service_env(
     return env
 
 
+def _entry_point(name: str) -> str:
+    """The service's `main()`; under cProfile when BENCH_PROFILE_DIR names a folder.
+
+    The profile (DIR/NAME-<ns>.prof, for `python -m pstats`) is written when the process
+    ends: SIGTERM becomes SystemExit, which `cProfile.run` catches before dumping.
+    """
+    folder = os.environ.get("BENCH_PROFILE_DIR")
+    if not folder:
+        return "from app.cli import main; main()"
+    out = str(Path(folder) / f"{name}-{time.time_ns()}.prof")
+    return (
+        "import cProfile, signal, sys; "
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); "
+        f"cProfile.run('from app.cli import main; main()', {out!r})"
+    )
+
+
 class Service:
     """One `research-agent` command in its own process, its output in a log file."""
 
     def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
         self.log_path = log_path
-        command = [sys.executable, "-c", "from app.cli import main; main()"]
+        command = [sys.executable, "-c", _entry_point(log_path.stem)]
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [*command, *args],
@@ -545,4 +566,5 @@ if __name__ == "__main__":
     if args.workers and args.backend != "both":  # workers take their runs from Redis
         parser.error("--workers needs --backend both: workers take runs from the Redis queue")
     sizes = [int(n) for n in args.runs.split(",")]
+    settle_heap()  # as the service does after its start-up
     asyncio.run(main(args.latency_ms, sizes, args.backend == "both", args.workers))
