@@ -126,9 +126,7 @@ async def research(
                 f"thread {thread_id!r} already exists: use `research-agent resume {thread_id}` or another --thread"
             )
         deps = runtime.executor.deps
-        err.print(
-            f"thread {escape(record.thread_id)} · engine {deps.engine.name} · search {deps.search.name}"
-        )
+        err.print(f"engine {deps.engine.name} · search {deps.search.name}")
         error = await _follow(runtime, record.thread_id, 0, interactive)
         await _finish(runtime, record.thread_id, out_file, error)
 

@@ -1,7 +1,9 @@
 """What the `research-agent` commands do (`app/cli.py` parses them, and loads this on use).
 
 Kept apart so that `research-agent --help` and argument errors never import LangGraph,
-LangChain or the stores: those take a second or two to load.
+LangChain or the stores: those take about a second to load. For the same reason each
+command imports them only once it has checked its arguments, and `run` says which thread
+it starts before it loads them.
 """
 
 import asyncio
@@ -13,21 +15,38 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from app.cli_common import err, explain, fail, load_settings, out
-from app.cli_runs import research, until_interrupted
-from app.deps import EngineSetupError, check_model_server, make_engine
 from app.heap import settle_heap
 from app.settings import Settings
-from app.stores import BackendSetupError, open_checkpointer
 from core.options import ResearchRequest, RunOptions
-from tools.corpus_files import CorpusFormatError, iter_documents
-from tools.local_corpus import CorpusMissingError, LocalCorpus, build_index
-from tools.wiki_corpus import CorpusDownloadError, fetch_demo_corpus
 
 
 async def _check_store(settings: Settings) -> None:
     """Open and close the checkpointer: a missing module or server is said before serving."""
+    from app.stores import open_checkpointer
+
     async with open_checkpointer(settings):
         pass
+
+
+def _research(
+    settings: Settings, request: ResearchRequest, thread_id: str, out_file: Path | None
+) -> None:
+    """Say which thread starts, then load the graph and the stores and research.
+
+    A missing corpus is said first, alone: the commonest setup error stays one line.
+    """
+    from tools.local_corpus import CorpusMissingError, require_index
+
+    if "local" in settings.search_providers and not settings.simulate_latency_ms:
+        try:
+            require_index(settings.corpus_index_path)
+        except CorpusMissingError as exc:
+            fail(str(exc))
+    err.print(f"thread {escape(thread_id)} · researching {escape(repr(request.topic))}")
+    from app.cli_runs import research, until_interrupted
+
+    interactive = request.options.approval != "none"
+    until_interrupted(research(settings, request, thread_id, out_file, interactive), thread_id)
 
 
 def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -> None:
@@ -36,14 +55,14 @@ def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -
         request = ResearchRequest(topic=topic, options=RunOptions(**options))
     except ValidationError as exc:
         fail(f"invalid request ({explain(exc, flags=True)})")
-    interactive = request.options.approval != "none"
-    thread_id = thread or uuid.uuid4().hex
-    until_interrupted(
-        research(load_settings(), request, thread_id, out_file, interactive), thread_id
-    )
+    _research(load_settings(), request, thread or uuid.uuid4().hex, out_file)
 
 
 def _ensure_demo_corpus(settings: Settings) -> None:
+    from tools.corpus_files import iter_documents
+    from tools.local_corpus import build_index
+    from tools.wiki_corpus import CorpusDownloadError, fetch_demo_corpus
+
     index = settings.corpus_index_path
     if index.is_file():
         return
@@ -69,8 +88,7 @@ def demo(topic: str, out_file: Path | None) -> None:
         request = ResearchRequest(topic=topic)
     except ValidationError as exc:
         fail(f"invalid request ({explain(exc, flags=True)})")
-    thread_id = uuid.uuid4().hex
-    until_interrupted(research(settings, request, thread_id, out_file, False), thread_id)
+    _research(settings, request, uuid.uuid4().hex, out_file)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -116,6 +134,9 @@ def _check_before_start(settings: Settings) -> None:
     """Say what is wrong with the corpus, model or store before listening or working."""
     if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
         _ensure_demo_corpus(settings)
+    from app.deps import EngineSetupError, check_model_server, make_engine
+    from app.stores import BackendSetupError
+
     try:
         if not settings.simulate_latency_ms:
             make_engine(settings)
@@ -160,6 +181,9 @@ def corpus_index(path: Path) -> None:
     """Index documents as the local search corpus (replacing the current index)."""
     if not path.exists():
         fail(f"{path} does not exist: give a folder of .md, .txt, .html or .jsonl files")
+    from tools.corpus_files import CorpusFormatError, iter_documents
+    from tools.local_corpus import build_index
+
     settings = load_settings()
     try:
         documents = list(iter_documents(path))
@@ -180,6 +204,8 @@ def corpus_demo() -> None:
 
 def corpus_search(query: str, limit: int) -> None:
     """Query the local corpus, to see what the researcher would find."""
+    from tools.local_corpus import CorpusMissingError, LocalCorpus
+
     try:
         corpus = LocalCorpus(load_settings().corpus_index_path)
     except CorpusMissingError as exc:

@@ -529,3 +529,27 @@ def test_a_worker_names_an_unreachable_redis_without_its_password(
     result = cli(cli_env | {"RESEARCH_REDIS_URL": unreachable}, "worker")
     assert result.returncode == 2
     assert "is unreachable" in result.stderr and "hunter2" not in result.stderr
+
+
+def test_the_commands_load_langgraph_only_once_a_run_starts() -> None:
+    # `--help`, an argument error and `run`'s first line come before LangGraph, LangChain
+    # and the stores are imported (about a second); checked in a fresh interpreter.
+    probe = (
+        "import sys, app.cli, app.cli_work; "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'langgraph', 'langchain_core', 'langchain', 'openai', 'redis', 'uvicorn', 'fastapi'}); "
+        "print(heavy)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_run_says_which_thread_starts_before_the_research(cli_env: dict[str, str]) -> None:
+    topic = "printing press [/x] [bold]"  # said as written, not read as markup
+    result = cli(cli_env, "run", topic, "--max-iterations", "1", "--thread", "first-line")
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"thread first-line · researching {topic!r}"
+    assert lines[1].startswith("engine extractive · search local")

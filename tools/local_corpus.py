@@ -33,6 +33,15 @@ class CorpusMissingError(SearchError):
     """No index where the settings point; the message says how to make one."""
 
 
+def require_index(index_path: Path) -> None:
+    """Raise `CorpusMissingError`, saying how to make one, when there is no index file."""
+    if not index_path.is_file():
+        raise CorpusMissingError(
+            f"no corpus index at {index_path}: run `research-agent corpus demo` "
+            "or `research-agent corpus index PATH`"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class IndexStats:
     """What `build_index` did."""
@@ -101,11 +110,7 @@ class LocalCorpus:
     name = "local"
 
     def __init__(self, index_path: Path) -> None:
-        if not index_path.is_file():
-            raise CorpusMissingError(
-                f"no corpus index at {index_path}: run `research-agent corpus demo` "
-                "or `research-agent corpus index PATH`"
-            )
+        require_index(index_path)
         self.index_path = index_path
         self._db = sqlite3.connect(
             f"{index_path.as_uri()}?mode=ro", uri=True, check_same_thread=False
