@@ -96,10 +96,16 @@ class RunExecutor:
             if await self.signals.take_pause(thread_id):
                 await self.set_status(thread_id, "paused")
                 return True
-            if run_input.run_id is not None:
-                await self.platform.mark_running(thread_id, run_input.run_id)
             payload = await self._payload(record, run_input)
-            await self.set_status(thread_id, "running", recovered=run_input.recovered)
+            # At once, not one after the other: under load every write waits a turn of
+            # the event loop, and the run's first events wait behind them.
+            running = self.set_status(thread_id, "running", recovered=run_input.recovered)
+            if run_input.run_id is not None:
+                await asyncio.gather(
+                    self.platform.mark_running(thread_id, run_input.run_id), running
+                )
+            else:
+                await running
             await self._settle(thread_id, await self._stream(thread_id, payload, run_input))
         except asyncio.CancelledError:
             if not await self.signals.cancel_requested(thread_id):

@@ -267,8 +267,11 @@ class RunManager(ThreadReads):
                     if admission.request is not None:  # a new topic: a new run needs a place
                         await place.enter_async_context(self.launcher.reserve())
                     next_input = await self.executor.admit(record, admission)
-                    await self.executor.platform.start(run)
-                    await self.executor.set_status(thread_id, "queued")
+                    # Both at once: each write waits a turn of a busy event loop.
+                    await asyncio.gather(
+                        self.executor.platform.start(run),
+                        self.executor.set_status(thread_id, "queued"),
+                    )
             if next_input is not None:
                 await self.launcher.launch(thread_id, next_input)
 

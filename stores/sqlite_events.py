@@ -3,7 +3,10 @@
 Deliberate choices:
 
 - Appends go through a group commit: concurrent appends queue up and are written
-  together, in the data file's shared transaction (`stores.sqlite_writer`). Ids are
+  together, in the data file's shared transaction (`stores.sqlite_writer`). The log
+  hands the writer one piece of work that takes every append queued by the time the
+  writer runs it: no batching of its own before the writer's, which cost each event a
+  turn of the event loop more before its followers saw it. Ids are
   assigned inside that transaction from a per-thread last-id cache that only the writer
   touches while a batch is out, so appends to one thread never collide and appends to
   many threads never wait on each other's round trips. The cache assumes this process is
@@ -28,7 +31,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from stores.batching import Batcher, settle
+from stores.batching import settle
 from stores.events import (
     CLOSING_EVENTS,
     TERMINAL_EVENT,
@@ -36,7 +39,7 @@ from stores.events import (
     QueuedAppends,
     QueuedEvent,
 )
-from stores.sqlite_writer import SqliteReader, SqliteWriter
+from stores.sqlite_writer import SqliteReader, SqliteWriter, StoreClosed
 
 # A rowid table: a Platform run's `updates` chunks are tens of KB, and SQLite keeps rows
 # that large poorly in a WITHOUT ROWID table's b-tree (inserts took twice as long).
@@ -94,7 +97,9 @@ class SqliteEventLog(QueuedAppends):
         self._writer = writer
         # Touched only by _commit, or after it failed; least recently written first.
         self._last_ids: OrderedDict[str, int] = OrderedDict()
-        self._batches: Batcher[_Op] = Batcher(self._write)
+        self._pending: list[_Op] = []  # queued for the writer's next transaction
+        self._submitted = False  # a piece of work that will take them is with the writer
+        self._in_flight: set[asyncio.Future[list[int]]] = set()
         # An entry lives while some follower holds it, so idle threads cost nothing.
         self._waiters: weakref.WeakValueDictionary[str, asyncio.Event] = (
             weakref.WeakValueDictionary()
@@ -116,8 +121,30 @@ class SqliteEventLog(QueuedAppends):
         stack.push_async_callback(log.close)
         return log
 
-    def _queue(self, op: QueuedEvent) -> None:
-        self._batches.add(op)
+    def _queue(self, op: _Op) -> None:
+        self._pending.append(op)
+        if self._submitted:
+            return
+        taken: list[list[_Op]] = []  # the batch the work took, once it ran
+        try:
+            submitted = self._writer.submit(functools.partial(self._commit_pending, taken=taken))
+        except StoreClosed as exc:
+            self._fail(self._take_pending(), exc)
+            return
+        self._submitted = True
+        self._in_flight.add(submitted)
+        submitted.add_done_callback(functools.partial(self._committed, taken=taken))
+
+    def _take_pending(self) -> list[_Op]:
+        batch, self._pending = self._pending, []
+        self._submitted = False
+        return batch
+
+    def _commit_pending(self, conn: sqlite3.Connection, *, taken: list[list[_Op]]) -> list[int]:
+        """The writer's work: every op queued until now, in its open transaction."""
+        batch = self._take_pending()
+        taken.append(batch)
+        return self._commit(conn, batch=batch)
 
     async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
         """Return the thread's events with an id above `after`, oldest first."""
@@ -162,7 +189,7 @@ class SqliteEventLog(QueuedAppends):
         """Remove every event of the thread; its next append gets id 1 again."""
         self._check_open()
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._batches.add(_Delete(thread_id, done))
+        self._queue(_Delete(thread_id, done))
         await done
 
     async def ping(self) -> None:
@@ -173,7 +200,8 @@ class SqliteEventLog(QueuedAppends):
     async def close(self) -> None:
         """Write what is queued, refuse further use and wake followers so they raise."""
         self._closed = True
-        await self._batches.drain()
+        while self._in_flight:
+            await asyncio.wait(list(self._in_flight))
         for waiter in list(self._waiters.values()):
             waiter.set()
 
@@ -214,15 +242,16 @@ class SqliteEventLog(QueuedAppends):
             self._waiters[thread_id] = waiter
         return waiter
 
-    async def _write(self, batch: list[_Op]) -> None:
-        try:
-            results = await self._writer.run(functools.partial(self._commit, batch=batch))
-        except Exception as exc:  # every caller of the failed transaction learns of it
-            for op in batch:  # its ids were not taken: read them from the file again
-                self._last_ids.pop(op.thread_id, None)
-                settle(op.done, exc)
+    def _committed(self, submitted: "asyncio.Future[list[int]]", *, taken: list[list[_Op]]) -> None:
+        """Settle the ops of a transaction: their ids, or the error that failed it."""
+        self._in_flight.discard(submitted)
+        # The work never ran when its transaction could not begin: its ops still wait.
+        batch = taken[0] if taken else self._take_pending()
+        error = asyncio.CancelledError() if submitted.cancelled() else submitted.exception()
+        if error is not None:  # every caller of the failed transaction learns of it
+            self._fail(batch, error)
             return
-        for op, result in zip(batch, results, strict=True):
+        for op, result in zip(batch, submitted.result(), strict=True):
             if isinstance(op, QueuedEvent):
                 self._remember(op, result)
                 settle(op.done, result)
@@ -232,6 +261,11 @@ class SqliteEventLog(QueuedAppends):
             else:
                 self._forget(op.thread_id)
                 settle(op.done, None)
+
+    def _fail(self, batch: list[_Op], error: BaseException) -> None:
+        for op in batch:  # its ids were not taken: read them from the file again
+            self._last_ids.pop(op.thread_id, None)
+            settle(op.done, error)
 
     def _commit(self, conn: sqlite3.Connection, *, batch: list[_Op]) -> list[int]:
         """Write a batch (in the writer's transaction); return each op's id (0 for deletes)."""
