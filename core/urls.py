@@ -1,5 +1,6 @@
 """URL normalisation, so one page found twice counts once."""
 
+from functools import lru_cache
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 # Parameters that identify a campaign or a click, never the page itself.
@@ -17,6 +18,9 @@ def _is_tracking(name: str) -> bool:
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
+# Cached: the state's source reducer, the writer's checks and the researcher's collect step
+# normalise the same few dozen URLs of a run again at every step (25 calls per run).
+@lru_cache(maxsize=8192)
 def normalize_url(url: str) -> str:
     """Return the key under which two spellings of one URL compare equal.
 
