@@ -8,7 +8,6 @@ name versions of channels unchanged since, which only the old documents hold
 (`LegacyThreads.tuple`).
 """
 
-import heapq
 from collections.abc import Sequence
 from typing import Any
 
@@ -99,9 +98,7 @@ class LegacyThreads:
         """The flat keys' listed checkpoints and the old documents', newest first."""
         listed = self.saver.alist(config, filter=filter, before=before, limit=limit)
         old = [t async for t in listed]
-        merged = list(
-            heapq.merge(
-                flat, old, key=lambda t: t.config["configurable"]["checkpoint_id"], reverse=True
-            )
+        merged = sorted(
+            [*flat, *old], key=lambda t: t.config["configurable"]["checkpoint_id"], reverse=True
         )
         return merged[:limit] if limit is not None else merged
