@@ -211,8 +211,38 @@ def assemble(
     return item, missing
 
 
+# `aput` in one command: a script runs atomically, as MULTI/EXEC would, and its one
+# command and one reply cost the client less than a transaction's seven and twelve
+# (measured: 0.32 instead of 0.48 ms of client CPU per aput).
+# KEYS: blobs, checkpoints, versions, index, threads. ARGV: member, record, versions
+# list, thread id, then the new channel values' fields and values.
+PUT_SCRIPT = r"""
+if #ARGV > 4 then redis.call('HSET', KEYS[1], unpack(ARGV, 5)) end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[4], 0, ARGV[1])
+redis.call('SADD', KEYS[5], ARGV[4])
+return 1
+"""
+
+# `aput_writes` in one command. KEYS: the checkpoint's writes, the thread's written set.
+# ARGV: the checkpoint's member, then per write: "1" to replace (special channels) or
+# "0" to keep a write already stored, its field, its value.
+WRITES_SCRIPT = r"""
+for i = 2, #ARGV, 3 do
+  if ARGV[i] == '1' then
+    redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i + 2])
+  else
+    redis.call('HSETNX', KEYS[1], ARGV[i + 1], ARGV[i + 2])
+  end
+end
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+"""
+
 # One round trip for `aget_tuple`: the latest id of the namespace when none is given, the
-# checkpoint, the channel values it names, its pending writes.
+# checkpoint, the channel values it names, its pending writes. The reply is one string
+# (`unframe`): parsing one bulk reply per value cost more CPU than anything else here.
 # KEYS: index, checkpoints, versions, blobs. ARGV: namespace, checkpoint id or "", the
 # writes key prefix (the writes key is built here; it shares the thread's hash tag).
 GET_SCRIPT = r"""
@@ -227,20 +257,46 @@ local member = ns .. '\0' .. id
 local record = redis.call('HGET', KEYS[2], member)
 if not record then return false end
 local list = redis.call('HGET', KEYS[3], member) or ''
+local out = {}
+local function put(s)
+  if s then out[#out + 1] = #s .. ':' .. s else out[#out + 1] = '-1:' end
+end
+put(id)
+put(record)
+put(list)
 local names, start = {}, 1
 while list ~= '' do
   local stop = string.find(list, '\0\0', start, true)
   if not stop then
-    table.insert(names, ns .. '\0' .. string.sub(list, start))
+    names[#names + 1] = ns .. '\0' .. string.sub(list, start)
     break
   end
-  table.insert(names, ns .. '\0' .. string.sub(list, start, stop - 1))
+  names[#names + 1] = ns .. '\0' .. string.sub(list, start, stop - 1)
   start = stop + 2
 end
-local values = {}
-if #names > 0 then values = redis.call('HMGET', KEYS[4], unpack(names)) end
-return {id, record, names, values, redis.call('HGETALL', ARGV[3] .. member)}
+if #names > 0 then
+  for _, value in ipairs(redis.call('HMGET', KEYS[4], unpack(names))) do put(value) end
+end
+for _, part in ipairs(redis.call('HGETALL', ARGV[3] .. member)) do put(part) end
+return table.concat(out)
 """
+
+
+def unframe(raw: bytes) -> list[bytes | None]:
+    """The strings `GET_SCRIPT` framed as `<length>:<bytes>` (`-1:` for none)."""
+    parts: list[bytes | None] = []
+    pos, end = 0, len(raw)
+    while pos < end:
+        colon = raw.index(b":", pos)
+        size = int(raw[pos:colon])
+        if size < 0:
+            parts.append(None)
+            pos = colon + 1
+        else:
+            pos = colon + 1 + size
+            parts.append(raw[colon + 1 : pos])
+    return parts
+
 
 # Copies one thread's keys onto another's, merging into what the target holds.
 # KEYS: source and target keys in pairs.
@@ -261,3 +317,14 @@ for i = 1, #KEYS, 2 do
 end
 return 1
 """
+
+
+def read_reply(
+    namespace: str, raw: bytes
+) -> tuple[str, bytes, dict[bytes, bytes | None], list[bytes]]:
+    """`GET_SCRIPT`'s reply: checkpoint id, record, values by blob field, flat writes."""
+    parts = unframe(raw)
+    checkpoint_id, record, versions = (p or b"" for p in parts[:3])
+    fields = blob_fields(namespace, versions)
+    values = dict(zip(fields, parts[3 : 3 + len(fields)], strict=True))
+    return checkpoint_id.decode(), record, values, [p or b"" for p in parts[3 + len(fields) :]]

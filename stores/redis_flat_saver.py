@@ -4,8 +4,8 @@
 do: each checkpoint without its channel values, each channel value once per version,
 pending writes per checkpoint. They live in plain hashes, sets and a sorted set (layout:
 `stores.redis_flat_layout`), serialised with `stores.checkpointer.serializer()`, the same
-allowlist as the SQLite saver. No JSON or Search module is needed. `aput` and
-`aput_writes` are one MULTI/EXEC each, `aget_tuple` one Lua script. The stock saver
+allowlist as the SQLite saver. No JSON or Search module is needed. `aput`, `aput_writes`
+and `aget_tuple` are one Lua script each: one round trip, atomic as MULTI/EXEC. The stock saver
 (`stores.redis_saver.ConformingRedisSaver`) took ~180 commands and ~80 round trips per
 research run, each a JSON document indexed by the server.
 
@@ -18,6 +18,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager
+from itertools import chain
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -37,7 +38,9 @@ from stores import redis_flat_admin as admin
 from stores.checkpointer import kept_writes, serializer
 from stores.redis_flat_layout import (
     GET_SCRIPT,
+    PUT_SCRIPT,
     THREADS,
+    WRITES_SCRIPT,
     Stored,
     assemble,
     blob_field,
@@ -48,6 +51,7 @@ from stores.redis_flat_layout import (
     encode_versions,
     encode_write,
     member,
+    read_reply,
     sorted_writes,
     thread_keys,
 )
@@ -66,6 +70,8 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         self._redis = client
         self._legacy = LegacyThreads(client, self.serde, legacy) if legacy else None
         self._get = client.register_script(GET_SCRIPT)
+        self._put = client.register_script(PUT_SCRIPT)
+        self._writes = client.register_script(WRITES_SCRIPT)
         self.loop = asyncio.get_running_loop()
 
     @property
@@ -103,14 +109,10 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
             configurable.get("checkpoint_id"),
         )
         versions = {channel: str(v) for channel, v in checkpoint["channel_versions"].items()}
-        pipe = self._redis.pipeline(transaction=True)
-        if blobs:
-            pipe.hset(keys.blobs, mapping=blobs)
-        pipe.hset(keys.checkpoints, name, record)  # type: ignore[arg-type]
-        pipe.hset(keys.versions, name, encode_versions(versions))  # type: ignore[arg-type]
-        pipe.zadd(keys.index, {name: 0})
-        pipe.sadd(THREADS, thread_id)
-        await pipe.execute()
+        await self._put(
+            keys=[keys.blobs, keys.checkpoints, keys.versions, keys.index, THREADS],
+            args=[name, record, encode_versions(versions), thread_id, *chain(*blobs.items())],
+        )
         return {
             "configurable": {
                 "thread_id": configurable["thread_id"],
@@ -137,18 +139,15 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         configurable = config["configurable"]
         keys = thread_keys(str(configurable["thread_id"]))
         name = member(configurable.get("checkpoint_ns", ""), str(configurable["checkpoint_id"]))
-        key = keys.writes(name)
-        pipe = self._redis.pipeline(transaction=True)
+        args: list[str | bytes] = [name]
         for idx, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, idx)
-            field = f"{task_id}\0{index}".encode()
-            raw = encode_write(channel, self.serde.dumps_typed(value), task_path)
-            if index < 0:
-                pipe.hset(key, field, raw)  # type: ignore[arg-type]
-            else:
-                pipe.hsetnx(key, field, raw)  # type: ignore[arg-type]
-        pipe.sadd(keys.written, name)
-        await pipe.execute()
+            args += (
+                "1" if index < 0 else "0",
+                f"{task_id}\0{index}".encode(),
+                encode_write(channel, self.serde.dumps_typed(value), task_path),
+            )
+        await self._writes(keys=[keys.writes(name), keys.written], args=args)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint asked for (the namespace's latest without an id), in one trip."""
@@ -161,11 +160,9 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         )
         if not found:
             return await self._legacy.tuple(config) if self._legacy else None
-        checkpoint_id, record, names, values, writes = found
-        stored = Stored(thread_id, namespace, checkpoint_id.decode(), decode_checkpoint(record))
-        item, missing = assemble(
-            self.serde, stored, dict(zip(names, values, strict=True)), sorted_writes(writes)
-        )
+        checkpoint_id, record, values, writes = read_reply(namespace, found)
+        stored = Stored(thread_id, namespace, checkpoint_id, decode_checkpoint(record))
+        item, missing = assemble(self.serde, stored, values, sorted_writes(writes))
         return await self._legacy.complete(item, missing) if missing and self._legacy else item
 
     async def alist(

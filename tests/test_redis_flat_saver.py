@@ -88,7 +88,10 @@ class Trips:
 
 async def test_each_call_is_one_round_trip(bare_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     async with redis_saver(bare_url) as saver:
-        await saver.aget_tuple({"configurable": {"thread_id": "warm", "checkpoint_ns": ""}})
+        warm = {"configurable": {"thread_id": "warm", "checkpoint_ns": ""}}
+        warmed = await saver.aput(warm, empty_checkpoint(), {}, {})  # scripts loaded
+        await saver.aput_writes(warmed, [("notes", [])], "task")
+        await saver.aget_tuple(warm)
         trips = Trips(monkeypatch, saver._redis)
         config = {"configurable": {"thread_id": uuid.uuid4().hex, "checkpoint_ns": ""}}
         checkpoint = empty_checkpoint()
