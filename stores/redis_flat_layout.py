@@ -18,6 +18,10 @@ they share one cluster slot. With `B = research:checkpoint:{<thread_id>}:`:
 
 Values are framed with NULs (␀ above), which neither serializer type names, channel names, task
 ids, task paths, namespaces nor checkpoint ids contain.
+
+The scripts build a checkpoint's writes key from the thread's prefix (same hash tag, same
+slot), and `aput`'s also adds to the threads set: on a Redis Cluster that set would need a
+command of its own (the service runs on one server or a replicated primary).
 """
 
 from dataclasses import dataclass
