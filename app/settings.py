@@ -132,7 +132,7 @@ class Settings(BaseSettings):
 
     redis_url: str | None = Field(
         None,
-        description="Redis (8, Stack, or Valkey with the JSON and Search modules) for the "
+        description="Redis (or Valkey; no module needed) for the "
         "checkpoints, events, registry and run queue, e.g. redis://localhost:6379/0; none: "
         "the SQLite file, runs executing in the API process.",
     )

@@ -42,7 +42,7 @@ class BackendSetupError(ValueError):
 async def open_checkpointer(
     settings: Settings, writer: SqliteWriter | None = None
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    """Redis when `RESEARCH_REDIS_URL` is set (its modules checked first), else the SQLite file.
+    """Redis when `RESEARCH_REDIS_URL` is set, else the SQLite file.
 
     `writer`: the SQLite file's writer, when the service's other stores share it.
     """
@@ -53,13 +53,11 @@ async def open_checkpointer(
     # Imported here: redisvl is only needed, and only paid for, by Redis deployments.
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    from stores.redis_saver import RedisModulesMissing, redis_saver
+    from stores.redis_flat_saver import redis_saver
 
     async with AsyncExitStack() as stack:
         try:
             redis = await stack.enter_async_context(redis_saver(settings.redis_url))
-        except RedisModulesMissing as exc:
-            raise BackendSetupError(f"RESEARCH_REDIS_URL: {exc}") from exc
         except (RedisConnectionError, OSError) as exc:
             raise BackendSetupError(
                 f"RESEARCH_REDIS_URL {redact_url(settings.redis_url)} is unreachable "

@@ -1,10 +1,12 @@
-"""Checkpoint latency of our four savers on one workload, and the Redis savers' round trips.
+"""Checkpoint latency of our five savers on one workload, and the Redis savers' round trips.
 
 Savers: memory (`memory_saver()`), sqlite (`open_sqlite(path, GroupCommitSqliteSaver)` on a temp file), redis-stock
 (`AsyncRedisSaver` of langgraph-checkpoint-redis, `asetup()`, with our `redis_serializer()`
-so that only the saver code differs) and redis-ours (`redis_saver(url)`, our
-`ConformingRedisSaver`). Both Redis savers use one throwaway valkey-server with the JSON
-and Search modules (tests/redis_server.py) on loopback, each with its own client and threads.
+so that only the saver code differs), redis-ours (`conforming_redis_saver(url)`, our
+`ConformingRedisSaver`, the stock format, now only read) and redis-flat (`redis_saver(url)`,
+`FlatRedisSaver`, the production saver: plain keys, msgpack). The Redis savers use one
+throwaway valkey-server with the JSON and Search modules (tests/redis_server.py) on
+loopback, each with its own client and threads.
 
 Workload: research threads as LangGraph checkpoints them. Step n of a thread is one node of
 the supervisor -> researcher -> writer -> reviewer cycle: a checkpoint holding every channel
@@ -76,7 +78,8 @@ from core.models import ResearchPlan, SearchResult
 from core.options import RunOptions
 from core.usage import NodeUsage, Usage
 from stores.checkpointer import memory_saver
-from stores.redis_saver import ConformingRedisSaver, redis_saver, redis_serializer
+from stores.redis_flat_saver import redis_saver
+from stores.redis_saver import ConformingRedisSaver, conforming_redis_saver, redis_serializer
 from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
 
@@ -90,8 +93,9 @@ from bench.stats import percentile  # noqa: E402
 from tests.redis_server import redis_server  # noqa: E402
 
 Saver = BaseCheckpointSaver[Any]
-SAVERS = ("memory", "sqlite", "redis-stock", "redis-ours")
-REDIS_SAVERS = ("redis-stock", "redis-ours")
+SAVERS = ("memory", "sqlite", "redis-stock", "redis-ours", "redis-flat")
+REDIS_SAVERS = ("redis-stock", "redis-ours", "redis-flat")
+PROFILED = ("redis-stock", "redis-ours")  # PIECES names the stock saver's code
 OPS = ("aput", "aput_writes", "aget_tuple latest", "aget_tuple by id")
 NODES = ("supervisor", "researcher", "writer", "reviewer")
 SOURCES, SOURCE_CHARS, DRAFT_CHARS = 10, 1_200, 3_000
@@ -610,7 +614,9 @@ async def open_savers(
                 open_sqlite(tmp / "bench.sqlite", GroupCommitSqliteSaver)
             ),
             "redis-stock": stock,
-            "redis-ours": await stack.enter_async_context(redis_saver(url)),
+            "redis-ours": await stack.enter_async_context(conforming_redis_saver(url)),
+            # Opened after the stock index exists, empty: no stock-format fallback.
+            "redis-flat": await stack.enter_async_context(redis_saver(url)),
         }
         yield savers, sketch
 
@@ -723,6 +729,16 @@ def report_latency(samples: Samples, lists: dict[str, list[float]]) -> None:
         )
     stock, ours = lists["redis-stock"], lists["redis-ours"]
     print(f"  {'alist':<20} {percentile(ours, 50) / percentile(stock, 50):5.2f}")
+    for base in ("redis-stock", "sqlite"):
+        print(f"\nredis-flat / {base}, ratio of p50 (and of p99)")
+        for op, cells in rows.items():
+            other, flat = cells[SAVERS.index(base)], cells[SAVERS.index("redis-flat")]
+            print(
+                f"  {op:<20} {percentile(flat, 50) / percentile(other, 50):5.2f}"
+                f"  ({percentile(flat, 99) / percentile(other, 99):5.2f})"
+            )
+        other, flat = lists[base], lists["redis-flat"]
+        print(f"  {'alist':<20} {percentile(flat, 50) / percentile(other, 50):5.2f}")
 
 
 def report_trips(counts: dict[str, dict[str, TripCount]]) -> None:
@@ -743,6 +759,7 @@ def report_trips(counts: dict[str, dict[str, TripCount]]) -> None:
     for op, c in counts["redis-stock"].items():
         same = "same" if counts["redis-ours"][op].shape == c.shape else "DIFFERENT"
         print(f"  {op:<18} stock: {c.shape}   [redis-ours: {same}]")
+        print(f"  {'':<18} redis-flat: {counts['redis-flat'][op].shape}")
         if counts["sketch"][op].shape != c.shape:
             print(f"  {'':<18} sketch: {counts['sketch'][op].shape}")
 
@@ -846,9 +863,7 @@ async def main(steps: int, threads: int, history_threads: int, profile: int) -> 
             counts = {name: await trace_saver(savers[name], name) for name in REDIS_SAVERS}
             counts["sketch"] = await trace_saver(sketch, "sketch")
             report_trips(counts)
-            profiles = {
-                name: await profile_aput(savers[name], name, profile) for name in REDIS_SAVERS
-            }
+            profiles = {name: await profile_aput(savers[name], name, profile) for name in PROFILED}
             report_profile(profiles, profile)
             direct = direct_pieces(stock, 50)
             print(

@@ -1,4 +1,8 @@
-"""The production checkpointer: `langgraph-checkpoint-redis`'s saver, made to honour the contract.
+"""The stock-format Redis checkpointer: `langgraph-checkpoint-redis`'s saver, made to honour the contract.
+
+Checkpoints are now written by `stores.redis_flat_saver` (plain keys); this saver reads
+the threads an earlier release wrote as JSON documents (`legacy_reader`), and the
+service's Redis client (`redis_client`) lives here.
 
 `AsyncRedisSaver` 0.5.2 fails 7 of the 66 cases of LangGraph's conformance suite:
 `list(before=...)` is silently ignored (it parses the UUIDv6 checkpoint id as a ULID and
@@ -19,7 +23,7 @@ fingerprinted in `COPIED` (checked by `tests/test_upstream.py`).
 import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
 
@@ -39,6 +43,7 @@ from redis.backoff import ExponentialBackoff
 from redis.commands.json import JSON
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 
 from core.upstream import require_version
 from stores.checkpointer import ALLOWED_NAMES, kept_writes
@@ -158,22 +163,51 @@ def redis_serializer() -> JsonPlusRedisSerializer:
 
 
 class RedisModulesMissing(RuntimeError):
-    """The Redis server lacks the JSON or Search module the checkpointer needs."""
+    """The Redis server lacks the JSON or Search module the stock-format saver needs."""
 
 
-async def check_modules(client: "Redis") -> None:
-    """Raise `RedisModulesMissing` naming what is missing and what to run instead."""
+async def _missing_modules(client: "Redis") -> list[str]:
     loaded = {
         str(m.get(b"name", m.get("name", b""))).strip("b'").lower()
         for m in await client.module_list()
     }
-    missing = [label for name, label in _MODULES.items() if name not in loaded]
-    if missing:
+    return [label for name, label in _MODULES.items() if name not in loaded]
+
+
+async def check_modules(client: "Redis") -> None:
+    """Raise `RedisModulesMissing` naming what is missing and what to run instead."""
+    if missing := await _missing_modules(client):
         raise RedisModulesMissing(
-            f"the Redis server has no {' and no '.join(missing)} module, which the checkpointer "
-            "needs: run Redis 8 (docker run -p 6379:6379 redis:8), Redis Stack, or Valkey with "
-            "the ReJSON and RediSearch modules loaded"
+            f"the Redis server has no {' and no '.join(missing)} module, which the stock-format "
+            "checkpointer needs: run Redis 8 (docker run -p 6379:6379 redis:8), Redis Stack, or "
+            "Valkey with the ReJSON and RediSearch modules loaded"
         )
+
+
+# The stock saver's index of checkpoint documents (`langgraph.checkpoint.redis.base`).
+LEGACY_INDEX = "checkpoint"
+
+
+async def legacy_reader(client: "Redis") -> "ConformingRedisSaver | None":
+    """A saver for the stock-format threads on the server, or None when it holds none.
+
+    Decided once, when the service opens its stores: the server has the modules, the
+    stock saver's index, and documents in it.
+    """
+    if await _missing_modules(client):
+        return None
+    command = cast(Callable[..., Awaitable[Any]], client.execute_command)
+    try:
+        info = await command("FT.INFO", LEGACY_INDEX)
+    except ResponseError:  # no such index
+        return None
+    fields: dict[Any, Any] = dict(zip(info[::2], info[1::2], strict=True))
+    if int(fields.get(b"num_docs", fields.get("num_docs", 0))) == 0:
+        return None
+    saver = ConformingRedisSaver(redis_client=client)
+    saver.serde = redis_serializer()
+    await saver.asetup()
+    return saver
 
 
 class ConformingRedisSaver(AsyncRedisSaver):
@@ -323,8 +357,8 @@ class ConformingRedisSaver(AsyncRedisSaver):
 
 
 @asynccontextmanager
-async def redis_saver(url: str) -> AsyncIterator[ConformingRedisSaver]:
-    """A set-up saver on `url`, with our serializer allowlist; modules checked first."""
+async def conforming_redis_saver(url: str) -> AsyncIterator[ConformingRedisSaver]:
+    """A set-up stock-format saver on `url`, with our serializer allowlist; modules checked first."""
     client = redis_client(url)
     try:
         await check_modules(client)

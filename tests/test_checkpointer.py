@@ -15,7 +15,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from graph.builder import build_graph
 from nodes.context import Deps
 from stores.checkpointer import serializer
-from stores.redis_saver import redis_saver
+from stores.redis_flat_saver import redis_saver
 from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
 

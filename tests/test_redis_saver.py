@@ -1,4 +1,6 @@
-"""The Redis checkpointer on a real server (valkey-server with the JSON and Search modules)."""
+"""The Redis checkpointers on a real server: the flat saver (no module needed) and the
+stock-format one it reads old threads through (valkey-server with the JSON and Search modules).
+"""
 
 import uuid
 from collections.abc import AsyncIterator
@@ -13,21 +15,38 @@ from core.models import ResearchPlan, Review, SearchResult
 from core.usage import RoundRecord, Usage
 from graph.builder import build_graph
 from nodes.context import Deps
+from stores.redis_flat_saver import FlatRedisSaver, redis_saver
 from stores.redis_saver import (
     ConformingRedisSaver,
     RedisModulesMissing,
     check_modules,
-    redis_saver,
+    conforming_redis_saver,
 )
 
 from .redis_server import redis_server
 from .support import run_graph, start
 
 
-async def test_our_saver_passes_the_whole_conformance_suite(redis_url: str) -> None:
+async def test_our_saver_passes_the_whole_conformance_suite() -> None:
+    """On a server without modules: the flat saver needs none."""
+    with redis_server(with_modules=False) as url:
+
+        @checkpointer_test(name="FlatRedisSaver")
+        async def factory() -> AsyncIterator[FlatRedisSaver]:
+            async with redis_saver(url) as saver:
+                yield saver
+
+        report = await validate(factory)
+    failures = {name: r.failures for name, r in report.results.items() if r.failures}
+    assert report.passed_all(), failures
+    # Every capability: 66 for the stock-format saver (no copy_thread, no delete_for_runs).
+    assert sum(r.tests_passed for r in report.results.values()) == 81
+
+
+async def test_the_stock_format_saver_passes_the_conformance_suite(redis_url: str) -> None:
     @checkpointer_test(name="ConformingRedisSaver")
     async def factory() -> AsyncIterator[ConformingRedisSaver]:
-        async with redis_saver(redis_url) as saver:
+        async with conforming_redis_saver(redis_url) as saver:
             yield saver
 
     report = await validate(factory)
@@ -36,23 +55,27 @@ async def test_our_saver_passes_the_whole_conformance_suite(redis_url: str) -> N
     assert sum(r.tests_passed for r in report.results.values()) == 66  # 59 for the stock saver
 
 
-async def _saved(saver: AsyncRedisSaver, thread: str, namespace: str, step: int) -> dict:
+async def _saved(
+    saver: AsyncRedisSaver | FlatRedisSaver, thread: str, namespace: str, step: int
+) -> dict:
     config = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace}}
     checkpoint = empty_checkpoint()
     return await saver.aput(config, checkpoint, {"source": "loop", "step": step, "score": step}, {})
 
 
-async def _listed(saver: AsyncRedisSaver, config: dict, **kwargs: object) -> list[CheckpointTuple]:
+async def _listed(
+    saver: AsyncRedisSaver | FlatRedisSaver, config: dict, **kwargs: object
+) -> list[CheckpointTuple]:
     return [t async for t in saver.alist(config, **kwargs)]
 
 
 @pytest.fixture
-async def saver(redis_url: str) -> AsyncIterator[ConformingRedisSaver]:
+async def saver(redis_url: str) -> AsyncIterator[FlatRedisSaver]:
     async with redis_saver(redis_url) as opened:
         yield opened
 
 
-async def test_list_before_returns_only_older_checkpoints(saver: ConformingRedisSaver) -> None:
+async def test_list_before_returns_only_older_checkpoints(saver: FlatRedisSaver) -> None:
     thread = uuid.uuid4().hex
     saved = [await _saved(saver, thread, "", step) for step in range(4)]
     older = await _listed(saver, {"configurable": {"thread_id": thread}}, before=saved[2])
@@ -67,7 +90,7 @@ async def test_list_before_returns_only_older_checkpoints(saver: ConformingRedis
     assert [t.config for t in limited] == [saved[2]]
 
 
-async def test_the_root_namespace_lists_only_root_checkpoints(saver: ConformingRedisSaver) -> None:
+async def test_the_root_namespace_lists_only_root_checkpoints(saver: FlatRedisSaver) -> None:
     thread = uuid.uuid4().hex
     root = await _saved(saver, thread, "", 0)
     await _saved(saver, thread, "child:1", 0)
@@ -77,7 +100,7 @@ async def test_the_root_namespace_lists_only_root_checkpoints(saver: ConformingR
     assert len(everything) == 2
 
 
-async def test_metadata_filters_on_any_key(saver: ConformingRedisSaver) -> None:
+async def test_metadata_filters_on_any_key(saver: FlatRedisSaver) -> None:
     thread = uuid.uuid4().hex
     for step in range(3):
         await _saved(saver, thread, "", step)
@@ -87,13 +110,11 @@ async def test_metadata_filters_on_any_key(saver: ConformingRedisSaver) -> None:
     assert [t.metadata["score"] for t in listed] == [1]
 
 
-async def test_pruning_no_thread_does_nothing(saver: ConformingRedisSaver) -> None:
+async def test_pruning_no_thread_does_nothing(saver: FlatRedisSaver) -> None:
     await saver.aprune([])
 
 
-async def test_a_whole_run_round_trips_our_state_types(
-    saver: ConformingRedisSaver, deps: Deps
-) -> None:
+async def test_a_whole_run_round_trips_our_state_types(saver: FlatRedisSaver, deps: Deps) -> None:
     graph = build_graph(saver)
     thread = uuid.uuid4().hex
     values = await run_graph(graph, deps, thread, start(min_sources=3))

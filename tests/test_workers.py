@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from service.runner import thread_config
-from stores.redis_saver import redis_saver
+from stores.redis_flat_saver import redis_saver
 
 from .processes import server, worker
 from .redis_server import redis_server
