@@ -52,7 +52,7 @@ def fixed_supervisor_rule(state: ResearchState) -> tuple[Action, str] | None:
     2. fewer sources than `min_sources`: research, or write (end) when nothing is left to search;
     3. no draft yet: write.
     """
-    has_draft = bool(state.get("current_draft"))
+    has_draft = bool(state.get("drafts"))
     count = len(state.get("research_data", []))
     plan = state.get("task_plan")
     if plan is not None and not plan.search_queries and not count and not has_draft:

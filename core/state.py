@@ -99,7 +99,8 @@ class ResearchState(TypedDict, total=False):
     research_data: Annotated[list[SearchResult], merge_sources]
     queries_done: Annotated[list[str], union_queries]
     notes: Annotated[list[ResearchNote], operator.add]
-    current_draft: str | None
+    # Every draft, the last one the current (no copy of its text in a channel of its own:
+    # a copy was written to the checkpoints and streamed again at every step that touched it).
     drafts: Annotated[list[Draft], merge_drafts]
     feedback: str | None
     review: Review | None
@@ -127,7 +128,6 @@ def initial_state(topic: str, options: RunOptions) -> ResearchState:
         options=options,
         task_plan=None,
         plan_approved=options.approval == "none",
-        current_draft=None,
         feedback=None,
         review=None,
         iteration_count=0,

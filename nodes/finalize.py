@@ -151,7 +151,6 @@ async def finalize(
         "final_report": report,
         "report_status": status,
         "stop_reason": stopped,
-        "current_draft": draft.markdown,
     }
     if state["options"].approval == "plan_and_report":
         answer = ApprovalDecision.model_validate(

@@ -61,7 +61,6 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
     update: dict[str, Any] = {
         "review": review,
         "feedback": review.feedback,
-        "current_draft": markdown,
         "drafts": [drafts[-1].model_copy(update={"review": review, "markdown": markdown})],
         "next_action": review.suggested_action,
         "iteration_count": state.get("iteration_count", 0) + 1,

@@ -68,7 +68,6 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     flush()
     runtime.stream_writer({"event": "draft", "version": version, "chars": len(markdown)})
     update: dict[str, Any] = {
-        "current_draft": markdown,
         "drafts": [Draft(version=version, markdown=markdown, source_count=len(sources))],
         "iteration_count": state.get("iteration_count", 0) + 1,
         "messages": [

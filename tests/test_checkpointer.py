@@ -108,3 +108,24 @@ async def test_a_cancelled_task_keeps_no_writes_so_it_runs_again_on_resume(
         await saver.aput_writes(stored, [("notes", ["kept"])], "finished")
         pending = (await saver.aget_tuple(stored)).pending_writes
     assert [(task, channel) for task, channel, _ in pending] == [("finished", "notes")]
+
+
+async def test_a_checkpoint_holding_the_removed_current_draft_channel_still_loads(
+    tmp_path: Path, deps: Deps
+) -> None:
+    """Threads checkpointed while the state had `current_draft` (a copy of the last draft)."""
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    async with open_sqlite(tmp_path / "c.sqlite", GroupCommitSqliteSaver) as saver:
+        graph = build_graph(saver)
+        values = await run_graph(graph, deps, "t", start())
+        latest = await saver.aget_tuple(config)
+        assert latest is not None
+        old = latest.checkpoint.copy()
+        old["id"] = empty_checkpoint()["id"]  # a newer id: the latest checkpoint now
+        old["channel_values"] = {**old["channel_values"], "current_draft": "# an old copy"}
+        old["channel_versions"] = {**old["channel_versions"], "current_draft": "9"}
+        await saver.aput(latest.config, old, latest.metadata, {"current_draft": "9"})
+        snapshot = await graph.aget_state({"configurable": {"thread_id": "t"}})
+    assert snapshot.config["configurable"]["checkpoint_id"] == old["id"]
+    assert "current_draft" not in snapshot.values
+    assert snapshot.values["final_report"] == values["final_report"]

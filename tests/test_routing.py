@@ -18,7 +18,6 @@ def state(
     values["iteration_count"] = iteration
     values["usage"] = Usage(nodes={"researcher": NodeUsage(seconds=seconds)})
     if draft:
-        values["current_draft"] = "# d"
         values["drafts"] = [Draft(version=1, markdown="# d", source_count=sources)]
     return values
 
