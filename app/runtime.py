@@ -74,7 +74,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         from redis.exceptions import ConnectionError as RedisConnectionError
         from redis.exceptions import TimeoutError as RedisTimeoutError
 
-        from service.run_queue import QueueLauncher
+        from service.run_queue import DEQUEUE_WAIT_S, QueueLauncher
         from service.saq_queue import research_queue
         from stores.redis_saver import redis_client
 
@@ -87,9 +87,15 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             RedisSignals(stores.redis),
             transient=(RedisConnectionError, RedisTimeoutError),
         )
-        # saq's own client: it blocks one connection per worker slot waiting for jobs.
+        # saq's own clients: one for its commands, and one whose connections block waiting
+        # for jobs (one per worker slot), with a socket timeout that allows for the wait.
         queue = research_queue(
-            redis_client(settings.redis_url, max_connections=settings.max_concurrent_runs + 64)
+            redis_client(settings.redis_url, max_connections=64),
+            redis_client(
+                settings.redis_url,
+                max_connections=settings.max_concurrent_runs + 8,
+                blocking_s=DEQUEUE_WAIT_S,
+            ),
         )
         stack.push_async_callback(_disconnect, queue)
         capacity = settings.max_concurrent_runs + settings.max_queued_runs

@@ -47,8 +47,10 @@ JOB_TTL_S = 600
 STOP_WAIT_S = 10.0
 # How often cancel looks whether the job it aborted has closed.
 CLOSE_POLL_S = 0.05
-# How long a worker's wait for a job blocks on Redis before it asks again.
-DEQUEUE_WAIT_S = 2.0
+# How long a worker's wait for a job blocks on Redis before it asks again: each of its
+# slots waits so (on a client whose socket timeout allows for it), so the idle slots of
+# a large worker ask rarely (1,000 slots at 2 s: 500 requests a second).
+DEQUEUE_WAIT_S = 30.0
 # Look for abandoned jobs and due retries every second, for aborts four times a second:
 # takeovers and cancels are quick. (saq also aborts only jobs that have run for at least
 # the abort period; its type says int, a fraction works.)

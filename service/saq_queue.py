@@ -3,7 +3,8 @@
 `ResearchQueue` overrides saq's `RedisQueue.sweep` and runs a copy of its Lua script;
 the code it copies is fingerprinted in `COPIED` (checked by `tests/test_upstream.py`), so
 an upgrade of saq that changes it fails that test by name. It also reserves places for
-runs about to be queued, atomically across processes.
+runs about to be queued, atomically across processes, and waits for jobs on a client of
+its own (`dequeue`).
 """
 
 import contextlib
@@ -16,6 +17,7 @@ from saq.queue.redis import RedisQueue
 from saq.utils import millis, now
 
 from core.upstream import require_version
+from stores.redis_saver import awaited
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -25,6 +27,7 @@ require_version("saq", "0.26.4", "0.27")
 COPIED = {
     "saq.queue.redis.RedisQueue.sweep": "ac8aad56cb810ab0",
     "saq.queue.redis.RedisQueue.disconnect": "4c56c1fcdadd6e8b",
+    "saq.queue.redis.RedisQueue.dequeue": "dc334b743beecf58",
 }
 
 logger = logging.getLogger(__name__)
@@ -80,10 +83,37 @@ def abandoned(job: Job) -> bool:
 
 
 class ResearchQueue(RedisQueue):
-    """saq's Redis queue whose sweep only takes up jobs that are really abandoned."""
+    """saq's Redis queue whose sweep only takes up jobs that are really abandoned.
+
+    `waiting`: the client whose connections block waiting for jobs (a socket timeout
+    longer than the wait), apart from the one every other command uses, so that waits
+    can be long without a stalled server holding a request for as long.
+    """
 
     _active_jobs: "AsyncScript | None" = None
     _reserve: "AsyncScript | None" = None
+
+    def __init__(self, redis: "Redis", waiting: "Redis", name: str) -> None:
+        super().__init__(redis, name=name)
+        self._waiting = waiting
+
+    async def dequeue(self, timeout: float = 0.0, poll_interval: float = 0.0) -> Job | None:
+        """The stock dequeue, waiting on the waiting client.
+
+        saq's worker runs one dequeue loop per slot: with hundreds of slots and a short
+        wait, the idle loops alone asked Redis 500 times a second.
+        """
+        waiting = self._waiting
+        if await self.version() < (6, 2, 0):
+            job_id = await awaited(waiting.brpoplpush(self._queued, self._active, timeout))
+        else:
+            job_id = await awaited(
+                waiting.blmove(self._queued, self._active, timeout, "LEFT", "RIGHT")  # type: ignore[arg-type]
+            )
+        if job_id is not None:
+            return await self._get_job_by_id(job_id)
+        logger.debug("Dequeue timed out")
+        return None
 
     async def reserve(self, token: str, capacity: int) -> int:
         """Hold a place for a run about to be queued: the places now held, negative if full."""
@@ -98,7 +128,7 @@ class ResearchQueue(RedisQueue):
         await self.redis.zrem(self.namespace("reserved"), token)
 
     async def disconnect(self) -> None:
-        """Close the pub/sub and the client, and the pool's connections whatever fails first.
+        """Close the pub/sub and both clients, and their connections whatever fails first.
 
         saq's own stops at its first failure: after an outage its pub/sub's close raised,
         and a connection the sweep had just opened stayed open (a ResourceWarning later).
@@ -106,7 +136,11 @@ class ResearchQueue(RedisQueue):
         try:
             await super().disconnect()
         finally:
-            await self.redis.connection_pool.disconnect()
+            try:
+                await self.redis.connection_pool.disconnect()
+            finally:
+                if self._waiting is not self.redis:
+                    await self._waiting.aclose()
 
     async def sweep(self, lock: int = 60, abort: float = SWEEP_ABORT_WAIT_S) -> list[str]:
         """Requeue abandoned jobs (see `abandoned`), as saq's own sweep does otherwise.
@@ -143,6 +177,9 @@ class ResearchQueue(RedisQueue):
         return swept
 
 
-def research_queue(client: "Redis") -> ResearchQueue:
-    """The queue of research legs on `client` (bytes responses, as saq expects)."""
-    return ResearchQueue(client, name=QUEUE_NAME)
+def research_queue(client: "Redis", waiting: "Redis") -> ResearchQueue:
+    """The queue of research legs: commands on `client`, waits for jobs on `waiting`.
+
+    Both answer bytes, as saq expects.
+    """
+    return ResearchQueue(client, waiting, name=QUEUE_NAME)

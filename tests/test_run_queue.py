@@ -21,7 +21,8 @@ HEARTBEAT_S = 5
 @pytest.fixture
 async def queue(redis_url: str) -> AsyncIterator[ResearchQueue]:
     # A queue of its own on the session's server.
-    research = ResearchQueue(redis_client(redis_url), name=f"sweep-test-{now()}")
+    client = redis_client(redis_url)
+    research = ResearchQueue(client, client, name=f"sweep-test-{now()}")
     yield research
     await research.disconnect()
 
