@@ -21,7 +21,7 @@ from core.options import ResearchRequest, RunOptions
 
 
 async def _check_store(settings: Settings) -> None:
-    """Open and close the checkpointer: a missing module or server is said before serving."""
+    """Open and close the checkpointer: an unreachable server is said before serving."""
     from app.stores import open_checkpointer
 
     async with open_checkpointer(settings):
