@@ -171,9 +171,9 @@ class Write:
     task_path: str
 
 
-def sorted_writes(flat: list[bytes]) -> list[Write]:
-    """A writes hash (as HGETALL's flat reply) in the order LangGraph applies them."""
-    writes = [Write(*decode_write(flat[i], flat[i + 1])) for i in range(0, len(flat), 2)]
+def sorted_writes(stored: dict[bytes, bytes]) -> list[Write]:
+    """A writes hash (field -> value, as HGETALL answers) in the order LangGraph applies them."""
+    writes = [Write(*decode_write(field, raw)) for field, raw in stored.items()]
     writes.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
     return writes
 
@@ -325,10 +325,11 @@ return 1
 
 def read_reply(
     namespace: str, raw: bytes
-) -> tuple[str, bytes, dict[bytes, bytes | None], list[bytes]]:
-    """`GET_SCRIPT`'s reply: checkpoint id, record, values by blob field, flat writes."""
+) -> tuple[str, bytes, dict[bytes, bytes | None], dict[bytes, bytes]]:
+    """`GET_SCRIPT`'s reply: checkpoint id, record, values by blob field, writes by field."""
     parts = unframe(raw)
     checkpoint_id, record, versions = (p or b"" for p in parts[:3])
     fields = blob_fields(namespace, versions)
     values = dict(zip(fields, parts[3 : 3 + len(fields)], strict=True))
-    return checkpoint_id.decode(), record, values, [p or b"" for p in parts[3 + len(fields) :]]
+    flat = [p or b"" for p in parts[3 + len(fields) :]]  # the writes hash, field then value
+    return checkpoint_id.decode(), record, values, dict(zip(flat[::2], flat[1::2], strict=True))

@@ -47,7 +47,7 @@ class LegacyThreads:
         keys = thread_keys(str(configurable["thread_id"]))
         name = member(configurable.get("checkpoint_ns", ""), configurable["checkpoint_id"])
         stored = await awaited(self._redis.hgetall(keys.writes(name)))
-        later = sorted_writes([part for pair in stored.items() for part in pair])
+        later = sorted_writes(stored)
         if not later:
             return found
         tasks = {task for task, _, _ in found.pending_writes or []}

@@ -245,7 +245,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         listed = []
         for n, (stored, fields) in enumerate(chosen):
             values = dict(zip(fields, results[2 * n], strict=False))
-            writes = sorted_writes(_flat(results[2 * n + 1]))
+            writes = sorted_writes(results[2 * n + 1])
             item, missing = assemble(self.serde, stored, values, writes)
             if missing and self._legacy:
                 item = await self._legacy.complete(item, missing)
@@ -353,11 +353,6 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:  # noqa: D102
         self._sync(lambda: self.adelete_thread(thread_id))
-
-
-def _flat(mapping: dict[bytes, bytes]) -> list[bytes]:
-    """A hash as HGETALL's flat reply (what the Lua script returns)."""
-    return [part for pair in mapping.items() for part in pair]
 
 
 @asynccontextmanager
