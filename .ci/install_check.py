@@ -20,6 +20,11 @@ import tomllib
 from collections import defaultdict
 from pathlib import Path
 
+# Requirements and file names parsed as pip parses them (packaging is in the project's
+# venv, where .ci/run runs this: langchain-core depends on it).
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT_S = 60.0
 FETCHED = re.compile(
@@ -27,24 +32,21 @@ FETCHED = re.compile(
 )
 
 
-def canonical(name: str) -> str:
-    """A project's name as pip compares them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def direct_dependencies() -> set[str]:
     """The projects pyproject.toml names in its (non-optional) dependencies."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {canonical(re.split(r"[\[<>=!~;\s]", d, maxsplit=1)[0]) for d in project["dependencies"]}
+    return {canonicalize_name(Requirement(d).name) for d in project["dependencies"]}
 
 
 def fetched_versions(log: str) -> dict[str, set[str]]:
-    """Each project pip fetched, with the versions it fetched."""
+    """Each project pip fetched, with the versions it fetched (names as pip compares them)."""
     versions: dict[str, set[str]] = defaultdict(set)
     for filename in FETCHED.findall(log):
-        stem = filename.removesuffix(".whl").removesuffix(".tar.gz").removesuffix(".zip")
-        name, _, rest = stem.partition("-")
-        versions[canonical(name)].add(rest.split("-")[0])
+        if filename.endswith(".whl"):
+            name, version, *_ = parse_wheel_filename(filename)
+        else:
+            name, version = parse_sdist_filename(filename)
+        versions[name].add(str(version))
     return versions
 
 
