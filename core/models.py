@@ -239,6 +239,18 @@ class ApprovalDecision(BaseModel):
         return self
 
 
+class Rerun(BaseModel):
+    """A run that re-runs another's topic, options and plan: on its evidence, or afresh.
+
+    `replay` answers every search and page read from the records of the run it re-runs
+    (no network: with the extractive engine the report is the same); `refresh` searches
+    and reads again.
+    """
+
+    of: str = Field(description="The thread it re-runs, as its owner knows it.")
+    mode: Literal["replay", "refresh"]
+
+
 class RoutingDecision(BaseModel):
     """The supervisor's choice when no fixed rule applies."""
 

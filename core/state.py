@@ -13,6 +13,7 @@ from core.models import (
     ApprovalDecision,
     Draft,
     ResearchNote,
+    Rerun,
     ResearchPlan,
     Review,
     SearchResult,
@@ -113,6 +114,7 @@ class ResearchState(TypedDict, total=False):
     final_report: str | None
     report_status: ReportStatus | None
     stop_reason: str | None  # why the report is partial, as its front matter says
+    rerun: Rerun | None  # what this run re-runs, and how it gets its evidence
 
 
 # What a checkpoint may hold of ours: the state, and a human's answer to an approval (the

@@ -20,10 +20,23 @@ from engines.chat_models import estimated_tokens, text_of
 from engines.llm_config import ModelConfig, ModelPrice, Role
 from engines.model_errors import access_error, classify_model_error
 from engines.recording import ModelCall, record_call, record_fallback, time_left
+from prompts import template_of
 from tools.api_client import RetryPolicy, call_with_retries
 from tools.errors import ProviderError
 
 T = TypeVar("T")
+
+# The settings of a role's model that shape its answers, kept with each call's evidence.
+_PARAMS = {"temperature", "max_tokens", "top_p", "seed", "stop_sequences"}
+
+
+def reported_model(message: AIMessage | None) -> str | None:
+    """The model id the server answered with (OpenAI's `model`), when it said one."""
+    if message is None:
+        return None
+    meta = message.response_metadata or {}
+    name = meta.get("model_name") or meta.get("model")
+    return str(name) if name else None
 
 
 class BudgetSpent(ProviderError):
@@ -81,10 +94,19 @@ class ModelAsker:
         else:
             tokens_in = tokens_out = 0
         price = self._price(config)
+        template, version = (
+            template_of(prompt[0].text, role)
+            if prompt and isinstance(prompt[0], SystemMessage)
+            else (None, None)
+        )
         record_call(
             ModelCall(
                 role=role,
                 model=config.model,
+                reported_model=reported_model(message),
+                template=template,
+                template_version=version,
+                params=config.model_dump(include=_PARAMS, exclude_none=True),
                 input_tokens=tokens_in,
                 output_tokens=tokens_out,
                 seconds=seconds,
@@ -168,7 +190,11 @@ class ModelAsker:
                 chunks.append(chunk)
             # One merge at the end: adding chunk by chunk is quadratic (4 ms for 265 chunks).
             whole = chunks[0] + chunks[1:] if chunks else AIMessageChunk(content="")
-            message = AIMessage(content=whole.content, usage_metadata=whole.usage_metadata)
+            message = AIMessage(
+                content=whole.content,
+                usage_metadata=whole.usage_metadata,
+                response_metadata=whole.response_metadata,
+            )
             return text_of(message), message
 
         return await self._ask(role, op, messages)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +34,10 @@ class ModelCall(BaseModel):
     error: str | None = None
     first: bool = True  # the first attempt of a call (retries are requests, not calls)
     estimated: bool = False  # the server sent no usage: tokens counted from the text's length
+    reported_model: str | None = None  # the model id the server answered with
+    template: str | None = None  # the prompt template's name (`prompts.template_of`)
+    template_version: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, ...
 
     model_config = ConfigDict(frozen=True)
 

@@ -159,6 +159,8 @@ def account(
             },
         }
     )
+    if runtime.context.evidence is not None and recorder.calls:
+        runtime.context.evidence.model_calls(node, recorder.calls)
     record = RoundRecord(
         thread_id=_thread_id(),
         round_number=state.get("iteration_count", 0) + 1,

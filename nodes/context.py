@@ -1,10 +1,12 @@
 """What every node receives through LangGraph's runtime context."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from engines.base import Engine
 from engines.extractive import ExtractiveEngine
+from engines.recording import ModelCall
 from tools.extraction import Page
 from tools.search import SearchProvider
 
@@ -25,6 +27,14 @@ class PageReader(Protocol):
         ...
 
 
+class ModelCallSink(Protocol):
+    """Where a run's model calls are kept as its evidence (`service.evidence.RunEvidence`)."""
+
+    def model_calls(self, node: str, calls: Sequence[ModelCall]) -> None:
+        """Keep a node step's model requests; never raises."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Deps:
     """Collaborators of a run; built once by the app, swapped freely by tests."""
@@ -36,3 +46,6 @@ class Deps:
     pages_per_query: int = 2
     # Writes and reviews the partial report when the engine's model refuses to serve the run.
     fallback: Engine = field(default_factory=ExtractiveEngine)
+    # Where the run's model calls are recorded (its searches and reads are recorded by
+    # the tools above); None: nowhere.
+    evidence: ModelCallSink | None = None

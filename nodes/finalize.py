@@ -1,7 +1,6 @@
 """Finalize: pick the best-reviewed draft, mark it partial if it did not pass, ask for sign-off."""
 
 import json
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage
@@ -40,6 +39,10 @@ def front_matter(
 ) -> str:
     """YAML front matter that says how the report was made (strings as JSON, valid YAML).
 
+    Nothing in it depends on when the run happened: a replay of the same evidence with
+    the same engine writes the same report, byte for byte (the thread's record has the
+    times).
+
     A report that is not final opens with why (`stopped`) and what would help.
     """
     review = draft.review
@@ -68,7 +71,6 @@ def front_matter(
         f"iterations: {state.get('iteration_count', 0)}",
         f"iteration_budget: {state['options'].max_iterations}",
         *_past_budget(state),
-        f"generated_at: {datetime.now(UTC).isoformat(timespec='seconds')}",
         "---",
     ]
     if stopped:

@@ -1,1 +1,45 @@
-"""Prompt templates, one module per node; the LLM engine fills them (the extractive engine needs none)."""
+"""Prompt templates, one module per node; the LLM engine fills them (the extractive engine needs none).
+
+A model call's evidence names its template (`template_of`): the system prompt that opens
+it, and a version that is a hash of the text of the module holding that prompt and the
+message builders that go with it, so any change to a prompt shows as a new version.
+"""
+
+import hashlib
+import inspect
+from functools import cache
+from types import ModuleType
+
+
+def _version(*texts: str) -> str:
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+@cache
+def _templates() -> dict[str, tuple[str, str]]:
+    """System prompt text -> (template name, version), for every built-in template."""
+    from prompts import planner, researcher, reviewer, writer
+
+    named: list[tuple[ModuleType, str, str]] = [
+        (planner, "planner.plan", planner.PLAN_SYSTEM),
+        (planner, "planner.route", planner.ROUTE_SYSTEM),
+        (researcher, "researcher.summary", researcher.SUMMARY_SYSTEM),
+        (researcher, "researcher.gaps", researcher.GAPS_SYSTEM),
+        (researcher, "researcher.react", researcher.REACT_SYSTEM),
+        (reviewer, "reviewer.review", reviewer.SYSTEM),
+        (writer, "writer.write", writer.SYSTEM),
+    ]
+    return {text: (name, _version(inspect.getsource(module))) for module, name, text in named}
+
+
+def template_of(system_prompt: str, role: str) -> tuple[str, str]:
+    """The template a call's system prompt comes from: its name and version.
+
+    A system prompt set in the settings (`models.<role>.system_prompt`) is the role's
+    custom template, versioned by its own text.
+    """
+    known = _templates().get(system_prompt)
+    return known if known is not None else (f"{role}.custom", _version(system_prompt))

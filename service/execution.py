@@ -14,13 +14,14 @@ from typing import Any
 
 from langgraph.types import Command, StreamMode
 
-from core.models import ApprovalDecision
+from core.models import ApprovalDecision, Rerun
 from core.options import RunOptions
 from core.state import ReportStatus, initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from service.errors import InvalidState
+from service.evidence import RunEvidence, header_for, recording_deps, replay_deps
 from service.legs import CONFIG_MODES, Admission, LegStop, RunInput, checkpoint_id, renamed
 from service.platform_runs import STREAM_MODES as PLATFORM_MODES
 from service.platform_runs import PlatformRuns
@@ -28,6 +29,7 @@ from service.runner import is_finished, pending_interrupt, question_of, thread_c
 from service.signals import RunSignals
 from service.thread_ids import public_id
 from stores.events import TERMINAL_EVENT, EventLog
+from stores.evidence import EvidenceStore
 from stores.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
 
 logger = logging.getLogger(__name__)
@@ -49,10 +51,13 @@ class RunExecutor:
         registry: Registry,
         signals: RunSignals,
         transient: tuple[type[Exception], ...] = (),
+        evidence: EvidenceStore | None = None,
     ) -> None:
         self.platform = PlatformRuns(events)
         self.graph = graph
         self.deps = deps
+        # Where runs' evidence is recorded (None: it is not, and nothing can be re-run).
+        self.evidence = evidence
         self.events = events
         self.registry = registry
         self.signals = signals
@@ -96,7 +101,8 @@ class RunExecutor:
             if await self.signals.take_pause(thread_id):
                 await self.set_status(thread_id, "paused")
                 return True
-            payload = await self._payload(record, run_input)
+            payload, rerun = await self._payload(record, run_input)
+            deps = await self._leg_deps(thread_id, rerun)
             # At once, not one after the other: under load every write waits a turn of
             # the event loop, and the run's first events wait behind them.
             running = self.set_status(thread_id, "running", recovered=run_input.recovered)
@@ -106,7 +112,7 @@ class RunExecutor:
                 )
             else:
                 await running
-            await self._settle(thread_id, await self._stream(thread_id, payload, run_input))
+            await self._settle(thread_id, await self._stream(thread_id, payload, run_input, deps))
         except asyncio.CancelledError:
             if not await self.signals.cancel_requested(thread_id):
                 ended = False
@@ -221,18 +227,33 @@ class RunExecutor:
         if record is not None and record.status not in TERMINAL:
             await self.platform.close_open(thread_id, record.status, record.error)
 
-    async def _payload(self, record: ThreadRecord, run_input: RunInput) -> Any:
-        """The graph input: a new thread's first state, an answer, or None to continue."""
+    async def _payload(self, record: ThreadRecord, run_input: RunInput) -> tuple[Any, Rerun | None]:
+        """The graph input (a new thread's first state, an answer, or None to continue),
+        and what the thread re-runs, if it is a re-run."""
         snapshot = await self.graph.aget_state(thread_config(record.thread_id))
         current = checkpoint_id(snapshot)
         if current is None:
             options = RunOptions.model_validate(record.options)
-            return initial_state(record.topic, options)
+            return initial_state(record.topic, options), None
+        rerun = (snapshot.values or {}).get("rerun")
         if run_input.decision is not None and current == run_input.after:
-            return Command(resume=run_input.decision)
-        return None
+            return Command(resume=run_input.decision), rerun
+        return None, rerun
 
-    async def _stream(self, thread_id: str, payload: Any, run_input: RunInput) -> LegStop:
+    async def _leg_deps(self, thread_id: str, rerun: Rerun | None) -> Deps:
+        """The leg's tools: recording what they return, or a replay's recorded answers."""
+        if self.evidence is None:
+            return self.deps
+        if rerun is not None and rerun.mode == "replay":
+            header = await self.evidence.header(thread_id)
+            if header is not None and header.mode == "replay":
+                return await replay_deps(self.deps, self.evidence, thread_id, header)
+        header = header_for(self.deps, rerun)
+        return recording_deps(self.deps, RunEvidence(self.evidence, thread_id, header))
+
+    async def _stream(
+        self, thread_id: str, payload: Any, run_input: RunInput, deps: Deps
+    ) -> LegStop:
         """Run the graph, publishing its events; how it stopped.
 
         A Platform run also gets the chunks of the stream modes it asked for, in its own
@@ -250,7 +271,7 @@ class RunExecutor:
         async for mode, chunk in self.graph.astream(
             payload,
             config,
-            context=self.deps,
+            context=deps,
             stream_mode=modes,
             interrupt_before=run_input.interrupt_before,
             interrupt_after=run_input.interrupt_after,

@@ -1,0 +1,297 @@
+"""A leg's tools, recording what they return, or answering from a replayed run's records.
+
+A live (or refreshed) run searches and reads through `RecordingSearch` and
+`RecordingReader`: each call is written to the evidence store as it returns, its texts
+stored once by hash. A replay searches and reads through `ReplaySearch` and
+`ReplayReader`, which answer each call with what the same call returned in the run it
+replays (the header's `script`), failures included, and record that answer as the
+replay's own evidence; a call the original never made fails, and the run goes on.
+"""
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import cache
+
+from core.models import Rerun
+from engines.recording import ModelCall
+from nodes.context import Deps, PageReader
+from stores.evidence import (
+    MAX_CONTENT_CHARS,
+    EvidenceStore,
+    Hit,
+    ModelCallRecord,
+    PageRead,
+    RunHeader,
+    SearchCall,
+    content_hash,
+    hashes_of,
+)
+from tools.errors import ScrapeError
+from tools.extraction import Page
+from tools.search import Depth, SearchError, SearchHit, SearchProvider
+
+
+def described(exc: BaseException) -> str:
+    """A failure as records keep it (as the notes show it: 'Type: message')."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+@cache
+def _replayed_kind(name: str, base: type[Exception]) -> type[Exception]:
+    """An exception class named as the recorded failure's, so notes read the same."""
+    return type(name, (base,), {"__module__": __name__})
+
+
+def replayed_error(recorded: str, base: type[Exception]) -> Exception:
+    """The recorded failure ('Type: message') raised again as a `base`."""
+    name, _, message = recorded.partition(": ")
+    kind = _replayed_kind(name, base) if name.isidentifier() else base
+    return kind(message)
+
+
+class RunEvidence:
+    """The evidence sink of one thread: records each call as it returns (never raises)."""
+
+    def __init__(self, store: EvidenceStore, thread_id: str, header: RunHeader) -> None:
+        self._store = store
+        self._thread_id = thread_id
+        self._header = header
+
+    def searched(
+        self,
+        provider: str,
+        query: str,
+        max_results: int,
+        depth: str,
+        hits: Sequence[SearchHit] | None,
+        error: str | None = None,
+    ) -> None:
+        """Record a search and the texts of its results."""
+        texts = [h.content for h in hits or []]
+        record = SearchCall(
+            provider=provider,
+            query=query,
+            max_results=max_results,
+            depth=depth,
+            hits=[
+                Hit(
+                    title=h.title,
+                    url=h.url,
+                    content_hash=content_hash(h.content),
+                    score=h.score,
+                    published_date=h.published_date,
+                )
+                for h in hits or []
+            ],
+            error=error,
+        )
+        self._store.add(self._thread_id, self._header, record, texts)
+
+    def read(self, url: str, page: Page | None, error: str | None = None) -> None:
+        """Record a page read and its text (capped as the run keeps it)."""
+        if page is None:
+            record = PageRead(url=url, error=error)
+            self._store.add(self._thread_id, self._header, record, [])
+            return
+        text = kept_text(page.text)
+        record = PageRead(
+            url=url,
+            final_url=page.final_url,
+            title=page.title,
+            published_date=page.published_date,
+            content_hash=content_hash(text),
+            chars=len(page.text),
+        )
+        self._store.add(self._thread_id, self._header, record, [text])
+
+    def model_calls(self, node: str, calls: Sequence[ModelCall]) -> None:
+        """Record a node step's model requests."""
+        for call in calls:
+            record = ModelCallRecord(
+                node=node,
+                role=call.role,
+                model=call.model,
+                reported_model=call.reported_model,
+                template=call.template,
+                template_version=call.template_version,
+                params=dict(call.params),
+                input_tokens=call.input_tokens,
+                output_tokens=call.output_tokens,
+                seconds=call.seconds,
+                error=call.error,
+            )
+            self._store.add(self._thread_id, self._header, record, [])
+
+
+def kept_text(text: str) -> str:
+    """A page's text as a run keeps it (`nodes.reading`: stripped, capped)."""
+    return text.strip()[:MAX_CONTENT_CHARS]
+
+
+class RecordingSearch:
+    """A search provider whose every call is recorded."""
+
+    def __init__(self, inner: SearchProvider, evidence: RunEvidence) -> None:
+        self._inner = inner
+        self._evidence = evidence
+        self.name = inner.name
+
+    async def search(
+        self, query: str, max_results: int = 5, depth: Depth = "basic"
+    ) -> list[SearchHit]:
+        """The inner provider's hits, recorded (a failure too, then raised)."""
+        try:
+            hits = await self._inner.search(query, max_results, depth)
+        except Exception as exc:
+            self._evidence.searched(self.name, query, max_results, depth, None, described(exc))
+            raise
+        self._evidence.searched(self.name, query, max_results, depth, hits)
+        return hits
+
+
+class RecordingReader:
+    """A page reader whose every read is recorded."""
+
+    def __init__(self, inner: PageReader, evidence: RunEvidence) -> None:
+        self._inner = inner
+        self._evidence = evidence
+
+    async def fetch(self, url: str) -> Page:
+        """The inner reader's page, recorded (a failure too, then raised)."""
+        try:
+            page = await self._inner.fetch(url)
+        except Exception as exc:
+            self._evidence.read(url, None, described(exc))
+            raise
+        self._evidence.read(url, page)
+        return page
+
+
+class _Script:
+    """The replayed run's calls, each answered in turn: the n-th call asking the same
+    thing gets the n-th answer (the last one again once they run out)."""
+
+    def __init__(self, keys: list[tuple[object, ...]], answers: list[object]) -> None:
+        self._answers: dict[tuple[object, ...], list[object]] = defaultdict(list)
+        for key, answer in zip(keys, answers, strict=True):
+            self._answers[key].append(answer)
+        self._asked: dict[tuple[object, ...], int] = defaultdict(int)
+
+    def answer(self, *keys: tuple[object, ...]) -> object | None:
+        """The next answer to the first key the script knows, None if it knows none."""
+        for key in keys:
+            answers = self._answers.get(key)
+            if answers:
+                turn = self._asked[key]
+                self._asked[key] += 1
+                return answers[min(turn, len(answers) - 1)]
+        return None
+
+
+class ReplaySearch:
+    """Answers searches with the replayed run's results (see the module docstring)."""
+
+    def __init__(
+        self, calls: Sequence[SearchCall], texts: dict[str, str], evidence: RunEvidence, name: str
+    ) -> None:
+        self.name = name
+        self._texts = texts
+        self._evidence = evidence
+        self._script = _Script(
+            [(c.query, c.max_results, c.depth) for c in calls] + [(c.query,) for c in calls],
+            [*calls, *calls],
+        )
+
+    async def search(
+        self, query: str, max_results: int = 5, depth: Depth = "basic"
+    ) -> list[SearchHit]:
+        """What the same search returned in the replayed run, or its failure."""
+        call = self._script.answer((query, max_results, depth), (query,))
+        if not isinstance(call, SearchCall):
+            error = SearchError(f"the replayed run never searched for {query!r}")
+            self._evidence.searched(self.name, query, max_results, depth, None, described(error))
+            raise error
+        if call.error is not None:
+            self._evidence.searched(self.name, query, max_results, depth, None, call.error)
+            raise replayed_error(call.error, SearchError)
+        hits = [
+            SearchHit(
+                title=h.title,
+                url=h.url,
+                content=self._texts[h.content_hash],
+                score=h.score,
+                published_date=h.published_date,
+            )
+            for h in call.hits
+            if h.content_hash in self._texts  # a text pruned since is a result lost
+        ]
+        self._evidence.searched(self.name, query, max_results, depth, hits)
+        return hits
+
+
+class ReplayReader:
+    """Answers page reads with the replayed run's pages, or their failures."""
+
+    def __init__(
+        self, reads: Sequence[PageRead], texts: dict[str, str], evidence: RunEvidence
+    ) -> None:
+        self._texts = texts
+        self._evidence = evidence
+        self._script = _Script([(r.url,) for r in reads], list(reads))
+
+    async def fetch(self, url: str) -> Page:
+        """The page as the replayed run read it."""
+        read = self._script.answer((url,))
+        if not isinstance(read, PageRead):
+            error = ScrapeError(f"the replayed run never read {url}")
+            self._evidence.read(url, None, described(error))
+            raise error
+        if read.error is not None or read.content_hash not in self._texts:
+            recorded = read.error or "ScrapeError: its text is no longer kept"
+            self._evidence.read(url, None, recorded)
+            raise replayed_error(recorded, ScrapeError)
+        page = Page(
+            url=url,
+            final_url=read.final_url,
+            title=read.title,
+            text=self._texts[read.content_hash],
+            published_date=read.published_date,
+        )
+        self._evidence.read(url, page)
+        return page
+
+
+def header_for(deps: Deps, rerun: Rerun | None) -> RunHeader:
+    """The header of a run with these tools (a live run's, or a refresh's)."""
+    return RunHeader(
+        mode=rerun.mode if rerun else "live",
+        of=rerun.of if rerun else None,
+        provider=deps.search.name,
+        pages_per_query=deps.pages_per_query,
+        reads_pages=deps.reader is not None,
+    )
+
+
+def recording_deps(deps: Deps, evidence: RunEvidence) -> Deps:
+    """`deps` whose search and page reads are recorded, as are its model calls."""
+    reader = RecordingReader(deps.reader, evidence) if deps.reader is not None else None
+    return replace(
+        deps, search=RecordingSearch(deps.search, evidence), reader=reader, evidence=evidence
+    )
+
+
+async def replay_deps(deps: Deps, store: EvidenceStore, thread_id: str, header: RunHeader) -> Deps:
+    """`deps` answering searches and page reads from `header.script` (the same engine)."""
+    evidence = RunEvidence(store, thread_id, header)
+    texts = await store.contents(hashes_of(header.script))
+    searches = [r for r in header.script if isinstance(r, SearchCall)]
+    reads = [r for r in header.script if isinstance(r, PageRead)]
+    reader = ReplayReader(reads, texts, evidence) if header.reads_pages else None
+    return replace(
+        deps,
+        search=ReplaySearch(searches, texts, evidence, header.provider),
+        reader=reader,
+        pages_per_query=header.pages_per_query,
+        evidence=evidence,
+    )
