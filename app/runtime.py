@@ -63,7 +63,14 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         stores = await stack.enter_async_context(open_stores(settings))
         graph = build_graph(stores.saver)
         if stores.redis is None:
-            executor = RunExecutor(graph, deps, stores.events, stores.registry, MemorySignals())
+            executor = RunExecutor(
+                graph,
+                deps,
+                stores.events,
+                stores.registry,
+                MemorySignals(),
+                evidence=stores.evidence,
+            )
             launcher = LocalLauncher(
                 executor, settings.max_concurrent_runs, settings.max_queued_runs
             )
@@ -86,6 +93,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             stores.registry,
             RedisSignals(stores.redis),
             transient=(RedisConnectionError, RedisTimeoutError),
+            evidence=stores.evidence,
         )
         # saq's own clients: one for its commands, and one whose connections block waiting
         # for jobs (one per worker slot), with a socket timeout that allows for the wait.

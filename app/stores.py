@@ -15,8 +15,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.settings import Settings
 from stores.events import EventLog
+from stores.evidence import EvidenceStore
 from stores.registry import Registry, SqliteRegistry
 from stores.sqlite_events import SqliteEventLog
+from stores.sqlite_evidence import SqliteEvidenceStore
 from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import SqliteWriter, open_sqlite, open_sqlite_writer
 
@@ -32,6 +34,8 @@ class Stores:
     events: EventLog
     registry: Registry
     redis: "Redis | None" = None  # the client of the Redis stores, for signals and leases
+    # What runs read and asked (`stores.evidence`); None: not kept (yet) on this backend.
+    evidence: EvidenceStore | None = None
 
 
 class BackendSetupError(ValueError):
@@ -92,7 +96,10 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             registry: Registry = await stack.enter_async_context(
                 open_sqlite(path, SqliteRegistry, writer)
             )
-            yield Stores(saver, events, registry)
+            evidence = await stack.enter_async_context(
+                open_sqlite(path, SqliteEvidenceStore, writer)
+            )
+            yield Stores(saver, events, registry, evidence=evidence)
         else:
             saver = await stack.enter_async_context(open_checkpointer(settings))
             from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog

@@ -11,7 +11,6 @@ replay's own evidence; a call the original never made fails, and the run goes on
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import cache
 
 from core.models import Rerun
 from engines.recording import ModelCall
@@ -37,10 +36,14 @@ def described(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-@cache
+_KINDS: dict[tuple[str, type[Exception]], type[Exception]] = {}
+
+
 def _replayed_kind(name: str, base: type[Exception]) -> type[Exception]:
     """An exception class named as the recorded failure's, so notes read the same."""
-    return type(name, (base,), {"__module__": __name__})
+    if (name, base) not in _KINDS:
+        _KINDS[name, base] = type(name, (base,), {"__module__": __name__})
+    return _KINDS[name, base]
 
 
 def replayed_error(recorded: str, base: type[Exception]) -> Exception:
@@ -169,8 +172,11 @@ class RecordingReader:
 
 
 class _Script:
-    """The replayed run's calls, each answered in turn: the n-th call asking the same
-    thing gets the n-th answer (the last one again once they run out)."""
+    """The replayed run's calls, each answered in turn.
+
+    The n-th call asking the same thing gets the n-th answer (the last one again once
+    they run out).
+    """
 
     def __init__(self, keys: list[tuple[object, ...]], answers: list[object]) -> None:
         self._answers: dict[tuple[object, ...], list[object]] = defaultdict(list)

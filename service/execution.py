@@ -228,8 +228,10 @@ class RunExecutor:
             await self.platform.close_open(thread_id, record.status, record.error)
 
     async def _payload(self, record: ThreadRecord, run_input: RunInput) -> tuple[Any, Rerun | None]:
-        """The graph input (a new thread's first state, an answer, or None to continue),
-        and what the thread re-runs, if it is a re-run."""
+        """The graph input, and what the thread re-runs if it is a re-run.
+
+        The input is a new thread's first state, an answer, or None to continue.
+        """
         snapshot = await self.graph.aget_state(thread_config(record.thread_id))
         current = checkpoint_id(snapshot)
         if current is None:

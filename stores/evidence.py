@@ -187,8 +187,11 @@ class EvidenceStore(Protocol):
         ...
 
     async def prune(self, older_than: datetime | None, max_bytes: int | None) -> int:
-        """Forget the evidence of runs older than `older_than`, then of the oldest runs
-        until the texts take at most `max_bytes`; how many runs' evidence went."""
+        """Forget old runs' evidence; how many runs' evidence went.
+
+        First the runs older than `older_than`, then the oldest runs until the texts take
+        at most `max_bytes`.
+        """
         ...
 
     async def figures(self) -> StoreFigures:

@@ -29,7 +29,6 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             yield opened
         return
     from redis.asyncio import Redis
-
     from stores.redis_evidence import RedisEvidenceStore
 
     client = Redis.from_url(request.getfixturevalue("redis_url"))
