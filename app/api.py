@@ -1,7 +1,8 @@
 """The service's app: the HTTP faces composed over one runtime (graph, run manager, stores).
 
 The routes live in modules of their own, one per resource: `routes_research`
-(`/v1/research`), `platform_assistants`, `platform_threads` and `platform_runs_api` (the
+(`/v1/research`), `routes_records` (a run's sources as read, re-runs, diffs, export),
+`platform_assistants`, `platform_threads` and `platform_runs_api` (the
 LangGraph Platform API), `routes_ops` (health, readiness, metrics). They read what they
 need from `app.state` through `app.dependencies`.
 """
@@ -16,6 +17,7 @@ from app import (
     platform_runs_api,
     platform_threads,
     routes_ops,
+    routes_records,
     routes_research,
 )
 from app.auth import KeyAuth
@@ -30,6 +32,7 @@ from app.web import mount_web
 # In this order: the OpenAPI document lists them so.
 ROUTERS = (
     routes_research.router,
+    routes_records.router,
     platform_assistants.router,
     platform_threads.router,
     platform_runs_api.router,

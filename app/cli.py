@@ -95,6 +95,52 @@ def show(thread_id: str) -> None:
     cli_runs.show(thread_id)
 
 
+@app.command(short_help="Re-run a thread's topic, options and plan as a new thread.")
+@click.argument("thread_id")
+@click.option(
+    "--mode",
+    type=click.Choice(["replay", "refresh"]),
+    default="replay",
+    show_default=True,
+    help="replay: answer every search and page read from what the run read (no network); "
+    "refresh: search and read again.",
+)
+@OUT
+def rerun(thread_id: str, mode: str, out_file: Path | None) -> None:
+    """Re-run THREAD_ID as a new thread and print its report.
+
+    Compare the two on the web page, or with GET /v1/research/{id}/diff/{other}.
+    """
+    from app import cli_records
+
+    cli_records.rerun(thread_id, "refresh" if mode == "refresh" else "replay", out_file)
+
+
+@app.command(short_help="Write a thread whole (report, evidence, events) to a file.")
+@click.argument("thread_id")
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The file to write (default: research-THREAD_ID.json).",
+)
+def export(thread_id: str, out_file: Path | None) -> None:
+    """Write THREAD_ID's record, state, events and evidence as one JSON file."""
+    from app import cli_records
+
+    cli_records.export(thread_id, out_file)
+
+
+@app.command("import", short_help="Register an exported thread here.")
+@click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--thread", help="Its id here (default: the id it was exported with).")
+def import_(path: Path, thread: str | None) -> None:
+    """Import a file written by `research-agent export` as a finished thread."""
+    from app import cli_records
+
+    cli_records.import_run(path, thread)
+
+
 @app.command(short_help="Research a topic offline on the demo corpus.")
 @click.argument("topic", default=DEMO_TOPIC)
 @OUT

@@ -14,7 +14,7 @@ from app.edge import StrictJSONRoute
 from app.errors import ERROR_RESPONSES
 from app.report_html import report_html
 from app.sse import sse_frame
-from core.models import ApprovalDecision, CitationCheck, ResearchNote, ResearchPlan
+from core.models import ApprovalDecision, CitationCheck, Rerun, ResearchNote, ResearchPlan
 from core.options import ResearchRequest
 from core.state import ReportStatus
 from core.usage import RoundRecord
@@ -88,9 +88,13 @@ class ThreadDetail(ThreadSummary):
     stopped: str | None = Field(None, description="Why the run stopped early, if it did.")
     error: str | None = None
     report: str | None = None
+    rerun: Rerun | None = Field(
+        None, description="The run this one re-runs, and whether it replays its evidence."
+    )
 
 
-def _links(thread_id: str) -> Links:
+def links(thread_id: str) -> Links:
+    """The links of a thread's parts."""
     base = f"/v1/research/{public_id(thread_id)}"
     return Links(self=base, events=f"{base}/events", report=f"{base}/report")
 
@@ -119,6 +123,7 @@ def _detail(view: ThreadView) -> ThreadDetail:
         stopped=view.stopped,
         error=view.record.error,
         report=view.report,
+        rerun=view.rerun,
     )
 
 
@@ -136,9 +141,9 @@ async def start(
 ) -> StartAnswer:
     """Start researching a topic; the run goes on in the background."""
     record = await manager.start(owner, request)
-    links = _links(record.thread_id)
-    response.headers["Location"] = links.self
-    return StartAnswer(thread_id=public_id(record.thread_id), status=record.status, links=links)
+    found = links(record.thread_id)
+    response.headers["Location"] = found.self
+    return StartAnswer(thread_id=public_id(record.thread_id), status=record.status, links=found)
 
 
 @router.get("", response_model=ThreadPage)

@@ -24,13 +24,14 @@ from service.execution import RunExecutor
 from service.launchers import Launcher
 from service.legs import Admission, RunInput
 from service.platform_runs import FINISHED, PlatformRun
+from service.reproduction import Reproduction
 from service.runner import is_finished, pending_interrupt, thread_config
 from service.thread_ids import is_client_id, scoped
 from service.views import ThreadReads
 from stores.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 
 
-class RunManager(ThreadReads):
+class RunManager(ThreadReads, Reproduction):
     """Starts, pauses, resumes, cancels and deletes research runs; reads them (`ThreadReads`)."""
 
     def __init__(
@@ -76,12 +77,17 @@ class RunManager(ThreadReads):
     # -- commands ------------------------------------------------------------------------
 
     async def start(
-        self, owner: str, request: ResearchRequest, thread_id: str | None = None
+        self,
+        owner: str,
+        request: ResearchRequest,
+        thread_id: str | None = None,
+        seed: Callable[[str], Awaitable[None]] | None = None,
     ) -> ThreadRecord:
         """Register a new thread and queue its run (TooManyRuns when no place is left).
 
         `thread_id`: a name the caller chose (the CLI's `--thread`); `ThreadExists` if
-        the caller has a thread of that name, or a checkpoint of it is left.
+        the caller has a thread of that name, or a checkpoint of it is left. `seed`
+        writes what the run starts from (a re-run's first state) before it is queued.
         """
         stored = uuid.uuid4().hex if thread_id is None else scoped(owner, thread_id)
         if thread_id is not None and (await self.snapshot(stored)).values:
@@ -94,6 +100,8 @@ class RunManager(ThreadReads):
                 topic=request.topic,
                 options=request.options.model_dump(mode="json"),
             )
+            if seed is not None:  # before the row: a run is never found without its start
+                await seed(record.thread_id)
             # The registry row and the first event are independent writes: one wait for both.
             await asyncio.gather(
                 self.registry.create(record),
@@ -352,6 +360,8 @@ class RunManager(ThreadReads):
         if self._delete_checkpoints is not None:
             await self._delete_checkpoints(thread_id)
         await self.events.delete(thread_id)
+        if self.executor.evidence is not None:
+            await self.executor.evidence.delete(thread_id)
         await self.executor.platform.delete_thread(thread_id)
         await self.registry.delete(thread_id)
         await self.signals.clear(thread_id)

@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import StateSnapshot
 
 from core.budget import budget_reason
-from core.models import CitationCheck, ResearchNote, ResearchPlan
+from core.models import CitationCheck, Rerun, ResearchNote, ResearchPlan
 from core.state import ReportStatus
 from core.urls import normalize_url
 from core.usage import RoundRecord
@@ -42,6 +42,7 @@ class ThreadView:
     citations: CitationCheck | None = None
     stopped: str | None = None
     report: str | None = None
+    rerun: Rerun | None = None
 
 
 class ReportSource(TypedDict):
@@ -83,6 +84,7 @@ def thread_view(record: ThreadRecord, snapshot: StateSnapshot) -> ThreadView:
         stopped=values.get("stop_reason")
         or (budget_reason(values) if partial else values.get("halted")),  # type: ignore[arg-type]
         report=values.get("final_report"),
+        rerun=values.get("rerun"),
     )
 
 

@@ -1,0 +1,124 @@
+"""`research-agent rerun`, `export` and `import`: a run's record, from the terminal.
+
+A re-run is followed and printed like `run`; an export writes the run whole (record,
+state, events, evidence) as one JSON file, which `import` registers as a finished thread
+of this data directory (or Redis), where `show`, the web page and the API find it.
+"""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+from rich.markup import escape
+
+from app.cli_common import err, fail, load_settings
+from app.cli_runs import _finish, _follow, _runtime, _unknown_thread, until_interrupted
+from app.settings import Settings
+from app.stores import BackendSetupError, Stores, open_stores
+from core.models import explain
+from graph.builder import ResearchGraph, build_graph
+from service.errors import InvalidState, NotFound
+from service.reproduction import RunArchive, export_archive, import_archive
+from service.thread_ids import LOCAL_OWNER, check_client_id
+from stores.registry import ThreadExists
+
+
+async def _rerun(
+    settings: Settings, thread_id: str, mode: Literal["replay", "refresh"], out_file: Path | None
+) -> None:
+    if settings.redis_url is None and not settings.service_db_path.is_file():
+        _unknown_thread(thread_id)
+    async with _runtime(settings) as runtime:
+        try:
+            await runtime.manager.get(LOCAL_OWNER, thread_id)
+            record = await runtime.manager.rerun(LOCAL_OWNER, thread_id, mode)
+        except NotFound:
+            _unknown_thread(thread_id)
+        except InvalidState as exc:
+            fail(f"thread {thread_id!r}: {exc.message}")
+        err.print(f"thread {escape(record.thread_id)} · {mode} of {escape(thread_id)}")
+        error = await _follow(runtime, record.thread_id, 0, interactive=True)
+        await _finish(runtime, record.thread_id, out_file, error)
+
+
+def rerun(thread_id: str, mode: Literal["replay", "refresh"], out_file: Path | None) -> None:
+    """Re-run a thread's topic, options and plan as a new thread, and print its report."""
+    until_interrupted(_rerun(load_settings(), thread_id, mode, out_file), thread_id)
+
+
+async def _export(settings: Settings, thread_id: str, out_file: Path) -> None:
+    async with _record_stores(settings) as (graph, stores):
+        record = await stores.registry.get(thread_id)
+        if record is None or record.owner != LOCAL_OWNER or stores.evidence is None:
+            _unknown_thread(thread_id)
+        archive = await export_archive(graph, stores.events, stores.evidence, record)
+    out_file.write_text(archive.model_dump_json(), encoding="utf-8")
+    evidence = archive.evidence
+    err.print(
+        f"thread {escape(thread_id)} written to {escape(str(out_file))}: {len(archive.events)} "
+        f"events, {len(evidence.records)} evidence records, {len(evidence.contents)} texts"
+    )
+
+
+def export(thread_id: str, out_file: Path | None) -> None:
+    """Write a thread whole to a JSON file (default: research-<id>.json here)."""
+    settings = load_settings()
+    if settings.redis_url is None and not settings.service_db_path.is_file():
+        _unknown_thread(thread_id)
+    target = out_file or Path(f"research-{thread_id}.json")
+    asyncio.run(_export(settings, thread_id, target))
+
+
+def _read_archive(path: Path) -> RunArchive:
+    try:
+        return RunArchive.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    except ValidationError as exc:
+        fail(f"{path} is not a run exported by `research-agent export`: {explain(exc)[:500]}")
+    except json.JSONDecodeError as exc:  # pragma: no cover - pydantic reports bad JSON itself
+        fail(f"{path} is not JSON: {exc}")
+
+
+async def _import(settings: Settings, path: Path, thread_id: str | None) -> None:
+    archive = _read_archive(path)
+    wanted = thread_id or archive.thread.thread_id
+    try:
+        check_client_id(wanted)
+    except ValueError as exc:
+        fail(f"--thread {wanted!r}: {exc}")
+    async with _record_stores(settings) as (graph, stores):
+        if stores.evidence is None:
+            fail("this backend keeps no evidence: import into the SQLite data directory")
+        parts = (graph, stores.events, stores.registry, stores.evidence)
+        try:
+            record = await import_archive(parts, LOCAL_OWNER, archive, wanted)
+        except ThreadExists:
+            fail(f"thread {wanted!r} already exists here: import it under another --thread")
+        except InvalidState as exc:
+            fail(f"{path}: {exc.message}")
+        except ValueError as exc:
+            fail(f"{path}: its state does not fit this version: {str(exc)[:500]}")
+    err.print(
+        f"[green]imported[/] thread {escape(record.thread_id)} · {escape(record.topic)} · "
+        f"`research-agent show {escape(record.thread_id)}`"
+    )
+
+
+@asynccontextmanager
+async def _record_stores(settings: Settings) -> AsyncIterator[tuple[ResearchGraph, Stores]]:
+    """The stores and the graph over them; no engine or search tools are needed."""
+    try:
+        async with open_stores(settings) as stores:
+            yield build_graph(stores.saver), stores
+    except BackendSetupError as exc:
+        fail(str(exc))
+
+
+def import_run(path: Path, thread_id: str | None) -> None:
+    """Register an exported run as a finished thread here."""
+    asyncio.run(_import(load_settings(), path, thread_id))

@@ -1,0 +1,148 @@
+"""What a report's footnote stands on: the exact text the run read, and the quote it cites.
+
+A footnote names a source by URL; the source's text is what the run was given for it
+(the page text it read, or the search snippet or corpus passage), and the run's evidence
+says where that text came from and when it was read. The quote is the passage of that
+text closest to each report sentence citing the footnote, found by the same stemmed-word
+overlap the review's citation check uses.
+"""
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from core.models import SearchResult
+from core.urls import normalize_url
+from engines.checks import cited_sentences, footnote_urls, split_front_matter
+from engines.sentences import split_sentences
+from stores.evidence import PageRead, Record, SearchCall, content_hash
+from tools.text import stems
+
+# A quote spans at most this many sentences of the source.
+_QUOTE_SENTENCES = 3
+
+
+class Quote(BaseModel):
+    """A report sentence citing the source, and the passage of the source closest to it."""
+
+    sentence: str = Field(description="The report's sentence, as written.")
+    start: int = Field(description="Where the passage starts in `text` (characters).")
+    end: int = Field(description="Where it ends (exclusive).")
+    support: float = Field(description="Share of the sentence's words the passage holds, 0..1.")
+
+
+class SourceView(BaseModel):
+    """Footnote `n` of a report: the text the run read for it, and where it came from."""
+
+    n: int
+    title: str
+    url: str
+    kind: Literal["page", "snippet", "passage"] = Field(
+        description="A page the run read in full, a search result's snippet, or a passage "
+        "of the local corpus."
+    )
+    provider: str
+    query: str | None = None
+    read_at: datetime | None = Field(None, description="When the run read it (None: unknown).")
+    content_hash: str = Field(description="SHA-256 of `text`, hex.")
+    kept: bool = Field(description="Whether the evidence store still keeps the text.")
+    text: str
+    quotes: list[Quote] = Field(default_factory=list)
+
+
+class FootnoteMissing(LookupError):
+    """The report has no footnote of that number; the message lists those it has."""
+
+
+def _spans(text: str) -> list[tuple[int, int]]:
+    """Where each sentence of `text` starts and ends."""
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for sentence in split_sentences(text):
+        start = text.find(sentence, cursor)
+        if start < 0:
+            continue
+        spans.append((start, start + len(sentence)))
+        cursor = start + len(sentence)
+    return spans or [(0, len(text))]
+
+
+def closest_passage(sentence: str, text: str) -> Quote:
+    """The run of up to three source sentences holding most of `sentence`'s words."""
+    wanted = set(stems(sentence))
+    spans = _spans(text)
+    terms = [set(stems(text[a:b])) for a, b in spans]
+    best = (-1.0, 0, 0)
+    for i in range(len(spans)):
+        covered: set[str] = set()
+        for j in range(i, min(i + _QUOTE_SENTENCES, len(spans))):
+            gained = terms[j] & wanted
+            if j > i and not gained - covered:
+                break  # a further sentence adds nothing the quote needs
+            covered |= gained
+            score = len(covered) / len(wanted) if wanted else 0.0
+            # a longer passage must earn its place: ties go to the shorter one
+            if score > best[0] + 1e-9:
+                best = (score, spans[i][0], spans[j][1])
+    return Quote(sentence=sentence, start=best[1], end=best[2], support=round(best[0], 4))
+
+
+def _provenance(
+    source: SearchResult, digest: str, records: Sequence[Record]
+) -> tuple[str, str, str | None, datetime | None]:
+    """(kind, provider, query, read_at) of the text, from the run's evidence if it has it."""
+    for record in records:
+        if isinstance(record, PageRead) and record.content_hash == digest:
+            return "page", source.source, source.query, record.at
+    for record in records:
+        if isinstance(record, SearchCall) and any(h.content_hash == digest for h in record.hits):
+            kind = "passage" if record.provider == "local" else "snippet"
+            return kind, record.provider, record.query, record.at
+    kind = "passage" if source.source == "local" else "snippet"
+    return kind, source.source, source.query, None
+
+
+def source_view(
+    values: dict[str, Any], n: int, records: Sequence[Record], kept: set[str]
+) -> SourceView:
+    """Footnote `n` of the thread's report (`values`: its state), or FootnoteMissing.
+
+    `records` are the run's evidence records; `kept` the hashes whose texts are stored.
+    """
+    _, body = split_front_matter(values.get("final_report") or "")
+    urls = footnote_urls(body)
+    if n not in urls:
+        listed = ", ".join(map(str, sorted(urls))) or "none"
+        raise FootnoteMissing(f"the report has no footnote {n}; its footnotes: {listed}")
+    wanted = normalize_url(urls[n])
+    found = [s for s in values.get("research_data", []) if normalize_url(s.url) == wanted]
+    if not found:
+        raise FootnoteMissing(f"footnote {n} names a source the run did not collect")
+    source: SearchResult = found[0]
+    digest = content_hash(source.content)
+    kind, provider, query, read_at = _provenance(source, digest, records)
+    citing = [s for s, refs in cited_sentences(body) if n in refs]
+    return SourceView(
+        n=n,
+        title=source.title,
+        url=source.url,
+        kind=kind,
+        provider=provider,
+        query=query,
+        read_at=read_at,
+        content_hash=digest,
+        kept=digest in kept,
+        text=source.content,
+        quotes=[closest_passage(_plain(s), source.content) for s in citing],
+    )
+
+
+_MARKS = re.compile(r"\[\^\d+\]")
+
+
+def _plain(sentence: str) -> str:
+    """A report sentence without its footnote marks."""
+    return _MARKS.sub("", sentence).strip()

@@ -1,0 +1,232 @@
+"""Re-runs, verifiable citations, run diffs and run archives: the run manager's record keeping.
+
+A re-run is a new thread seeded with the topic, options and plan of the run it re-runs
+(its plan already approved). `replay` copies that run's search and page records into the
+new run's header, so its searches and reads are answered from them with no network;
+`refresh` searches and reads again. An archive holds a run whole (its record, its state,
+its events and its evidence) as JSON, and imports into any data directory.
+"""
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from langchain_core.messages import messages_from_dict, messages_to_dict
+from pydantic import BaseModel, Field
+from pydantic_core import to_jsonable_python
+
+from core.models import Rerun
+from core.options import ResearchRequest, RunOptions
+from core.state import ReportStatus, coerce_update, initial_state
+from graph.builder import ResearchGraph
+from service.citations import SourceView, source_view
+from service.errors import InvalidState, NotFound
+from service.execution import RunExecutor
+from service.run_diff import RunDiff, diff_runs, side
+from service.runner import thread_config
+from service.thread_ids import public_id
+from stores.events import EventLog
+from stores.evidence import Evidence, EvidenceStore, PageRead, RunHeader, SearchCall, load
+from stores.registry import Registry, RunStatus, ThreadExists, ThreadRecord
+
+ARCHIVE_VERSION = 1
+# The node an imported state is written as: the graph's last, so the thread is finished.
+_LAST_NODE = "finalize"
+
+
+class ArchivedThread(BaseModel):
+    """The thread's record as an archive keeps it."""
+
+    thread_id: str
+    topic: str
+    status: RunStatus
+    created_at: datetime
+    updated_at: datetime
+    options: dict[str, Any] = Field(default_factory=dict)
+    report: ReportStatus | None = None
+
+
+class ArchivedEvent(BaseModel):
+    """One event of the thread's log."""
+
+    id: int
+    name: str
+    data: Any
+    created_at: datetime
+
+
+class RunArchive(BaseModel):
+    """A run, whole: what `research-agent import` (or the API) reads back anywhere."""
+
+    format: Literal["research-agent/run"] = "research-agent/run"
+    version: int = ARCHIVE_VERSION
+    exported_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    thread: ArchivedThread
+    state: dict[str, Any]
+    events: list[ArchivedEvent] = Field(default_factory=list)
+    evidence: Evidence
+
+
+class Reproduction:
+    """The run manager's re-runs, citation checks, diffs and archives."""
+
+    graph: ResearchGraph
+    executor: RunExecutor
+    registry: Registry
+    events: EventLog
+
+    # The run manager's: registers the thread, runs `seed(thread_id)`, launches the run.
+    start: Callable[..., Awaitable[ThreadRecord]]
+
+    def _evidence(self) -> EvidenceStore:
+        if self.executor.evidence is None:
+            raise InvalidState("this server keeps no evidence of its runs")
+        return self.executor.evidence
+
+    async def _values(self, thread_id: str) -> dict[str, Any]:
+        snapshot = await self.graph.aget_state(thread_config(thread_id))
+        return dict(snapshot.values or {})
+
+    async def rerun(
+        self, owner: str, thread_id: str, mode: Literal["replay", "refresh"]
+    ) -> ThreadRecord:
+        """A new thread re-running `thread_id`'s topic, options and plan (see the module)."""
+        store = self._evidence()
+        values = await self._values(thread_id)
+        plan = values.get("task_plan")
+        if plan is None or "options" not in values:
+            raise InvalidState("this run has no plan yet: re-run it once it has one")
+        header = RunHeader(mode=mode, of=public_id(thread_id))
+        evidence = Evidence(header=header)
+        if mode == "replay":
+            source = await load(store, thread_id)
+            if source.header is None:
+                raise InvalidState("this run kept no evidence to replay: re-run it with 'refresh'")
+            script = [r for r in source.records if isinstance(r, SearchCall | PageRead)]
+            header = source.header.model_copy(
+                update={
+                    "mode": mode,
+                    "of": header.of,
+                    "script": script,
+                    "created_at": datetime.now(UTC),
+                }
+            )
+            evidence = Evidence(header=header, contents=source.contents)
+        options: RunOptions = values["options"]
+        seeded = initial_state(values["topic"], options) | {
+            "task_plan": plan,
+            "plan_approved": True,
+            "rerun": Rerun(of=public_id(thread_id), mode=mode),
+        }
+
+        async def seed(new_id: str) -> None:
+            await store.put(new_id, evidence)
+            await self.graph.aupdate_state(thread_config(new_id), seeded, as_node="__start__")
+
+        request = ResearchRequest(topic=values["topic"], options=options)
+        return await self.start(owner, request, seed=seed)
+
+    async def source(self, thread_id: str, n: int) -> SourceView:
+        """Footnote `n` of the thread's report: the text the run read, and the quotes."""
+        values = await self._values(thread_id)
+        if not values.get("final_report"):
+            raise InvalidState("there is no report yet: follow the events until 'report'")
+        records = await self.executor.evidence.records(thread_id) if self.executor.evidence else []
+        try:
+            view = source_view(values, n, records, set())
+        except LookupError as exc:
+            raise NotFound(str(exc)) from None
+        if self.executor.evidence is not None:
+            kept = await self.executor.evidence.contents([view.content_hash])
+            view.kept = view.content_hash in kept
+        return view
+
+    async def diff(self, thread_id: str, other_id: str) -> RunDiff:
+        """What differs between the run of `thread_id` and that of `other_id`."""
+        before, after = await asyncio.gather(self._values(thread_id), self._values(other_id))
+        store = self.executor.evidence
+        records = (
+            await asyncio.gather(store.records(thread_id), store.records(other_id))
+            if store is not None
+            else ([], [])
+        )
+        return diff_runs(
+            side(public_id(thread_id), before, records[0]),
+            side(public_id(other_id), after, records[1]),
+            before,
+            after,
+        )
+
+    async def export_run(self, record: ThreadRecord) -> RunArchive:
+        """The thread whole, as an archive."""
+        return await export_archive(self.graph, self.events, self._evidence(), record)
+
+
+async def export_archive(
+    graph: ResearchGraph, events: EventLog, store: EvidenceStore, record: ThreadRecord
+) -> RunArchive:
+    """The thread of `record` whole: its record, state, events and evidence."""
+    snapshot = await graph.aget_state(thread_config(record.thread_id))
+    logged = await events.read(record.thread_id)
+    return RunArchive(
+        thread=ArchivedThread(
+            thread_id=public_id(record.thread_id),
+            **record.model_dump(
+                include={"topic", "status", "created_at", "updated_at", "options", "report"}
+            ),
+        ),
+        state=_state_json(dict(snapshot.values or {})),
+        events=[
+            ArchivedEvent(id=e.id, name=e.name, data=e.data, created_at=e.created_at)
+            for e in logged
+        ],
+        evidence=await load(store, record.thread_id),
+    )
+
+
+def _state_json(values: dict[str, Any]) -> dict[str, Any]:
+    """A thread's state as JSON; its messages as LangChain's own dicts (type and data)."""
+    messages = messages_to_dict(values.pop("messages", []))
+    state: dict[str, Any] = to_jsonable_python(values)
+    return state | {"messages": messages}
+
+
+async def import_archive(
+    stores: tuple[ResearchGraph, EventLog, Registry, EvidenceStore],
+    owner: str,
+    archive: RunArchive,
+    thread_id: str,
+) -> ThreadRecord:
+    """Register the archived run as the owner's finished thread `thread_id` (a stored id).
+
+    Raises ThreadExists when the id is taken, InvalidState for a run that had not
+    finished, ValueError for a state this version cannot read.
+    """
+    graph, events, registry, store = stores
+    if archive.thread.status not in ("completed", "failed", "cancelled"):
+        raise InvalidState(
+            f"only a finished run can be imported; this one was {archive.thread.status}"
+        )
+    config = thread_config(thread_id)
+    if (await graph.aget_state(config)).values or await registry.get(thread_id):
+        raise ThreadExists(thread_id)
+    state = dict(archive.state)
+    if "messages" in state:  # as LangChain writes them: a union of message types cannot
+        state["messages"] = messages_from_dict(state["messages"])
+    values = coerce_update(state)
+    record = ThreadRecord(
+        thread_id=thread_id,
+        owner=owner,
+        topic=archive.thread.topic,
+        status=archive.thread.status,
+        created_at=archive.thread.created_at,
+        updated_at=datetime.now(UTC),
+        options=archive.thread.options,
+        report=archive.thread.report,
+    )
+    await store.put(thread_id, archive.evidence)
+    await graph.aupdate_state(config, values, as_node=_LAST_NODE)
+    await asyncio.gather(*(events.emit(thread_id, e.name, e.data) for e in archive.events))
+    await registry.create(record)
+    return record
