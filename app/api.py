@@ -25,6 +25,7 @@ from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
 from app.errors import install_error_handlers
 from app.metrics import ServiceMetrics
+from app.retention import keep_evidence_within
 from app.runtime import open_runtime, running_worker
 from app.settings import Settings
 from app.web import mount_web
@@ -54,6 +55,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.background = background = BackgroundWork()
         stack.push_async_callback(background.close)
         await runtime.manager.recover()
+        if runtime.stores.evidence is not None:
+            background.start(keep_evidence_within(runtime.stores.evidence, settings))
         yield
 
 

@@ -130,6 +130,20 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
+    evidence_retention_days: float = Field(
+        0,
+        ge=0,
+        le=36_500,
+        description="Keep a run's evidence (the texts it read, its model calls) this many "
+        "days; 0: as long as the thread.",
+    )
+    evidence_max_mb: float = Field(
+        1024,
+        ge=0,
+        description="Cap on the stored evidence texts, in MB: past it the oldest runs' "
+        "evidence goes first; 0: no cap.",
+    )
+
     redis_url: str | None = Field(
         None,
         description="Redis (or Valkey; no module needed) for the "

@@ -301,3 +301,19 @@ async def replay_deps(deps: Deps, store: EvidenceStore, thread_id: str, header: 
         pages_per_query=header.pages_per_query,
         evidence=evidence,
     )
+
+
+async def leg_deps(
+    deps: Deps, store: EvidenceStore | None, thread_id: str, rerun: Rerun | None
+) -> Deps:
+    """A leg's tools: recording what they return, or a replay's recorded answers.
+
+    Without a store (`None`) nothing is recorded and the tools are used as they are.
+    """
+    if store is None:
+        return deps
+    if rerun is not None and rerun.mode == "replay":
+        header = await store.header(thread_id)
+        if header is not None and header.mode == "replay":
+            return await replay_deps(deps, store, thread_id, header)
+    return recording_deps(deps, RunEvidence(store, thread_id, header_for(deps, rerun)))

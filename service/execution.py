@@ -21,7 +21,7 @@ from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from service.errors import InvalidState
-from service.evidence import RunEvidence, header_for, recording_deps, replay_deps
+from service.evidence import leg_deps
 from service.legs import CONFIG_MODES, Admission, LegStop, RunInput, checkpoint_id, renamed
 from service.platform_runs import STREAM_MODES as PLATFORM_MODES
 from service.platform_runs import PlatformRuns
@@ -102,7 +102,7 @@ class RunExecutor:
                 await self.set_status(thread_id, "paused")
                 return True
             payload, rerun = await self._payload(record, run_input)
-            deps = await self._leg_deps(thread_id, rerun)
+            deps = await leg_deps(self.deps, self.evidence, thread_id, rerun)
             # At once, not one after the other: under load every write waits a turn of
             # the event loop, and the run's first events wait behind them.
             running = self.set_status(thread_id, "running", recovered=run_input.recovered)
@@ -241,17 +241,6 @@ class RunExecutor:
         if run_input.decision is not None and current == run_input.after:
             return Command(resume=run_input.decision), rerun
         return None, rerun
-
-    async def _leg_deps(self, thread_id: str, rerun: Rerun | None) -> Deps:
-        """The leg's tools: recording what they return, or a replay's recorded answers."""
-        if self.evidence is None:
-            return self.deps
-        if rerun is not None and rerun.mode == "replay":
-            header = await self.evidence.header(thread_id)
-            if header is not None and header.mode == "replay":
-                return await replay_deps(self.deps, self.evidence, thread_id, header)
-        header = header_for(self.deps, rerun)
-        return recording_deps(self.deps, RunEvidence(self.evidence, thread_id, header))
 
     async def _stream(
         self, thread_id: str, payload: Any, run_input: RunInput, deps: Deps

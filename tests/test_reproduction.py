@@ -22,6 +22,8 @@ from app import cli
 from app.api import create_app
 from app.settings import Settings
 
+from .fake_llm import FakeLLM
+from .llm_script import ResearchModel
 from .servers import serve_port
 from .test_api import wait_for_status
 
@@ -287,3 +289,51 @@ def test_an_exported_run_imports_on_a_fresh_data_dir(
             for _ in stream.iter_lines():
                 pass
         assert http.get(f"/v1/research/{replay['thread_id']}/report").text == original
+
+
+async def test_model_calls_are_kept_with_template_versions_and_replay_alike(
+    tmp_path: Path, corpus_index: Path, llm: FakeLLM, settings_env: Path
+) -> None:
+    llm.responder = ResearchModel()
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        corpus_index=corpus_index,
+        search_provider="local",
+        llm_base_url=llm.base_url,
+        llm_api_key="sk-evidence-test-123456",
+        retry_base_delay_s=0,
+    )
+    with serve_port(create_app(settings), lifespan="on") as port:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            started = await client.post(
+                "/v1/research", json={"topic": TOPIC, "options": {"min_sources": 2}}
+            )
+            original = started.json()["thread_id"]
+            await finished(client, original)
+            archive = (await client.get(f"/v1/research/{original}/export")).json()
+            replayed = await rerun(client, original, "replay")
+            before, after = await report(client, original), await report(client, replayed)
+            diff = (await client.get(f"/v1/research/{original}/diff/{replayed}")).json()
+
+    # The same report from the same model; only what it spent differs: a re-run starts
+    # from the approved plan, so it makes no planning call.
+    spent = ("tokens:", "cost_usd:")
+    assert before != after
+    assert [line for line in before.splitlines() if not line.startswith(spent)] == [
+        line for line in after.splitlines() if not line.startswith(spent)
+    ]
+
+    calls = [r for r in archive["evidence"]["records"] if r["kind"] == "model"]
+    assert calls, "the run's model calls are part of its evidence"
+    templates = {c["template"] for c in calls}
+    assert {"planner.plan", "writer.write", "reviewer.review"} <= templates
+    for call in calls:
+        assert call["reported_model"] == "gpt-4o-mini"  # as the server answered
+        assert call["model"] == "openai:gpt-4o-mini"
+        assert len(call["template_version"]) == 16
+        assert call["input_tokens"] > 0
+    assert "sk-evidence-test" not in repr(archive)
+    assert diff["base"]["models"]["writer"] == "gpt-4o-mini"
+    assert diff["templates_changed"] == []
+    # the replay made every call the original made, but the plan's
+    assert set(diff["base"]["templates"]) - set(diff["other"]["templates"]) == {"planner.plan"}
