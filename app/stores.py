@@ -34,7 +34,7 @@ class Stores:
     events: EventLog
     registry: Registry
     redis: "Redis | None" = None  # the client of the Redis stores, for signals and leases
-    # What runs read and asked (`stores.evidence`); None: not kept (yet) on this backend.
+    # What runs read and asked (`stores.evidence`); None: not kept.
     evidence: EvidenceStore | None = None
 
 
@@ -103,6 +103,7 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
         else:
             saver = await stack.enter_async_context(open_checkpointer(settings))
             from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog
+            from stores.redis_evidence import RedisEvidenceStore
             from stores.redis_registry import RedisRegistry
             from stores.redis_saver import redis_client
 
@@ -115,4 +116,8 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             stack.push_async_callback(followers.aclose)
             redis_events = RedisEventLog(client, follow_client=followers)
             stack.push_async_callback(redis_events.close)
-            yield Stores(saver, redis_events, RedisRegistry(client), client)
+            redis_evidence = RedisEvidenceStore(client)
+            stack.push_async_callback(redis_evidence.flush)
+            yield Stores(
+                saver, redis_events, RedisRegistry(client), client, evidence=redis_evidence
+            )

@@ -1,9 +1,11 @@
 """The evidence store's protocol, on each implementation: records in order, texts once."""
 
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -15,11 +17,16 @@ from stores.evidence import (
     PageRead,
     RunHeader,
     SearchCall,
+    StoreFigures,
     content_hash,
     load,
+    pack,
 )
 from stores.sqlite_evidence import SqliteEvidenceStore
 from stores.sqlite_writer import open_sqlite
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -29,6 +36,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             yield opened
         return
     from redis.asyncio import Redis
+
     from stores.redis_evidence import RedisEvidenceStore
 
     client = Redis.from_url(request.getfixturevalue("redis_url"))
@@ -127,6 +135,15 @@ async def test_delete_keeps_texts_other_runs_name(store: EvidenceStore) -> None:
     assert await store.contents([content_hash(shared)]) == {}
 
 
+async def test_delete_comes_after_the_records_queued_before_it(store: EvidenceStore) -> None:
+    store.add("a", RunHeader(), search("q", "queued text"), ["queued text"])
+    await store.delete("a")  # no flush: the queued record must not land after the delete
+    await store.flush()
+    assert await store.header("a") is None
+    assert await store.records("a") == []
+    assert await store.contents([content_hash("queued text")]) == {}
+
+
 async def test_put_replaces_a_runs_evidence(store: EvidenceStore) -> None:
     store.add("t", RunHeader(), search("old", "old text"), ["old text"])
     await store.flush()
@@ -158,3 +175,71 @@ async def test_prune_by_age_then_by_size(store: EvidenceStore) -> None:
     assert await store.prune(None, 1) == 2  # nothing fits in one byte: every run goes
     assert await store.header("new") is None
     assert (await store.figures()).content_bytes == 0
+
+
+@pytest.fixture
+async def redis_client(redis_url: str) -> AsyncIterator["Redis"]:
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def test_redis_keeps_nothing_once_every_run_is_gone(redis_client: "Redis") -> None:
+    from stores.redis_evidence import RedisEvidenceStore
+
+    prefix = f"test:{uuid.uuid4().hex}:"
+    store = RedisEvidenceStore(redis_client, prefix=prefix)
+    shared = "a text every run reads"
+    for thread in ("a", "b", "c"):
+        store.add(thread, RunHeader(), search("q", shared, f"{thread}'s own"), [shared, thread])
+        store.add(thread, RunHeader(), ModelCallRecord(node="n", role="r", model="m"), [])
+    await store.put("d", Evidence(records=[search("q", shared)], contents={"x": shared}))
+    await store.flush()
+    assert (await store.figures()).runs == 4
+    await store.delete("a")
+    await store.delete("nobody")
+    assert await store.prune(None, 0) == 3
+    assert await redis_client.keys(f"{prefix}*") == []
+    assert await store.figures() == StoreFigures()
+
+
+async def test_redis_figures_count_their_prefix_only(redis_client: "Redis") -> None:
+    from stores.redis_evidence import RedisEvidenceStore
+
+    mine = RedisEvidenceStore(redis_client, prefix=f"test:{uuid.uuid4().hex}:")
+    other = RedisEvidenceStore(redis_client, prefix=f"test:{uuid.uuid4().hex}:")
+    other.add("t", RunHeader(), search("q", "other text"), ["other text"])
+    mine.add("t", RunHeader(), search("q", "my text", "more"), ["my text", "more", "my text"])
+    await mine.flush()
+    await other.flush()
+    figures = await mine.figures()
+    assert (figures.runs, figures.records, figures.contents) == (1, 1, 2)
+    assert figures.text_chars == len("my text") + len("more")
+    assert figures.content_bytes == len(pack("my text")) + len(pack("more"))
+
+
+async def test_redis_add_never_raises_when_redis_is_down(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from redis.asyncio import Redis
+
+    from stores.redis_evidence import RedisEvidenceStore
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = Redis.from_url(f"redis://127.0.0.1:{port}", retry=None)
+    store = RedisEvidenceStore(client)
+    try:
+        store.add("t", RunHeader(), search("q", "secret text"), ["secret text"])
+        await store.flush()
+    finally:
+        await client.aclose()
+    warnings = [r for r in caplog.records if r.name == "stores.redis_evidence"]
+    assert [r.levelname for r in warnings] == ["WARNING"]
+    assert "evidence of t not kept" in warnings[0].getMessage()
+    assert "secret text" not in caplog.text
