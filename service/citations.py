@@ -77,6 +77,8 @@ def closest_passage(sentence: str, text: str) -> Quote:
     terms = [set(stems(text[a:b])) for a, b in spans]
     best = (-1.0, 0, 0)
     for i in range(len(spans)):
+        if not terms[i] & wanted and best[0] >= 0:
+            continue  # a quote starts with a sentence that holds some of the claim
         covered: set[str] = set()
         for j in range(i, min(i + _QUOTE_SENTENCES, len(spans))):
             gained = terms[j] & wanted
@@ -85,7 +87,8 @@ def closest_passage(sentence: str, text: str) -> Quote:
             covered |= gained
             score = len(covered) / len(wanted) if wanted else 0.0
             # a longer passage must earn its place: ties go to the shorter one
-            if score > best[0] + 1e-9:
+            longer = spans[j][1] - spans[i][0] > best[2] - best[1]
+            if score > best[0] + 1e-9 or (abs(score - best[0]) <= 1e-9 and not longer):
                 best = (score, spans[i][0], spans[j][1])
     return Quote(sentence=sentence, start=best[1], end=best[2], support=round(best[0], 4))
 

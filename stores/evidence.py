@@ -160,9 +160,13 @@ class EvidenceStore(Protocol):
     def add(self, thread_id: str, header: RunHeader, record: Record, texts: Sequence[str]) -> None:
         """Queue `record` (with the texts it names) for the thread; never raises.
 
-        `header` is written when the thread has none yet. The write keeps its place in the
-        order of the store's writes: a checkpoint written after it never lands without it.
-        A failure is logged, never raised: a run does not fail for its bookkeeping.
+        `header` is written when the thread has none yet. Writes keep their order. On
+        SQLite a record shares the checkpoints' transactions, so a checkpoint written
+        after it never lands without it; on Redis it is written within milliseconds, on
+        its own, so a process killed in between may lose its last step's records (the
+        step is not repeated, so a replay of that run finds those calls missing and notes
+        them as failed). A failure is logged, never raised: a run does not fail for its
+        bookkeeping.
         """
         ...
 

@@ -217,6 +217,29 @@ def test_a_run_writes_a_cited_report_that_show_prints_again(
     assert shown.stdout.strip() == report.strip()
 
 
+def test_rerun_replays_a_terminal_run_and_export_import_carry_it_elsewhere(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    first, again = tmp_path / "first.md", tmp_path / "again.md"
+    assert cli(cli_env, "run", TOPIC, "--thread", "t1", "--out", str(first)).returncode == 0
+    replayed = cli(cli_env, "rerun", "t1", "--out", str(again))
+    assert replayed.returncode == 0, replayed.stderr
+    assert "replay of t1" in replayed.stderr
+    assert again.read_text(encoding="utf-8") == first.read_text(encoding="utf-8")
+
+    archive = tmp_path / "t1.json"
+    exported = cli(cli_env, "export", "t1", "--out", str(archive))
+    assert exported.returncode == 0, exported.stderr
+    elsewhere = cli_env | {"RESEARCH_DATA_DIR": str(tmp_path / "elsewhere")}
+    elsewhere.pop("RESEARCH_CHECKPOINT_DB", None)
+    imported = cli(elsewhere, "import", str(archive))
+    assert imported.returncode == 0, imported.stderr
+    shown = cli(elsewhere, "show", "t1")
+    assert shown.stdout.strip() == first.read_text(encoding="utf-8").strip()
+    unknown = cli(cli_env, "rerun", "nope")
+    assert unknown.returncode != 0 and "unknown thread 'nope'" in unknown.stderr
+
+
 async def test_a_terminal_run_is_a_thread_of_the_service_with_its_events(
     cli_env: dict[str, str], data_dir: Path, corpus_index: Path
 ) -> None:

@@ -153,6 +153,10 @@ async def test_a_generated_thread_id_of_another_key_is_not_found_and_not_taken(
             ("GET", f"/v1/research/{theirs}"),
             ("GET", f"/v1/research/{theirs}/report"),
             ("GET", f"/v1/research/{theirs}/notes"),
+            ("GET", f"/v1/research/{theirs}/sources/1"),
+            ("POST", f"/v1/research/{theirs}/rerun"),
+            ("GET", f"/v1/research/{theirs}/diff/{theirs}"),
+            ("GET", f"/v1/research/{theirs}/export"),
             ("GET", f"/v1/research/{theirs}/events"),
             ("POST", f"/v1/research/{theirs}/cancel"),
             ("DELETE", f"/v1/research/{theirs}"),
@@ -161,6 +165,12 @@ async def test_a_generated_thread_id_of_another_key_is_not_found_and_not_taken(
         ):
             answer = await a.request(method, path, json={} if method == "POST" else None)
             assert answer.status_code == 404, (method, path, answer.text)
+        # A's own run cannot be compared with B's: B's is not found either way.
+        mine = (await a.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        await collect(a, f"/v1/research/{mine}/events")
+        assert (await a.get(f"/v1/research/{mine}/diff/{theirs}")).status_code == 404
+        assert (await b.get(f"/v1/research/{theirs}/diff/{mine}")).status_code == 404
+        assert (await a.get(f"/v1/research/{mine}/diff/{mine}")).status_code == 200
         # Naming B's id gives A a thread of its own; B's is unchanged.
         assert (await a.post("/threads", json={"thread_id": theirs})).status_code == 200
         assert (await b.get(f"/v1/research/{theirs}")).json()["status"] == "completed"
