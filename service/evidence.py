@@ -11,6 +11,7 @@ replay's own evidence; a call the original never made fails, and the run goes on
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from core.models import Rerun
 from engines.recording import ModelCall
@@ -69,8 +70,9 @@ class RunEvidence:
         depth: str,
         hits: Sequence[SearchHit] | None,
         error: str | None = None,
+        at: datetime | None = None,
     ) -> None:
-        """Record a search and the texts of its results."""
+        """Record a search and the texts of its results (`at`: when, if not now)."""
         texts = [h.content for h in hits or []]
         record = SearchCall(
             provider=provider,
@@ -88,13 +90,17 @@ class RunEvidence:
                 for h in hits or []
             ],
             error=error,
+            **({"at": at} if at else {}),
         )
         self._store.add(self._thread_id, self._header, record, texts)
 
-    def read(self, url: str, page: Page | None, error: str | None = None) -> None:
-        """Record a page read and its text (capped as the run keeps it)."""
+    def read(
+        self, url: str, page: Page | None, error: str | None = None, at: datetime | None = None
+    ) -> None:
+        """Record a page read and its text, capped as the run keeps it (`at`: if not now)."""
+        when = {"at": at} if at else {}
         if page is None:
-            record = PageRead(url=url, error=error)
+            record = PageRead(url=url, error=error, **when)
             self._store.add(self._thread_id, self._header, record, [])
             return
         text = kept_text(page.text)
@@ -105,6 +111,7 @@ class RunEvidence:
             published_date=page.published_date,
             content_hash=content_hash(text),
             chars=len(page.text),
+            **when,
         )
         self._store.add(self._thread_id, self._header, record, [text])
 
@@ -219,7 +226,7 @@ class ReplaySearch:
             self._evidence.searched(self.name, query, max_results, depth, None, described(error))
             raise error
         if call.error is not None:
-            self._evidence.searched(self.name, query, max_results, depth, None, call.error)
+            self._evidence.searched(self.name, query, max_results, depth, None, call.error, call.at)
             raise replayed_error(call.error, SearchError)
         hits = [
             SearchHit(
@@ -232,7 +239,8 @@ class ReplaySearch:
             for h in call.hits
             if h.content_hash in self._texts  # a text pruned since is a result lost
         ]
-        self._evidence.searched(self.name, query, max_results, depth, hits)
+        # Recorded as read when the replayed run read it: the texts are that run's.
+        self._evidence.searched(self.name, query, max_results, depth, hits, at=call.at)
         return hits
 
 
@@ -255,7 +263,7 @@ class ReplayReader:
             raise error
         if read.error is not None or read.content_hash not in self._texts:
             recorded = read.error or "ScrapeError: its text is no longer kept"
-            self._evidence.read(url, None, recorded)
+            self._evidence.read(url, None, recorded, read.at)
             raise replayed_error(recorded, ScrapeError)
         page = Page(
             url=url,
@@ -264,7 +272,7 @@ class ReplayReader:
             text=self._texts[read.content_hash],
             published_date=read.published_date,
         )
-        self._evidence.read(url, page)
+        self._evidence.read(url, page, at=read.at)
         return page
 
 

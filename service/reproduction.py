@@ -28,7 +28,7 @@ from service.runner import thread_config
 from service.thread_ids import public_id
 from stores.events import EventLog
 from stores.evidence import Evidence, EvidenceStore, PageRead, RunHeader, SearchCall, load
-from stores.registry import Registry, RunStatus, ThreadExists, ThreadRecord
+from stores.registry import ACTIVE, Registry, RunStatus, ThreadExists, ThreadRecord
 
 ARCHIVE_VERSION = 1
 # The node an imported state is written as: the graph's last, so the thread is finished.
@@ -93,6 +93,9 @@ class Reproduction:
     ) -> ThreadRecord:
         """A new thread re-running `thread_id`'s topic, options and plan (see the module)."""
         store = self._evidence()
+        record = await self.registry.get(thread_id)
+        if record is not None and record.status in ACTIVE:
+            raise InvalidState(f"the run is {record.status}: re-run it once it has stopped")
         values = await self._values(thread_id)
         plan = values.get("task_plan")
         if plan is None or "options" not in values:

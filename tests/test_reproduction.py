@@ -209,6 +209,10 @@ async def test_a_replay_needs_no_network_and_writes_the_same_report(
     assert diff["sources_added"] == diff["sources_removed"] == diff["sources_changed"] == []
     assert diff["findings_added"] == diff["findings_dropped"] == []
     assert diff["sources_unchanged"] == diff["base"]["sources"] > 0
+    # the replay's footnotes stand on the same texts, read when the original read them
+    first = (await client.get(f"/v1/research/{original}/sources/1")).json()
+    again = (await client.get(f"/v1/research/{replayed}/sources/1")).json()
+    assert again == first
 
 
 async def test_a_refresh_reads_again_and_the_diff_shows_the_changed_page(
