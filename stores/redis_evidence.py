@@ -12,8 +12,8 @@ Keys, all under the prefix:
 - `runs`: the threads by their header's `created_at` (a sorted set), for pruning;
 - `totals`: running counts of records, stored bytes and characters, for `figures`.
 
-`add` queues; one flusher writes the queue in order, a batch per MULTI/EXEC of script
-calls, so a batch lands whole. Texts are deflated and records JSON-encoded in Python:
+`add` queues; one flusher writes the queue in order, a batch per call of the add script,
+so a batch lands whole in one round trip. Texts are deflated and records JSON-encoded in Python:
 the scripts only file what they are given. Deleting, replacing and pruning wait for the
 queue first, as the SQLite store's single writer does, so an earlier `add` never lands
 after them.
@@ -43,30 +43,39 @@ from stores.redis_saver import awaited
 
 logger = logging.getLogger(__name__)
 
-# ARGV: prefix, thread, header JSON ('' to leave it), score, record count, the records,
-# then (hash, chars, deflated body) for each text.
+# ARGV: prefix, then one group per write: thread, header JSON ('' to leave it), score,
+# record count, the records, text count, then (hash, chars, deflated body) for each text.
 _ADD = """
-local p, tid = ARGV[1], ARGV[2]
+local p = ARGV[1]
 local totals = p .. 'totals'
 local function bump(field, by)
   if redis.call('HINCRBY', totals, field, by) == 0 then redis.call('HDEL', totals, field) end
 end
-if ARGV[3] ~= '' and redis.call('SET', p .. 'run:' .. tid, ARGV[3], 'NX') then
-  redis.call('ZADD', p .. 'runs', ARGV[4], tid)
-end
-local n = tonumber(ARGV[5])
-for i = 6, 5 + n do redis.call('RPUSH', p .. 'records:' .. tid, ARGV[i]) end
-if n > 0 then bump('records', n) end
-for i = 6 + n, #ARGV, 3 do
-  local h, body = ARGV[i], ARGV[i + 2]
-  if redis.call('SET', p .. 'text:' .. h, body, 'NX') then
-    redis.call('HSET', p .. 'chars', h, ARGV[i + 1])
-    bump('bytes', string.len(body))
-    bump('chars', tonumber(ARGV[i + 1]))
+local i = 2
+while i <= #ARGV do
+  local tid, header, score = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if header ~= '' and redis.call('SET', p .. 'run:' .. tid, header, 'NX') then
+    redis.call('ZADD', p .. 'runs', score, tid)
   end
-  if redis.call('SADD', p .. 'hashes:' .. tid, h) == 1 then
-    redis.call('HINCRBY', p .. 'refs', h, 1)
+  local n = tonumber(ARGV[i + 3])
+  i = i + 4
+  for j = i, i + n - 1 do redis.call('RPUSH', p .. 'records:' .. tid, ARGV[j]) end
+  if n > 0 then bump('records', n) end
+  i = i + n
+  local texts = tonumber(ARGV[i])
+  i = i + 1
+  for j = i, i + 3 * texts - 1, 3 do
+    local h, body = ARGV[j], ARGV[j + 2]
+    if redis.call('SET', p .. 'text:' .. h, body, 'NX') then
+      redis.call('HSET', p .. 'chars', h, ARGV[j + 1])
+      bump('bytes', string.len(body))
+      bump('chars', tonumber(ARGV[j + 1]))
+    end
+    if redis.call('SADD', p .. 'hashes:' .. tid, h) == 1 then
+      redis.call('HINCRBY', p .. 'refs', h, 1)
+    end
   end
+  i = i + 3 * texts
 end
 return 1
 """
@@ -154,19 +163,19 @@ class RedisEvidenceStore:
     def _key(self, kind: str, name: str = "") -> str:
         return f"{self._prefix}{kind}{name}"
 
-    def _args(
-        self,
+    @staticmethod
+    def _group(
         thread_id: str,
         header: str,
         score: float,
         records: Sequence[str],
-        texts: Iterable[Text],
+        texts: Sequence[Text],
     ) -> list[Any]:
-        """The add script's arguments."""
-        args: list[Any] = [self._prefix, thread_id, header, repr(score), len(records), *records]
+        """One write's arguments of the add script."""
+        group: list[Any] = [thread_id, header, repr(score), len(records), *records, len(texts)]
         for h, chars, body in texts:
-            args += [h, chars, body]
-        return args
+            group += [h, chars, body]
+        return group
 
     def add(self, thread_id: str, header: RunHeader, record: Record, texts: Sequence[str]) -> None:
         """Queue `record` and its texts (see `EvidenceStore.add`)."""
@@ -176,28 +185,25 @@ class RedisEvidenceStore:
             logger.warning("evidence of %s not kept: %s", thread_id, exc)
 
     async def _write(self, batch: list[_Queued]) -> None:
-        """Write one batch in one transaction; log, never raise, what failed."""
+        """Write one batch with one script call (atomic); log, never raise, a failure."""
+        args: list[Any] = [self._prefix]
+        headed: set[str] = set()
+        for item in batch:
+            # The batch lands whole: its first record of a thread brings the header.
+            header = "" if item.thread_id in headed else item.header.model_dump_json()
+            headed.add(item.thread_id)
+            args += self._group(
+                item.thread_id,
+                header,
+                _score(item.header.created_at),
+                [item.record],
+                item.texts,
+            )
         try:
-            pipe = self._client.pipeline(transaction=True)
-            headed: set[str] = set()
-            for item in batch:
-                # The batch lands whole: its first record of a thread brings the header.
-                header = "" if item.thread_id in headed else item.header.model_dump_json()
-                headed.add(item.thread_id)
-                args = self._args(
-                    item.thread_id,
-                    header,
-                    _score(item.header.created_at),
-                    [item.record],
-                    item.texts,
-                )
-                await self._add_script(args=args, client=pipe)
-            results: list[Any] = await pipe.execute(raise_on_error=False)
+            await self._add_script(args=args)
         except Exception as exc:  # the connection failed: every write of the batch did
-            results = [exc] * len(batch)
-        for item, result in zip(batch, results, strict=True):
-            if isinstance(result, BaseException):
-                logger.warning("evidence of %s not kept: %s", item.thread_id, result)
+            for thread_id in dict.fromkeys(item.thread_id for item in batch):
+                logger.warning("evidence of %s not kept: %s", thread_id, exc)
 
     async def put(self, thread_id: str, evidence: Evidence) -> None:
         """Store a whole run's evidence, replacing what the thread had."""
@@ -205,9 +211,12 @@ class RedisEvidenceStore:
         named = hashes_of(evidence.records) | hashes_of(header.script)
         texts = _packed(t for h, t in evidence.contents.items() if h in named)
         records = [r.model_dump_json() for r in evidence.records]
-        args = self._args(
-            thread_id, header.model_dump_json(), _score(header.created_at), records, texts
-        )
+        args = [
+            self._prefix,
+            *self._group(
+                thread_id, header.model_dump_json(), _score(header.created_at), records, texts
+            ),
+        ]
         await self._batches.drain()
         pipe = self._client.pipeline(transaction=True)
         await self._forget_script(args=[self._prefix, thread_id], client=pipe)

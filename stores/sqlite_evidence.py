@@ -6,12 +6,13 @@ other thread names. Records are appended through the file's writer, in its share
 transactions: a record queued before a checkpoint commits with it or before it.
 """
 
+import asyncio
 import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from stores.evidence import (
     RECORD,
@@ -79,12 +80,22 @@ def _forget(conn: sqlite3.Connection, thread_ids: Sequence[str]) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Write:
+    thread_id: str
+    header: RunHeader
+    body: str
+    rows: list[tuple[str, int, bytes]]
+
+
 class SqliteEvidenceStore:
     """`EvidenceStore` in the SQLite data file (which holds the service's other tables)."""
 
     def __init__(self, reader: SqliteReader, writer: SqliteWriter) -> None:
         self._reader = reader
         self._writer = writer
+        self._pending: list[_Write] = []  # queued for the writer's next transaction
+        self._submitted = False  # a piece of work that will take them is with the writer
 
     @classmethod
     async def open_in(
@@ -100,23 +111,39 @@ class SqliteEvidenceStore:
         return cls(reader, writer)
 
     def add(self, thread_id: str, header: RunHeader, record: Record, texts: Sequence[str]) -> None:
-        """Queue `record` and its texts (see `EvidenceStore.add`)."""
-        header_row = (thread_id, header.created_at.isoformat(), header.model_dump_json())
-        body = record.model_dump_json()
-        rows = _content_rows(texts)
+        """Queue `record` and its texts (see `EvidenceStore.add`).
 
-        def write(conn: sqlite3.Connection) -> None:
-            conn.execute(_HEADER, header_row)
-            conn.execute(_RECORD, (thread_id, body))
-            conn.executemany(_CONTENT, rows)
-            conn.executemany(_REF, [(thread_id, h) for h, _, _ in rows])
-
+        Everything queued by the time the writer runs goes in one piece of its work: one
+        savepoint for many records, not one each.
+        """
         try:
-            done = self._writer.submit(write)
+            rows = _content_rows(texts)
+            self._pending.append(_Write(thread_id, header, record.model_dump_json(), rows))
+            if not self._submitted:
+                self._writer.submit(self._write_pending).add_done_callback(self._written)
+                self._submitted = True
         except Exception as exc:  # the store is closing: the run goes on without it
             logger.warning("evidence of %s not kept: %s", thread_id, exc)
-            return
-        done.add_done_callback(lambda f: _log_failure(thread_id, f))
+
+    def _write_pending(self, conn: sqlite3.Connection) -> list[str]:
+        """Write every queued record (in the writer's transaction); their threads."""
+        pending, self._pending, self._submitted = self._pending, [], False
+        headers: dict[str, RunHeader] = {}
+        for write in pending:  # the first header of a thread stands, as INSERT OR IGNORE
+            headers.setdefault(write.thread_id, write.header)
+        conn.executemany(
+            _HEADER,
+            [(t, h.created_at.isoformat(), h.model_dump_json()) for t, h in headers.items()],
+        )
+        conn.executemany(_RECORD, [(w.thread_id, w.body) for w in pending])
+        conn.executemany(_CONTENT, [row for w in pending for row in w.rows])
+        conn.executemany(_REF, [(w.thread_id, h) for w in pending for h, _, _ in w.rows])
+        return list(headers)
+
+    @staticmethod
+    def _written(done: "asyncio.Future[list[str]]") -> None:
+        if not done.cancelled() and done.exception() is not None:
+            logger.warning("evidence of some runs not kept: %s", done.exception())
 
     async def put(self, thread_id: str, evidence: Evidence) -> None:
         """Store a whole run's evidence, replacing what the thread had."""
@@ -198,8 +225,3 @@ class SqliteEvidenceStore:
     async def flush(self) -> None:
         """Wait until what is queued is committed."""
         await self._writer.drain()
-
-
-def _log_failure(thread_id: str, done: Any) -> None:
-    if not done.cancelled() and done.exception() is not None:
-        logger.warning("evidence of %s not kept: %s", thread_id, done.exception())
