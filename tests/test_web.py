@@ -371,6 +371,15 @@ async def test_a_footnote_mark_opens_the_text_the_run_read_with_its_quote_marked
     await page.keyboard.press("Escape")
     await expect(panel).to_be_hidden()
     await expect(mark).to_be_focused()
+    # A footnote the server does not know (404) says so in the panel, as text.
+    missing = {"error": {"code": "not_found", "message": "the report has no footnote 1"}}
+    await page.route("**/sources/*", lambda route: route.fulfill(status=404, json=missing))
+    await mark.click()
+    await expect(panel.locator("#source-error")).to_contain_text("no footnote 1")
+    await expect(text).to_have_count(0)
+    await panel.locator("#source-close").click()
+    await expect(panel).to_be_hidden()
+    await expect(mark).to_be_focused()
     assert dialogs == []
 
 
