@@ -342,3 +342,72 @@ async def test_the_report_gate_shows_the_report_and_signs_it_off(
     await expect(page.locator("#report h1")).to_be_visible(timeout=WAIT_MS)
     await expect(page.locator("#approval-panel")).to_be_hidden()
     assert dialogs == []
+
+
+async def test_a_footnote_mark_opens_the_text_the_run_read_with_its_quote_marked(
+    page: Page, server: str, dialogs: list[str]
+) -> None:
+    thread_id = await start_run(page, server)
+    await wait_for_status(page, "completed")
+    mark = page.locator('#report sup.footnote-ref a[href="#fn1"]').first
+    await expect(mark).to_be_visible(timeout=WAIT_MS)
+    await mark.click()
+    panel = page.locator("#source-dialog")
+    await expect(panel).to_be_visible()
+    text = panel.locator(".source-text")
+    await expect(text).to_be_visible(timeout=WAIT_MS)
+    source = httpx.get(f"{server}/v1/research/{thread_id}/sources/1").json()
+    assert source["kind"] == "passage" and source["quotes"]
+    assert await text.text_content() == source["text"]
+    marked = await text.locator("mark").all_text_contents()
+    assert marked and all(m and m in source["text"] for m in marked), marked
+    await expect(panel.locator("#source-title")).to_have_text(source["title"])
+    facts = panel.locator(".source-facts")
+    await expect(facts).to_contain_text("passage")
+    await expect(facts).to_contain_text(source["content_hash"][:12])
+    citing = panel.locator(".source-citing li")
+    assert await citing.count() == len({q["sentence"] for q in source["quotes"]})
+    await page.screenshot(path=str(SHOTS / "source-panel.png"), full_page=False)
+    await page.keyboard.press("Escape")
+    await expect(panel).to_be_hidden()
+    await expect(mark).to_be_focused()
+    # A footnote the server does not know (404) says so in the panel, as text.
+    missing = {"error": {"code": "not_found", "message": "the report has no footnote 1"}}
+    await page.route("**/sources/*", lambda route: route.fulfill(status=404, json=missing))
+    await mark.click()
+    await expect(panel.locator("#source-error")).to_contain_text("no footnote 1")
+    await expect(text).to_have_count(0)
+    await panel.locator("#source-close").click()
+    await expect(panel).to_be_hidden()
+    await expect(mark).to_be_focused()
+    assert dialogs == []
+
+
+async def test_a_replayed_rerun_opens_finishes_and_compares_equal_to_its_original(
+    page: Page, server: str, dialogs: list[str]
+) -> None:
+    original = await start_run(page, server)
+    await wait_for_status(page, "completed")
+    await expect(page.locator("#compare")).to_be_hidden()  # not a re-run itself
+    await page.click("#rerun-replay")
+    note = page.locator("#rerun-of")
+    await expect(note).to_contain_text("(replay)", timeout=WAIT_MS)
+    assert page.url.rsplit("/", 1)[-1] != original
+    await expect(note.locator("a")).to_have_attribute("href", f"#/runs/{original}")
+    await wait_for_status(page, "completed")
+    await expect(page.locator("#report h1")).to_be_visible(timeout=WAIT_MS)
+    await page.click("#compare")
+    panel = page.locator("#compare-panel")
+    await expect(panel).to_be_visible(timeout=WAIT_MS)
+    changed = panel.locator("[data-list=sources_changed]")
+    await expect(changed).to_have_attribute("data-count", "0")
+    await expect(changed).to_contain_text("none")
+    rows = panel.locator(".compare-figures tbody tr")
+    await expect(rows).to_have_count(7)
+    for row in await rows.all():
+        base = await row.locator("td.base").text_content()
+        assert base == await row.locator("td.other").text_content(), await row.text_content()
+    sources = panel.locator(".compare-figures tbody tr", has_text="Sources").locator("td.base")
+    assert int(await sources.text_content() or "0") >= 3
+    await page.screenshot(path=str(SHOTS / "compare.png"), full_page=True)
+    assert dialogs == []

@@ -1,8 +1,9 @@
 // The research-agent page: start runs, follow them live, approve, read the report.
 // Plain DOM code, no framework. Everything that came from a user, a source or a model is
 // inserted with textContent / .value; the only innerHTML is the server's report fragment,
-// which the server renders with raw HTML escaped.
-"use strict";
+// which the server renders with raw HTML escaped. A module: records.js (sources behind
+// footnotes, re-runs and comparisons) is imported and handed the helpers below.
+import { createRecords } from "./records.js";
 
 (() => {
   const KEY_STORAGE = "research-agent.api-key";
@@ -285,7 +286,7 @@
       id, controller: new AbortController(), lastEventId: 0, status: null, reportStatus: null, done: false,
       pendingApproval: null, approvalKey: null, draftVersion: null, hasReport: false,
       report: "none", // none | loading | loaded
-      pauseRequested: false, sources: 0,
+      pauseRequested: false, sources: 0, rerun: null,
     };
     state.view = view;
     resetRunDom();
@@ -319,9 +320,11 @@
     $("#copy-report").disabled = true;
     $("#download-report").disabled = true;
     setBadge($("#run-status"), "");
+    records.reset();
   }
 
   function renderDetail(view, detail) {
+    records.renderDetail(view, detail);
     $("#run-topic").textContent = detail.topic;
     document.title = `${detail.topic} · Research agent`;
     const o = detail.options || {};
@@ -360,6 +363,7 @@
     $("#resume").disabled = busyNow("#resume") || s !== "paused";
     $("#cancel").disabled = busyNow("#cancel") || !s || TERMINAL.has(s);
     $("#delete").disabled = busyNow("#delete") || !s;
+    records.update(view);
   }
 
   function renderUsage(total) {
@@ -850,7 +854,10 @@
     });
   }
 
-  /** Footnote links (`#fn1`) scroll inside their fragment instead of changing the route. */
+  /**
+   * Footnote links (`#fn1`) scroll inside their fragment instead of changing the route; a
+   * footnote mark in the text also opens the panel with the source it cites.
+   */
   function followInPageLink(event) {
     const link = event.target.closest("a[href^='#']");
     if (!link || link.getAttribute("href").startsWith("#/")) return;
@@ -862,6 +869,7 @@
       target.classList.add("flash");
       setTimeout(() => target.classList.remove("flash"), 1500);
     }
+    if (state.view && link.closest("sup.footnote-ref")) records.openSource(state.view, link);
   }
 
   // -- approval ------------------------------------------------------------------------------
@@ -964,6 +972,15 @@
     loadThreads();
     route(true);
   }
+
+  const records = createRecords({
+    api, runPath, el, showText, busy, isCurrent,
+    currentView: () => state.view,
+    openThread: (id) => {
+      loadThreads();
+      location.hash = `#/runs/${encodeURIComponent(id)}`;
+    },
+  });
 
   init();
 })();
