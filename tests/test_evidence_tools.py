@@ -1,17 +1,20 @@
 """Recording and replaying a run's tools, and finding the passage a sentence cites."""
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from app.retention import prune_once
+from app.settings import Settings
 from core.models import Rerun
 from engines.extractive import ExtractiveEngine
 from nodes.context import Deps
 from nodes.reading import describe
 from service.citations import closest_passage
 from service.evidence import leg_deps
-from stores.evidence import PageRead, SearchCall, load
+from stores.evidence import PageRead, RunHeader, SearchCall, load
 from stores.sqlite_evidence import SqliteEvidenceStore
 from stores.sqlite_writer import open_sqlite
 from tools.errors import ProviderError, ScrapeError
@@ -160,3 +163,19 @@ def test_the_closest_passage_is_the_sentence_holding_the_claim() -> None:
     assert text[spread.start : spread.end] == (
         "Paris is the capital of France. The Seine flows through Paris."
     )
+
+
+async def test_the_retention_settings_prune_old_runs_and_keep_the_rest(
+    store: SqliteEvidenceStore, tmp_path: Path
+) -> None:
+    now = datetime.now(UTC)
+    for thread, age in (("old", 40), ("recent", 5)):
+        header = RunHeader(created_at=now - timedelta(days=age))
+        store.add(thread, header, SearchCall(provider="p", query="q", max_results=1), [])
+    await store.flush()
+    keep_all = Settings(data_dir=tmp_path, evidence_retention_days=0, evidence_max_mb=0)
+    assert await prune_once(store, keep_all) == 0
+    month = Settings(data_dir=tmp_path, evidence_retention_days=30)
+    assert await prune_once(store, month) == 1
+    assert await store.header("old") is None
+    assert await store.header("recent") is not None
