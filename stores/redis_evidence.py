@@ -43,14 +43,21 @@ from stores.redis_saver import awaited
 
 logger = logging.getLogger(__name__)
 
-# ARGV: prefix, then one group per write: thread, header JSON ('' to leave it), score,
-# record count, the records, text count, then (hash, chars, deflated body) for each text.
-_ADD = """
+# Both scripts: ARGV[1] is the prefix; `bump` keeps the running totals (a count at zero
+# is removed, so nothing is left once every run is gone).
+_TOTALS = """
 local p = ARGV[1]
 local totals = p .. 'totals'
 local function bump(field, by)
   if redis.call('HINCRBY', totals, field, by) == 0 then redis.call('HDEL', totals, field) end
 end
+"""
+
+# ARGV: prefix, then one group per write: thread, header JSON ('' to leave it), score,
+# record count, the records, text count, then (hash, chars, deflated body) for each text.
+_ADD = (
+    _TOTALS
+    + """
 local i = 2
 while i <= #ARGV do
   local tid, header, score = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -79,14 +86,12 @@ while i <= #ARGV do
 end
 return 1
 """
+)
 
 # ARGV: prefix, then the threads to forget. Returns how many had a run header.
-_FORGET = """
-local p = ARGV[1]
-local totals = p .. 'totals'
-local function bump(field, by)
-  if redis.call('HINCRBY', totals, field, by) == 0 then redis.call('HDEL', totals, field) end
-end
+_FORGET = (
+    _TOTALS
+    + """
 local gone = 0
 for i = 2, #ARGV do
   local tid = ARGV[i]
@@ -115,6 +120,7 @@ for i = 2, #ARGV do
 end
 return gone
 """
+)
 
 _MGET_CHUNK = 500
 _FORGET_CHUNK = 64
