@@ -55,8 +55,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.background = background = BackgroundWork()
         stack.push_async_callback(background.close)
         await runtime.manager.recover()
-        if runtime.stores.evidence is not None:
-            background.start(keep_evidence_within(runtime.stores.evidence, settings))
+        background.start(keep_evidence_within(runtime.stores.evidence, settings))
         yield
 
 

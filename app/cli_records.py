@@ -7,8 +7,6 @@ of this data directory (or Redis), where `show`, the web page and the API find i
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -16,11 +14,17 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from app.cli_common import err, fail, load_settings
-from app.cli_runs import _finish, _follow, _runtime, _unknown_thread, until_interrupted
+from app.cli_runs import (
+    _finish,
+    _follow,
+    _runtime,
+    _unknown_thread,
+    require_data,
+    stores_and_graph,
+    until_interrupted,
+)
 from app.settings import Settings
-from app.stores import BackendSetupError, Stores, open_stores
 from core.models import explain
-from graph.builder import ResearchGraph, build_graph
 from service.errors import InvalidState, NotFound
 from service.reproduction import RunArchive, export_archive, import_archive
 from service.thread_ids import LOCAL_OWNER, check_client_id
@@ -30,8 +34,7 @@ from stores.registry import ThreadExists
 async def _rerun(
     settings: Settings, thread_id: str, mode: Literal["replay", "refresh"], out_file: Path | None
 ) -> None:
-    if settings.redis_url is None and not settings.service_db_path.is_file():
-        _unknown_thread(thread_id)
+    require_data(settings, thread_id)
     async with _runtime(settings) as runtime:
         try:
             await runtime.manager.get(LOCAL_OWNER, thread_id)
@@ -51,9 +54,9 @@ def rerun(thread_id: str, mode: Literal["replay", "refresh"], out_file: Path | N
 
 
 async def _export(settings: Settings, thread_id: str, out_file: Path) -> None:
-    async with _record_stores(settings) as (graph, stores):
+    async with stores_and_graph(settings) as (graph, stores):
         record = await stores.registry.get(thread_id)
-        if record is None or record.owner != LOCAL_OWNER or stores.evidence is None:
+        if record is None or record.owner != LOCAL_OWNER:
             _unknown_thread(thread_id)
         archive = await export_archive(graph, stores.events, stores.evidence, record)
     out_file.write_text(archive.model_dump_json(), encoding="utf-8")
@@ -67,8 +70,7 @@ async def _export(settings: Settings, thread_id: str, out_file: Path) -> None:
 def export(thread_id: str, out_file: Path | None) -> None:
     """Write a thread whole to a JSON file (default: research-<id>.json here)."""
     settings = load_settings()
-    if settings.redis_url is None and not settings.service_db_path.is_file():
-        _unknown_thread(thread_id)
+    require_data(settings, thread_id)
     target = out_file or Path(f"research-{thread_id}.json")
     asyncio.run(_export(settings, thread_id, target))
 
@@ -91,9 +93,7 @@ async def _import(settings: Settings, path: Path, thread_id: str | None) -> None
         check_client_id(wanted)
     except ValueError as exc:
         fail(f"--thread {wanted!r}: {exc}")
-    async with _record_stores(settings) as (graph, stores):
-        if stores.evidence is None:
-            fail("this backend keeps no evidence: import into the SQLite data directory")
+    async with stores_and_graph(settings) as (graph, stores):
         parts = (graph, stores.events, stores.registry, stores.evidence)
         try:
             record = await import_archive(parts, LOCAL_OWNER, archive, wanted)
@@ -107,16 +107,6 @@ async def _import(settings: Settings, path: Path, thread_id: str | None) -> None
         f"[green]imported[/] thread {escape(record.thread_id)} · {escape(record.topic)} · "
         f"`research-agent show {escape(record.thread_id)}`"
     )
-
-
-@asynccontextmanager
-async def _record_stores(settings: Settings) -> AsyncIterator[tuple[ResearchGraph, Stores]]:
-    """The stores and the graph over them; no engine or search tools are needed."""
-    try:
-        async with open_stores(settings) as stores:
-            yield build_graph(stores.saver), stores
-    except BackendSetupError as exc:
-        fail(str(exc))
 
 
 def import_run(path: Path, thread_id: str | None) -> None:

@@ -23,9 +23,9 @@ from app.cli_progress import ProgressPrinter
 from app.deps import EngineSetupError
 from app.runtime import Runtime, open_runtime, running_worker
 from app.settings import Settings
-from app.stores import BackendSetupError, open_stores
+from app.stores import BackendSetupError, Stores, open_stores
 from core.options import ResearchRequest
-from graph.builder import build_graph
+from graph.builder import ResearchGraph, build_graph
 from service.errors import NotFound
 from service.runner import is_finished, pending_interrupt, remaining_steps, thread_config
 from service.thread_ids import LOCAL_OWNER
@@ -136,8 +136,7 @@ def _unknown_thread(thread_id: str) -> NoReturn:
 
 
 async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> None:
-    if settings.redis_url is None and not settings.service_db_path.is_file():
-        _unknown_thread(thread_id)
+    require_data(settings, thread_id)
     async with _runtime(settings) as runtime:
         manager = runtime.manager
         try:
@@ -186,14 +185,26 @@ def until_interrupted(work: Coroutine[Any, Any, None], thread_id: str) -> None:
         raise click.exceptions.Exit(130) from None
 
 
-async def _show(settings: Settings, thread_id: str) -> None:
+def require_data(settings: Settings, thread_id: str) -> None:
+    """Say the thread is unknown when there is no data file to find it in (nothing is made)."""
     if settings.redis_url is None and not settings.service_db_path.is_file():
         _unknown_thread(thread_id)
+
+
+@asynccontextmanager
+async def stores_and_graph(settings: Settings) -> AsyncIterator[tuple[ResearchGraph, Stores]]:
+    """The stores and the graph over them: reading and filing threads needs no engine."""
     try:
         async with open_stores(settings) as stores:
-            snapshot = await build_graph(stores.saver).aget_state(thread_config(thread_id))
+            yield build_graph(stores.saver), stores
     except BackendSetupError as exc:
         fail(str(exc))
+
+
+async def _show(settings: Settings, thread_id: str) -> None:
+    require_data(settings, thread_id)
+    async with stores_and_graph(settings) as (graph, _):
+        snapshot = await graph.aget_state(thread_config(thread_id))
     values: dict[str, Any] = snapshot.values
     if not values:
         _unknown_thread(thread_id)

@@ -33,9 +33,8 @@ class Stores:
     saver: BaseCheckpointSaver[str]
     events: EventLog
     registry: Registry
+    evidence: EvidenceStore  # what runs read and asked (`stores.evidence`)
     redis: "Redis | None" = None  # the client of the Redis stores, for signals and leases
-    # What runs read and asked (`stores.evidence`); None: not kept.
-    evidence: EvidenceStore | None = None
 
 
 class BackendSetupError(ValueError):
@@ -99,7 +98,7 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             evidence = await stack.enter_async_context(
                 open_sqlite(path, SqliteEvidenceStore, writer)
             )
-            yield Stores(saver, events, registry, evidence=evidence)
+            yield Stores(saver, events, registry, evidence)
         else:
             saver = await stack.enter_async_context(open_checkpointer(settings))
             from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog
@@ -118,6 +117,4 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             stack.push_async_callback(redis_events.close)
             redis_evidence = RedisEvidenceStore(client)
             stack.push_async_callback(redis_evidence.flush)
-            yield Stores(
-                saver, redis_events, RedisRegistry(client), client, evidence=redis_evidence
-            )
+            yield Stores(saver, redis_events, RedisRegistry(client), redis_evidence, client)

@@ -26,6 +26,11 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def kept_text(text: str) -> str:
+    """A page's text as a run keeps it: stripped, to the size of a long article."""
+    return text.strip()[:MAX_PAGE_CHARS]
+
+
 class ReadPage(BaseModel):
     """A page fetched in this research step, or why it could not be read (`error`)."""
 
@@ -51,7 +56,7 @@ class ReadPage(BaseModel):
         """The page as the step's state keeps it: its text to the size of a long article."""
         if len(self.text) <= MAX_PAGE_CHARS:
             return self
-        return self.model_copy(update={"text": self.text.strip()[:MAX_PAGE_CHARS]})
+        return self.model_copy(update={"text": kept_text(self.text)})
 
 
 class PageReads:

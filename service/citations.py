@@ -7,7 +7,6 @@ text closest to each report sentence citing the footnote, found by the same stem
 overlap the review's citation check uses.
 """
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -108,12 +107,11 @@ def _provenance(
     return kind, source.source, source.query, None
 
 
-def source_view(
-    values: dict[str, Any], n: int, records: Sequence[Record], kept: set[str]
-) -> SourceView:
+def source_view(values: dict[str, Any], n: int, records: Sequence[Record]) -> SourceView:
     """Footnote `n` of the thread's report (`values`: its state), or FootnoteMissing.
 
-    `records` are the run's evidence records; `kept` the hashes whose texts are stored.
+    `records` are the run's evidence records. Whether the store still keeps the text is
+    the store's to say: `kept` is False until the caller has asked it.
     """
     _, body = split_front_matter(values.get("final_report") or "")
     urls = footnote_urls(body)
@@ -137,15 +135,7 @@ def source_view(
         query=query,
         read_at=read_at,
         content_hash=digest,
-        kept=digest in kept,
+        kept=False,
         text=source.content,
-        quotes=[closest_passage(_plain(s), source.content) for s in citing],
+        quotes=[closest_passage(s, source.content) for s in citing],
     )
-
-
-_MARKS = re.compile(r"\[\^\d+\]")
-
-
-def _plain(sentence: str) -> str:
-    """A report sentence without its footnote marks."""
-    return _MARKS.sub("", sentence).strip()

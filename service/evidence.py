@@ -16,8 +16,8 @@ from datetime import datetime
 from core.models import Rerun
 from engines.recording import ModelCall
 from nodes.context import Deps, PageReader
+from nodes.reading import describe, kept_text
 from stores.evidence import (
-    MAX_CONTENT_CHARS,
     EvidenceStore,
     Hit,
     ModelCallRecord,
@@ -31,12 +31,6 @@ from tools.errors import ScrapeError
 from tools.extraction import Page
 from tools.search import Depth, SearchError, SearchHit, SearchProvider
 
-
-def described(exc: BaseException) -> str:
-    """A failure as records keep it (as the notes show it: 'Type: message')."""
-    return f"{type(exc).__name__}: {exc}"
-
-
 _KINDS: dict[tuple[str, type[Exception]], type[Exception]] = {}
 
 
@@ -48,7 +42,7 @@ def _replayed_kind(name: str, base: type[Exception]) -> type[Exception]:
 
 
 def replayed_error(recorded: str, base: type[Exception]) -> Exception:
-    """The recorded failure ('Type: message') raised again as a `base`."""
+    """The recorded failure ('Type: message', as `describe` wrote it) raised again as a `base`."""
     name, _, message = recorded.partition(": ")
     kind = _replayed_kind(name, base) if name.isidentifier() else base
     return kind(message)
@@ -134,11 +128,6 @@ class RunEvidence:
             self._store.add(self._thread_id, self._header, record, [])
 
 
-def kept_text(text: str) -> str:
-    """A page's text as a run keeps it (`nodes.reading`: stripped, capped)."""
-    return text.strip()[:MAX_CONTENT_CHARS]
-
-
 class RecordingSearch:
     """A search provider whose every call is recorded."""
 
@@ -154,7 +143,7 @@ class RecordingSearch:
         try:
             hits = await self._inner.search(query, max_results, depth)
         except Exception as exc:
-            self._evidence.searched(self.name, query, max_results, depth, None, described(exc))
+            self._evidence.searched(self.name, query, max_results, depth, None, describe(exc))
             raise
         self._evidence.searched(self.name, query, max_results, depth, hits)
         return hits
@@ -172,7 +161,7 @@ class RecordingReader:
         try:
             page = await self._inner.fetch(url)
         except Exception as exc:
-            self._evidence.read(url, None, described(exc))
+            self._evidence.read(url, None, describe(exc))
             raise
         self._evidence.read(url, page)
         return page
@@ -223,7 +212,7 @@ class ReplaySearch:
         call = self._script.answer((query, max_results, depth), (query,))
         if not isinstance(call, SearchCall):
             error = SearchError(f"the replayed run never searched for {query!r}")
-            self._evidence.searched(self.name, query, max_results, depth, None, described(error))
+            self._evidence.searched(self.name, query, max_results, depth, None, describe(error))
             raise error
         if call.error is not None:
             self._evidence.searched(self.name, query, max_results, depth, None, call.error, call.at)
@@ -259,7 +248,7 @@ class ReplayReader:
         read = self._script.answer((url,))
         if not isinstance(read, PageRead):
             error = ScrapeError(f"the replayed run never read {url}")
-            self._evidence.read(url, None, described(error))
+            self._evidence.read(url, None, describe(error))
             raise error
         if read.error is not None or read.content_hash not in self._texts:
             recorded = read.error or "ScrapeError: its text is no longer kept"

@@ -137,7 +137,7 @@ class Reproduction:
             raise InvalidState("there is no report yet: follow the events until 'report'")
         records = await self.executor.evidence.records(thread_id) if self.executor.evidence else []
         try:
-            view = source_view(values, n, records, set())
+            view = source_view(values, n, records)
         except LookupError as exc:
             raise NotFound(str(exc)) from None
         if self.executor.evidence is not None:

@@ -2,12 +2,11 @@
 
 A source is the same source in both runs when its URL is (normalised); it changed when
 the text the run was given for it differs (by content hash). A finding is a sentence of
-the report that cites a source, compared without its footnote marks. Models and prompt
+the report that cites a source (as `cited_sentences` gives it: without footnote marks). Models and prompt
 templates come from the runs' evidence: a model the server named differently, or a
 template whose version differs, is what changed under the same settings.
 """
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,11 +60,9 @@ class RunDiff(BaseModel):
     templates_changed: list[str] = Field(default_factory=list)
 
 
-_MARKS = re.compile(r"\[\^\d+\]")
-
-
 def _key(sentence: str) -> str:
-    return " ".join(_MARKS.sub("", sentence).casefold().split())
+    """How findings are compared: case and spacing aside (`cited_sentences` drops marks)."""
+    return " ".join(sentence.casefold().split())
 
 
 def findings(values: dict[str, Any]) -> dict[str, str]:

@@ -21,9 +21,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from core.models import utcnow
 
-# Longest text kept per source: a page is read to this length (`nodes.reading`).
-MAX_CONTENT_CHARS = 20_000
-
 
 def content_hash(text: str) -> str:
     """The key a text is stored under: its SHA-256, hex."""
@@ -38,6 +35,16 @@ def pack(text: str) -> bytes:
 def unpack(body: bytes) -> str:
     """A stored text back."""
     return zlib.decompress(body).decode("utf-8")
+
+
+# A text as the stores take it: hash, characters, deflated body.
+PackedText = tuple[str, int, bytes]
+
+
+def packed_texts(texts: Iterable[str]) -> list[PackedText]:
+    """Each distinct text once, deflated: done before a store's write, not inside it."""
+    unique = {content_hash(t): t for t in texts}
+    return [(h, len(t), pack(t)) for h, t in unique.items()]
 
 
 class _Record(BaseModel):

@@ -31,12 +31,12 @@ from stores.batching import Batcher
 from stores.evidence import (
     RECORD,
     Evidence,
+    PackedText,
     Record,
     RunHeader,
     StoreFigures,
-    content_hash,
     hashes_of,
-    pack,
+    packed_texts,
     unpack,
 )
 from stores.redis_saver import awaited
@@ -126,21 +126,13 @@ _MGET_CHUNK = 500
 _FORGET_CHUNK = 64
 _EVICT_CHUNK = 16  # the oldest runs dropped at a time while the texts exceed the cap
 
-Text = tuple[str, int, bytes]  # hash, characters, deflated body
-
 
 @dataclass(frozen=True, slots=True)
 class _Queued:
     thread_id: str
     header: RunHeader
     record: str
-    texts: tuple[Text, ...]
-
-
-def _packed(texts: Iterable[str]) -> tuple[Text, ...]:
-    """Each distinct text once, deflated before it is queued."""
-    unique = {content_hash(t): t for t in texts}
-    return tuple((h, len(t), pack(t)) for h, t in unique.items())
+    texts: list[PackedText]
 
 
 def _score(at: datetime) -> float:
@@ -175,7 +167,7 @@ class RedisEvidenceStore:
         header: str,
         score: float,
         records: Sequence[str],
-        texts: Sequence[Text],
+        texts: Sequence[PackedText],
     ) -> list[Any]:
         """One write's arguments of the add script."""
         group: list[Any] = [thread_id, header, repr(score), len(records), *records, len(texts)]
@@ -186,7 +178,9 @@ class RedisEvidenceStore:
     def add(self, thread_id: str, header: RunHeader, record: Record, texts: Sequence[str]) -> None:
         """Queue `record` and its texts (see `EvidenceStore.add`)."""
         try:
-            self._batches.add(_Queued(thread_id, header, record.model_dump_json(), _packed(texts)))
+            self._batches.add(
+                _Queued(thread_id, header, record.model_dump_json(), packed_texts(texts))
+            )
         except Exception as exc:  # no event loop, or a record that cannot be encoded
             logger.warning("evidence of %s not kept: %s", thread_id, exc)
 
@@ -215,7 +209,7 @@ class RedisEvidenceStore:
         """Store a whole run's evidence, replacing what the thread had."""
         header = evidence.header or RunHeader()
         named = hashes_of(evidence.records) | hashes_of(header.script)
-        texts = _packed(t for h, t in evidence.contents.items() if h in named)
+        texts = packed_texts(t for h, t in evidence.contents.items() if h in named)
         records = [r.model_dump_json() for r in evidence.records]
         args = [
             self._prefix,

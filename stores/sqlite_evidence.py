@@ -17,12 +17,12 @@ from datetime import datetime
 from stores.evidence import (
     RECORD,
     Evidence,
+    PackedText,
     Record,
     RunHeader,
     StoreFigures,
-    content_hash,
     hashes_of,
-    pack,
+    packed_texts,
     unpack,
 )
 from stores.sqlite_writer import SqliteReader, SqliteWriter
@@ -55,12 +55,6 @@ _OLDEST_RUNS = "SELECT thread_id FROM evidence_run ORDER BY created_at LIMIT ?"
 _CONTENT_BYTES = "SELECT COALESCE(SUM(LENGTH(body)), 0) FROM evidence_content"
 
 
-def _content_rows(texts: Iterable[str]) -> list[tuple[str, int, bytes]]:
-    """Rows of `evidence_content` for `texts`, deflated before the writer's transaction."""
-    unique = {content_hash(t): t for t in texts}
-    return [(h, len(t), pack(t)) for h, t in unique.items()]
-
-
 def _forget(conn: sqlite3.Connection, thread_ids: Sequence[str]) -> None:
     """Delete the threads' evidence and the texts nothing else names."""
     for thread_id in thread_ids:
@@ -85,7 +79,7 @@ class _Write:
     thread_id: str
     header: RunHeader
     body: str
-    rows: list[tuple[str, int, bytes]]
+    rows: list[PackedText]
 
 
 class SqliteEvidenceStore:
@@ -117,7 +111,7 @@ class SqliteEvidenceStore:
         savepoint for many records, not one each.
         """
         try:
-            rows = _content_rows(texts)
+            rows = packed_texts(texts)
             self._pending.append(_Write(thread_id, header, record.model_dump_json(), rows))
             if not self._submitted:
                 self._writer.submit(self._write_pending).add_done_callback(self._written)
@@ -151,7 +145,7 @@ class SqliteEvidenceStore:
         header_row = (thread_id, header.created_at.isoformat(), header.model_dump_json())
         bodies = [(thread_id, r.model_dump_json()) for r in evidence.records]
         named = hashes_of(evidence.records) | hashes_of(header.script)
-        rows = _content_rows(t for h, t in evidence.contents.items() if h in named)
+        rows = packed_texts(t for h, t in evidence.contents.items() if h in named)
 
         def write(conn: sqlite3.Connection) -> None:
             _forget(conn, [thread_id])
