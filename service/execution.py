@@ -24,7 +24,7 @@ from service.errors import InvalidState
 from service.evidence import leg_deps
 from service.legs import CONFIG_MODES, Admission, LegStop, RunInput, checkpoint_id, renamed
 from service.platform_runs import STREAM_MODES as PLATFORM_MODES
-from service.platform_runs import PlatformRuns
+from service.platform_runs import PlatformRuns, stream_key
 from service.runner import is_finished, pending_interrupt, question_of, thread_config
 from service.signals import RunSignals
 from service.thread_ids import public_id
@@ -93,6 +93,13 @@ class RunExecutor:
 
     async def _leg(self, thread_id: str, run_input: RunInput) -> bool:
         """One leg; False when it was cancelled (what waits behind it is the canceller's)."""
+        streams = [thread_id]
+        if run_input.run_id is not None:
+            streams.append(stream_key(run_input.run_id))
+        with self.events.writing(*streams):  # its followers here are served from memory
+            return await self._leg_written(thread_id, run_input)
+
+    async def _leg_written(self, thread_id: str, run_input: RunInput) -> bool:
         ended = True  # False: the leg is left to a retry, its Platform run stays open
         try:
             record = await self.registry.get(thread_id)

@@ -12,6 +12,7 @@ import asyncio
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -147,6 +148,14 @@ class EventLog(Protocol):
         """The events after `after`, then new ones as they come, each once and in order.
 
         The iteration ends right after the event named `TERMINAL_EVENT` (`done`).
+        """
+        ...
+
+    def writing(self, *streams: str) -> AbstractContextManager[None]:
+        """Mark streams as written by this process while the block runs (a run's leg).
+
+        Followers in this process then take those streams' new events from memory as
+        they are stored, instead of asking the store for each.
         """
         ...
 

@@ -19,26 +19,21 @@ Deliberate choices:
   past its position.
 - Followers wait on an in-process notification: they register before reading the
   backlog, so an append that commits between the read and the wait still wakes them.
+  Woken, they take the new events from memory (`stores.recent_events`).
 """
 
 import asyncio
 import functools
 import sqlite3
-import weakref
-from collections import OrderedDict, deque
-from collections.abc import AsyncGenerator
-from contextlib import AsyncExitStack
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from stores.batching import settle
-from stores.events import (
-    CLOSING_EVENTS,
-    TERMINAL_EVENT,
-    Event,
-    QueuedAppends,
-    QueuedEvent,
-)
+from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
+from stores.recent_events import RecentEvents
 from stores.sqlite_writer import SqliteReader, SqliteWriter, StoreClosed
 
 # A rowid table: a Platform run's `updates` chunks are tens of KB, and SQLite keeps rows
@@ -71,11 +66,6 @@ _READ = (
 # A follower reads its backlog in pages of this many events so a long history never
 # lands in memory at once.
 _FOLLOW_PAGE = 256
-_RECENT_EVENTS = 64
-# Memory for recent events, over all streams: the least recently written streams are let
-# go past it (a stream that never closes, such as a thread's run records, must not hold
-# memory for ever: Platform runs grew the process by 1.8 MB each).
-_RECENT_BYTES = 16 * 1024 * 1024
 # Streams whose last id is kept in memory; past it the oldest are read again when needed.
 _LAST_IDS = 4096
 
@@ -100,15 +90,8 @@ class SqliteEventLog(QueuedAppends):
         self._pending: list[_Op] = []  # queued for the writer's next transaction
         self._submitted = False  # a piece of work that will take them is with the writer
         self._in_flight: set[asyncio.Future[list[int]]] = set()
-        # An entry lives while some follower holds it, so idle threads cost nothing.
-        self._waiters: weakref.WeakValueDictionary[str, asyncio.Event] = (
-            weakref.WeakValueDictionary()
-        )
-        # The latest events of each live stream, so followers woken by an append are served
-        # from memory instead of a database round trip per event; dropped when the stream
-        # closes, or when it is the least recently written and memory is over its cap.
-        self._recent: OrderedDict[str, deque[Event]] = OrderedDict()
-        self._recent_bytes = 0
+        # Every stream this process writes: it is the file's only writer.
+        self._recent = RecentEvents()
         self._closed = False
 
     @classmethod
@@ -167,8 +150,8 @@ class SqliteEventLog(QueuedAppends):
         position = after
         while True:
             self._check_open()
-            waiter = self._waiter(thread_id)  # before the read: no append slips between
-            events = self._recent_after(thread_id, position)
+            waiter = self._recent.waiter(thread_id)  # before the read: no append slips between
+            events = self._recent.after(thread_id, position)
             if events is None:
                 events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
             for event in events:
@@ -202,45 +185,12 @@ class SqliteEventLog(QueuedAppends):
         self._closed = True
         while self._in_flight:
             await asyncio.wait(list(self._in_flight))
-        for waiter in list(self._waiters.values()):
-            waiter.set()
+        self._recent.wake_all()
 
-    def _recent_after(self, thread_id: str, position: int) -> list[Event] | None:
-        """The events after `position` from memory, or None when memory does not reach back."""
-        recent = self._recent.get(thread_id)
-        if not recent or recent[0].id > position + 1:
-            return None
-        return [event for event in recent if event.id > position]
-
-    def _remember(self, op: QueuedEvent, event_id: int) -> None:
-        if op.name in CLOSING_EVENTS:
-            self._forget(op.thread_id)
-            return
-        recent = self._recent.get(op.thread_id)
-        if recent is None:
-            recent = self._recent[op.thread_id] = deque(maxlen=_RECENT_EVENTS)
-        self._recent.move_to_end(op.thread_id)
-        if recent and recent[-1].id != event_id - 1:
-            self._recent_bytes -= sum(len(e.text) for e in recent)
-            recent.clear()  # never leave a hole: memory must hold a contiguous run of ids
-        if len(recent) == recent.maxlen:
-            self._recent_bytes -= len(recent[0].text)
-        recent.append(Event(event_id, op.thread_id, op.name, op.text, op.created_at))
-        self._recent_bytes += len(op.text)
-        while self._recent_bytes > _RECENT_BYTES and len(self._recent) > 1:
-            self._forget(next(iter(self._recent)))
-
-    def _forget(self, thread_id: str) -> None:
-        recent = self._recent.pop(thread_id, None)
-        if recent is not None:
-            self._recent_bytes -= sum(len(e.text) for e in recent)
-
-    def _waiter(self, thread_id: str) -> asyncio.Event:
-        waiter = self._waiters.get(thread_id)
-        if waiter is None:
-            waiter = asyncio.Event()
-            self._waiters[thread_id] = waiter
-        return waiter
+    @contextmanager
+    def writing(self, *streams: str) -> Iterator[None]:
+        """Nothing to mark: this process is the file's only writer, followers are told."""
+        yield
 
     def _committed(self, submitted: "asyncio.Future[list[int]]", *, taken: list[list[_Op]]) -> None:
         """Settle the ops of a transaction: their ids, or the error that failed it."""
@@ -253,13 +203,10 @@ class SqliteEventLog(QueuedAppends):
             return
         for op, result in zip(batch, submitted.result(), strict=True):
             if isinstance(op, QueuedEvent):
-                self._remember(op, result)
+                self._recent.remember(Event(result, op.thread_id, op.name, op.text, op.created_at))
                 settle(op.done, result)
-                waiter = self._waiters.pop(op.thread_id, None)
-                if waiter is not None:
-                    waiter.set()
             else:
-                self._forget(op.thread_id)
+                self._recent.forget(op.thread_id)
                 settle(op.done, None)
 
     def _fail(self, batch: list[_Op], error: BaseException) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from stores import recent_events
 from stores.events import (
     TERMINAL_EVENT,
     Event,
@@ -398,20 +399,115 @@ async def test_memory_for_recent_events_is_let_go_and_bounded(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A Platform run's stream closes with `end`, a run-records stream never closes."""
-    import stores.sqlite_events as events_module
-
-    monkeypatch.setattr(events_module, "_RECENT_BYTES", 64 * 1024)
+    monkeypatch.setattr(recent_events, "RECENT_BYTES", 64 * 1024)
     async with open_sqlite(db, SqliteEventLog) as log:
+        recent = log._recent
         for run in range(20):
             await log.append(f"platform-run:{run}", "updates", {"chunk": "x" * 2000})
             await log.append(f"platform-run:{run}", "end", {"status": "success"})
             await log.append("platform-runs:thread", "run", {"run": run})
-        assert set(log._recent) == {"platform-runs:thread"}, "closed streams hold nothing"
+        assert "platform-runs:thread" in recent
+        assert not any(f"platform-run:{run}" in recent for run in range(20)), "closed: nothing"
         for stream in range(200):  # streams that never close, 10 KB each
             await log.append(f"open-{stream}", "updates", {"chunk": "y" * 10_000})
-        held = sum(len(e.text) for recent in log._recent.values() for e in recent)
-        assert held == log._recent_bytes <= 64 * 1024
-        assert "open-199" in log._recent and "open-0" not in log._recent
+        held = sum(len(e.text) for s in range(200) for e in recent.after(f"open-{s}", 0) or [])
+        assert held == recent.held_bytes <= 64 * 1024
+        assert "open-199" in recent and "open-0" not in recent
         # What memory let go of is read from the file, ids continuing.
         assert (await log.append("open-0", "more", {})).id == 2
         assert [e.id for e in await log.read("open-0")] == [1, 2]
+
+
+# -- Redis: followers of streams this process writes -----------------------------------
+
+
+@pytest.fixture
+async def redis_pair(redis_url: str) -> AsyncIterator[tuple[RedisEventLog, RedisEventLog, Redis]]:
+    """Two logs of one prefix, as two processes have: `here` runs legs, `elsewhere` not."""
+    client = Redis.from_url(redis_url)
+    prefix = f"test:{uuid.uuid4().hex}:"
+    here, elsewhere = RedisEventLog(client, prefix=prefix), RedisEventLog(client, prefix=prefix)
+    try:
+        yield here, elsewhere, client
+    finally:
+        await here.close()
+        await elsewhere.close()
+        await client.aclose()
+
+
+async def command_calls(client: Redis, command: str) -> int:
+    stats: dict[str, Any] = await client.info("commandstats")
+    return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+async def test_a_follower_of_a_stream_this_process_writes_is_served_from_memory(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    here, _, client = redis_pair
+    with here.writing("t", "run:1"):
+        follower = asyncio.create_task(collect(here, "t"))
+        await asyncio.sleep(0.05)  # it waits for the first event
+        before = await command_calls(client, "xread"), await command_calls(client, "xrange")
+        for step in range(40):
+            await here.append("t", "step", {"n": step})
+            await asyncio.sleep(0)
+        await here.append("t", TERMINAL_EVENT, {})
+        events = await follower
+        after = await command_calls(client, "xread"), await command_calls(client, "xrange")
+    assert ids(events) == list(range(1, 42))
+    assert [e.data for e in events[:2]] == [{"n": 0}, {"n": 1}]
+    assert after[0] == before[0], "no XREAD while this process writes the stream"
+    assert after[1] - before[1] <= 2, "memory, not a read per event"
+
+
+async def test_events_another_process_appends_in_between_are_not_missed(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    here, elsewhere, _ = redis_pair
+    with here.writing("t"):
+        follower = asyncio.create_task(collect(here, "t"))
+        await here.append("t", "mine", {})
+        await elsewhere.append("t", "theirs", {})  # a gap in this process's memory
+        await here.append("t", "mine", {})
+        await elsewhere.append("t", "theirs", {})  # nothing follows it here: found idle
+        await asyncio.sleep(0.05)
+        await elsewhere.append("t", TERMINAL_EVENT, {})
+        events = await follower
+    assert [(e.id, e.name) for e in events] == [
+        (1, "mine"),
+        (2, "theirs"),
+        (3, "mine"),
+        (4, "theirs"),
+        (5, TERMINAL_EVENT),
+    ]
+
+
+async def test_followers_read_redis_again_once_the_leg_here_ends(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    """The next leg may run in another process: its events come from Redis."""
+    here, elsewhere, _ = redis_pair
+    with here.writing("t"):
+        await here.append("t", "status", {"status": "waiting_for_approval"})
+        follower = asyncio.create_task(collect(here, "t"))
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)
+    await elsewhere.append("t", "status", {"status": "running"})
+    await elsewhere.append("t", TERMINAL_EVENT, {})
+    events = await follower
+    assert [e.name for e in events] == ["status", "status", TERMINAL_EVENT]
+    assert "t" not in here._recent, "memory of the stream is let go with the leg"
+
+
+async def test_a_late_follower_of_a_stream_written_here_replays_from_redis(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    here, _, _ = redis_pair
+    with here.writing("t"):
+        for step in range(300):  # more than memory keeps, more than a page
+            here.emit("t", "step", {"n": step})
+        await here.append("t", "step", {"n": 300})
+        follower = asyncio.create_task(collect(here, "t"))
+        await here.append("t", TERMINAL_EVENT, {})
+        events = await follower
+    assert ids(events) == list(range(1, 303))
