@@ -108,9 +108,10 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
 
             client = redis_client(settings.redis_url)
             stack.push_async_callback(client.aclose)
-            # One connection per live SSE follower (each blocks in XREAD): a large pool.
+            # The one read that serves every follower blocks in XREAD on a connection of
+            # this pool; the spare one covers a reconnect while the old one closes.
             followers = redis_client(
-                settings.redis_url, max_connections=10_000, blocking_s=FOLLOW_BLOCK_S
+                settings.redis_url, max_connections=2, blocking_s=FOLLOW_BLOCK_S
             )
             stack.push_async_callback(followers.aclose)
             redis_events = RedisEventLog(client, follow_client=followers)

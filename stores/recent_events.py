@@ -1,9 +1,9 @@
-"""The latest events of the streams this process writes, and the followers waiting for them.
+"""The latest events of the streams followed in this process, and who waits for them.
 
-A follower woken by an append this process made is served from here instead of a store
-round trip per event: the SQLite log keeps every stream it writes, the Redis log the
-streams a leg of this process is executing (the others are written elsewhere, and
-followed with a blocking read).
+A follower woken by a new event is served from here instead of a store round trip per
+event: the SQLite log keeps every stream it writes, the Redis log the streams a leg of
+this process is executing and those its one shared read fetches for followers here
+(`stores.redis_watch`).
 """
 
 import asyncio
@@ -48,9 +48,19 @@ class RecentEvents:
             return None
         return [event for event in recent if event.id > position]
 
+    def last_id(self, stream: str) -> int:
+        """The id of the stream's latest event held, 0 when none is."""
+        recent = self._streams.get(stream)
+        return recent[-1].id if recent else 0
+
     def remember(self, event: Event) -> None:
-        """Keep a stored event (a closing one lets its stream go) and wake its followers."""
+        """Keep a stored event (a closing one lets its stream go) and wake its followers.
+
+        An event held already (read twice: by the watch and by its writer) is ignored.
+        """
         stream = event.thread_id
+        if event.id <= self.last_id(stream):
+            return
         if event.name in CLOSING_EVENTS:
             self.forget(stream)
         else:

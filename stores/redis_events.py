@@ -9,12 +9,13 @@ Appends are queued and written in order by one flusher, a batch per pipeline, so
 that emits many progress events pays one round trip per batch, and the events of one
 caller keep the order in which they were emitted.
 
-Followers of a stream another process writes (a worker's run, followed from an API
-replica) block on `XREAD` with a timeout, then read again. Followers of a stream a leg of
-this process is writing (`writing`: the embedded worker) are woken by its appends and
-served from memory (`stores.recent_events`), as on SQLite: about one `XREAD` per event
-saved. They still read the stream when memory has a gap (another process appended in
-between) and every `_LOCAL_CHECK_S` while idle, so no event written elsewhere is missed.
+Followers are served from memory (`stores.recent_events`), as on SQLite. A stream a leg
+of this process is writing (`writing`: the embedded worker) gets there as it is appended;
+the streams other processes write (a worker's run, followed from an API replica) are
+read into it by one blocking `XREAD` over all of them (`stores.redis_watch`), not one per
+follower. A follower reads the stream itself when memory does not reach back to its
+position (it joined late, or another process appended in between), and when it has
+waited a while without news, so nothing is missed while the shared read is down.
 """
 
 import asyncio
@@ -30,14 +31,15 @@ from stores.batching import Batcher, settle
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.recent_events import RecentEvents
 from stores.redis_saver import awaited
+from stores.redis_watch import BLOCK_MS, StreamWatch
 
 _FOLLOW_PAGE = 256
-_BLOCK_MS = 5_000
-# How long a follower of a stream this process writes waits for its next append before it
-# looks in Redis for one written by another process.
+# How long a follower waits for news before it reads the stream itself: of a stream this
+# process writes (another process may append to it too), of one the watch reads.
 _LOCAL_CHECK_S = 1.0
-# What a follower's connection must allow for beyond a plain command's timeout.
-FOLLOW_BLOCK_S = _BLOCK_MS / 1000
+_REMOTE_CHECK_S = BLOCK_MS / 1000
+# What the watch's connection must allow for beyond a plain command's timeout.
+FOLLOW_BLOCK_S = BLOCK_MS / 1000
 
 
 def _seq(stream_id: bytes | str) -> int:
@@ -60,8 +62,7 @@ class RedisEventLog(QueuedAppends):
         follow_client: "Redis | None" = None,
     ) -> None:
         self._client = client
-        # A follower holds a connection while it blocks: give them their own pool, so
-        # hundreds of SSE clients never starve the appends.
+        # The watch blocks on a connection of its own: a pool of its own keeps it apart.
         self._follow_client = follow_client or client
         self._prefix = prefix
         self._max_events = max_events
@@ -69,6 +70,14 @@ class RedisEventLog(QueuedAppends):
         # Streams a leg of this process is writing (how many legs), and their latest events.
         self._local: Counter[str] = Counter()
         self._recent = RecentEvents()
+        self._watch = StreamWatch(
+            self._follow_client,
+            client,
+            self._recent,
+            self._key,
+            self._events,
+            skip=lambda stream: stream in self._local,
+        )
         self._closed = False
 
     def _key(self, thread_id: str) -> str:
@@ -113,8 +122,10 @@ class RedisEventLog(QueuedAppends):
             for stream in streams:
                 if self._local[stream] <= 0:
                     del self._local[stream]
-                    self._recent.forget(stream)
-                    self._recent.wake(stream)  # its followers go back to reading Redis
+                    if self._watch.follows(stream):  # the watch reads on from memory's end
+                        self._watch.changed(stream)
+                    else:
+                        self._recent.forget(stream)
 
     def _events(self, thread_id: str, entries: list[Any]) -> list[Event]:
         events = []
@@ -138,30 +149,24 @@ class RedisEventLog(QueuedAppends):
 
     async def follow(self, thread_id: str, after: int = 0) -> AsyncGenerator[Event, None]:
         """Yield the events after `after`, then new ones as they come, until `done`."""
+        self._check_open()
         position = after
-        while True:
-            self._check_open()
-            if thread_id in self._local:
-                events = await self._next_local(thread_id, position)
-            else:
-                events = await self._next_remote(thread_id, position)
-            for event in events:
-                position = event.id
-                yield event
-                if event.name == TERMINAL_EVENT:
-                    return
+        self._watch.add(thread_id, after)
+        try:
+            while True:
+                self._check_open()
+                for event in await self._next(thread_id, position):
+                    position = event.id
+                    yield event
+                    if event.name == TERMINAL_EVENT:
+                        return
+        finally:
+            self._watch.remove(thread_id)
 
-    async def _next_remote(self, thread_id: str, position: int) -> list[Event]:
-        """The next events of a stream written elsewhere: a blocking read (none at its timeout)."""
-        answer: Any = await self._follow_client.xread(
-            {self._key(thread_id): f"0-{position}"}, count=_FOLLOW_PAGE, block=_BLOCK_MS
-        )
-        return [e for _stream, entries in answer or [] for e in self._events(thread_id, entries)]
+    async def _next(self, thread_id: str, position: int) -> list[Event]:
+        """The next events after `position`: from memory when it has them.
 
-    async def _next_local(self, thread_id: str, position: int) -> list[Event]:
-        """The next events of a stream this process writes: from memory when it has them.
-
-        Empty when the follower was woken without news (look again: the leg may have ended).
+        Empty when the follower was woken without news (look again: the log may be closed).
         """
         waiter = self._recent.waiter(thread_id)  # before looking: no append slips between
         events = self._recent.after(thread_id, position)
@@ -169,11 +174,12 @@ class RedisEventLog(QueuedAppends):
             events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
         if events:
             return events
+        patience = _LOCAL_CHECK_S if thread_id in self._local else _REMOTE_CHECK_S
         try:
-            async with asyncio.timeout(_LOCAL_CHECK_S):
+            async with asyncio.timeout(patience):
                 await waiter.wait()
             return []
-        except TimeoutError:  # quiet for a while: was something appended elsewhere?
+        except TimeoutError:  # quiet for a while: was something appended meanwhile?
             return await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
 
     async def last_id(self, thread_id: str) -> int:
@@ -186,6 +192,7 @@ class RedisEventLog(QueuedAppends):
         """Remove every event of the thread; its next append gets id 1 again."""
         self._check_open()
         self._recent.forget(thread_id)
+        self._watch.restart(thread_id)
         await self._client.delete(self._key(thread_id))
 
     async def ping(self) -> None:
@@ -197,4 +204,5 @@ class RedisEventLog(QueuedAppends):
         """Write what is queued, then refuse further use and wake followers so they raise."""
         await self._batches.drain()
         self._closed = True
+        await self._watch.close()
         self._recent.wake_all()

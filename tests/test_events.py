@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from stores import recent_events
+from stores import recent_events, redis_events, redis_watch
 from stores.events import (
     TERMINAL_EVENT,
     Event,
@@ -496,7 +496,7 @@ async def test_followers_read_redis_again_once_the_leg_here_ends(
     await elsewhere.append("t", TERMINAL_EVENT, {})
     events = await follower
     assert [e.name for e in events] == ["status", "status", TERMINAL_EVENT]
-    assert "t" not in here._recent, "memory of the stream is let go with the leg"
+    assert "t" not in here._recent, "memory of the stream is let go once it closes"
 
 
 async def test_a_late_follower_of_a_stream_written_here_replays_from_redis(
@@ -511,3 +511,96 @@ async def test_a_late_follower_of_a_stream_written_here_replays_from_redis(
         await here.append("t", TERMINAL_EVENT, {})
         events = await follower
     assert ids(events) == list(range(1, 303))
+
+
+# -- Redis: followers of streams other processes write ---------------------------------
+
+
+async def blocked_readers(client: Redis) -> int:
+    """How many connections block in XREAD now."""
+    clients: list[dict[str, Any]] = await client.client_list()
+    return sum(1 for c in clients if c.get("cmd") == "xread")
+
+
+async def test_followers_of_streams_written_elsewhere_share_one_blocking_read(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    """An API replica following many workers' runs: one connection, not one per follower."""
+    here, elsewhere, client = redis_pair
+    streams = [f"run-{i}" for i in range(20)]
+    followers = [asyncio.create_task(collect(here, s)) for s in streams for _ in range(2)]
+    await asyncio.sleep(0.1)  # they wait, and the watch blocks on their streams
+    assert await blocked_readers(client) == 1
+    before = await command_calls(client, "xread")
+    for step in range(5):
+        await asyncio.gather(*(elsewhere.append(s, "step", {"n": step}) for s in streams))
+    await asyncio.gather(*(elsewhere.append(s, TERMINAL_EVENT, {}) for s in streams))
+    results = await asyncio.gather(*followers)
+    reads = await command_calls(client, "xread") - before
+    for events in results:
+        assert [(e.id, e.name) for e in events] == [
+            *((n, "step") for n in range(1, 6)),
+            (6, TERMINAL_EVENT),
+        ]
+        assert [e.data for e in events[:2]] == [{"n": 0}, {"n": 1}]
+    # Redis answers a blocked read as soon as the first append of a batch lands, so a
+    # batch takes a read or two; a read per follower would be 240 (40 followers x 6).
+    assert reads <= 3 * 6 + 1, f"a read or two per batch of appends for all 40, not {reads}"
+
+
+async def test_a_follower_joining_a_blocked_read_gets_its_events_without_waiting_it_out(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, elsewhere, client = redis_pair
+    # Followers would otherwise find the events by reading on their own after a while,
+    # and the watch by reading again when its read times out.
+    monkeypatch.setattr(redis_events, "_REMOTE_CHECK_S", 600.0)
+    monkeypatch.setattr(redis_watch, "BLOCK_MS", 600_000)
+    first = asyncio.create_task(collect(here, "first"))
+    await asyncio.sleep(0.1)  # the watch blocks, on `first` alone
+    assert await blocked_readers(client) == 1
+    second = asyncio.create_task(collect(here, "second"))
+    await asyncio.sleep(0.1)
+    await elsewhere.append("second", "step", {})
+    await elsewhere.append("second", TERMINAL_EVENT, {})
+    async with asyncio.timeout(10):  # the read it joined would block for 600 s
+        assert ids(await second) == [1, 2]
+    await elsewhere.append("first", TERMINAL_EVENT, {})
+    async with asyncio.timeout(10):
+        assert ids(await first) == [1]
+
+
+async def test_the_watch_takes_over_a_stream_once_the_leg_here_ends(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run waits for approval here; its next leg runs in another process."""
+    here, elsewhere, client = redis_pair
+    monkeypatch.setattr(redis_events, "_REMOTE_CHECK_S", 600.0)
+    with here.writing("t"):
+        follower = asyncio.create_task(collect(here, "t"))
+        await here.append("t", "status", {"status": "waiting_for_approval"})
+        await asyncio.sleep(0.05)
+        assert await blocked_readers(client) == 0, "nothing to read: the stream is written here"
+    await asyncio.sleep(0.05)
+    await elsewhere.append("t", "status", {"status": "running"})
+    await elsewhere.append("t", TERMINAL_EVENT, {})
+    async with asyncio.timeout(10):
+        events = await follower
+    assert [(e.id, e.name) for e in events] == [(1, "status"), (2, "status"), (3, TERMINAL_EVENT)]
+
+
+async def test_followers_read_for_themselves_while_the_shared_read_fails(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, elsewhere, client = redis_pair
+    monkeypatch.setattr(redis_events, "_REMOTE_CHECK_S", 0.05)
+
+    async def refused(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("the watch's connection is down")
+
+    monkeypatch.setattr(here._watch, "_read_on_own_connection", refused)
+    follower = asyncio.create_task(collect(here, "t"))
+    await elsewhere.append("t", "step", {})
+    await elsewhere.append("t", TERMINAL_EVENT, {})
+    async with asyncio.timeout(10):
+        assert ids(await follower) == [1, 2]

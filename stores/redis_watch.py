@@ -1,0 +1,176 @@
+"""One blocking read for every stream this process follows and another process writes.
+
+An API replica follows the runs its workers execute: a follower per SSE client. Blocking
+in `XREAD` per follower costs a connection each (hundreds under load) and a round trip
+per follower per event batch. Here one task blocks in a single `XREAD` over all of those
+streams, on one connection, and puts what it reads into the process's `RecentEvents`,
+which wakes the followers: under load one read answers for many runs at once.
+
+A follower that joins while the read is blocked must not wait for its timeout: the watch
+is unblocked (`CLIENT UNBLOCK` from another connection) and reads again with the new key.
+Streams a leg of this process writes (`skip`) are left out: their events reach memory as
+they are appended.
+"""
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from stores.events import Event
+from stores.recent_events import RecentEvents
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+logger = logging.getLogger(__name__)
+
+_PAGE = 256
+BLOCK_MS = 5_000
+# After a failed read (Redis restarting), wait this long before the next one. Followers
+# meanwhile read the stream themselves when they have waited long enough.
+_RETRY_S = 0.5
+# An unblock can overtake the XREAD it is meant for (two connections): try again soon.
+_UNBLOCK_RETRY_S = 0.005
+_UNBLOCK_TRIES = 200
+
+
+class StreamWatch:
+    """Reads the followed streams into `recent` (see the module docstring).
+
+    Args:
+        client: the followers' pool; the watch keeps one of its connections.
+        control: another client, to unblock the watch's connection.
+        recent: where the events go, and whose waiters are woken.
+        key: a stream's Redis key.
+        parse: the events of a stream's `XREAD` entries.
+        skip: whether a stream is written in this process (its events reach memory so).
+    """
+
+    def __init__(
+        self,
+        client: "Redis",
+        control: "Redis",
+        recent: RecentEvents,
+        key: Callable[[str], str],
+        parse: Callable[[str, list[Any]], list[Event]],
+        skip: Callable[[str], bool],
+    ) -> None:
+        self._client = client
+        self._control = control
+        self._recent = recent
+        self._key = key
+        self._parse = parse
+        self._skip = skip
+        self._followers: Counter[str] = Counter()
+        self._positions: dict[str, int] = {}  # per stream, the last id read
+        self._task: asyncio.Task[None] | None = None
+        self._wanted = asyncio.Event()  # set when a stream may need reading
+        # Which change of the stream set the XREAD in flight covers (None: not in one).
+        self._changes = 0
+        self._reading: int | None = None
+        self._connection_id: int | None = None
+        self._unblocker: asyncio.Task[None] | None = None
+
+    def add(self, stream: str, position: int) -> None:
+        """A follower of `stream`, at `position`, wants its next events."""
+        self._followers[stream] += 1
+        if stream not in self._positions:
+            self._positions[stream] = position
+            self.changed(stream)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run())
+
+    def remove(self, stream: str) -> None:
+        """One follower of `stream` is gone; the last one takes the stream out of the read."""
+        self._followers[stream] -= 1
+        if self._followers[stream] <= 0:
+            del self._followers[stream]
+            self._positions.pop(stream, None)
+            if not self._skip(stream):  # no one here reads it any more
+                self._recent.forget(stream)
+
+    def follows(self, stream: str) -> bool:
+        """Whether a follower in this process reads `stream`."""
+        return stream in self._positions
+
+    def restart(self, stream: str) -> None:
+        """The stream was deleted: its ids start again from 1."""
+        if stream in self._positions:
+            self._positions[stream] = 0
+
+    def changed(self, stream: str) -> None:
+        """The stream joins the read (a new follower, or no local leg writes it any more)."""
+        if stream not in self._positions or self._skip(stream):
+            return
+        self._changes += 1
+        self._wanted.set()
+        if self._reading is not None and (self._unblocker is None or self._unblocker.done()):
+            self._unblocker = asyncio.create_task(self._unblock())
+
+    async def close(self) -> None:
+        """Stop reading."""
+        for task in (self._task, self._unblocker):
+            if task is not None:
+                task.cancel()
+        for task in (self._task, self._unblocker):
+            if task is not None:
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):  # closing: nothing to report
+                    pass
+
+    async def _run(self) -> None:
+        while self._followers:
+            try:
+                await self._read_on_own_connection()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis away: followers read for themselves meanwhile
+                logger.warning("the shared event read failed, retrying: %s", exc)
+                await asyncio.sleep(_RETRY_S)
+
+    async def _read_on_own_connection(self) -> None:
+        connection = self._client.client()  # one connection of the pool, kept
+        try:
+            self._connection_id = int(await connection.client_id())
+            while self._followers:
+                streams = {
+                    s: max(p, self._recent.last_id(s))
+                    for s, p in self._positions.items()
+                    if not self._skip(s)
+                }
+                if not streams:
+                    self._wanted.clear()
+                    await self._wanted.wait()
+                    continue
+                self._reading = self._changes
+                try:
+                    answer: Any = await connection.xread(
+                        {self._key(s): f"0-{p}" for s, p in streams.items()},
+                        count=_PAGE,
+                        block=BLOCK_MS,
+                    )
+                finally:
+                    self._reading = None
+                keys = {self._key(s): s for s in streams}
+                for key, entries in answer or []:
+                    stream = keys[key.decode() if isinstance(key, bytes) else key]
+                    events = self._parse(stream, entries)
+                    if stream in self._positions and events:
+                        self._positions[stream] = events[-1].id
+                    for event in events:
+                        self._recent.remember(event)
+        finally:
+            self._connection_id = None
+            await connection.aclose()
+
+    async def _unblock(self) -> None:
+        """Unblock the read in flight until one covers every stream wanted now."""
+        for _ in range(_UNBLOCK_TRIES):
+            reading, connection_id = self._reading, self._connection_id
+            if reading is None or reading >= self._changes or connection_id is None:
+                return
+            await self._control.client_unblock(connection_id)
+            await asyncio.sleep(_UNBLOCK_RETRY_S)
