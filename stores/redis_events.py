@@ -172,6 +172,8 @@ class RedisEventLog(QueuedAppends):
         events = self._recent.after(thread_id, position)
         if events is None:  # memory does not reach back (a gap, or a late follower)
             events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
+            if events:  # history this follower read: the shared read starts after it
+                self._watch.advance(thread_id, events[-1].id)
         if events:
             return events
         patience = _LOCAL_CHECK_S if thread_id in self._local else _REMOTE_CHECK_S

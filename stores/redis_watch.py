@@ -95,6 +95,11 @@ class StreamWatch:
         """Whether a follower in this process reads `stream`."""
         return stream in self._positions
 
+    def advance(self, stream: str, position: int) -> None:
+        """A follower read the stream up to `position` itself: the watch need not."""
+        if position > self._positions.get(stream, position):
+            self._positions[stream] = position
+
     def restart(self, stream: str) -> None:
         """The stream was deleted: its ids start again from 1."""
         if stream in self._positions:

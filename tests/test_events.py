@@ -604,3 +604,20 @@ async def test_followers_read_for_themselves_while_the_shared_read_fails(
     await elsewhere.append("t", TERMINAL_EVENT, {})
     async with asyncio.timeout(10):
         assert ids(await follower) == [1, 2]
+
+
+async def test_a_late_follower_of_a_long_stream_written_elsewhere_gets_all_of_it(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    here, elsewhere, _ = redis_pair
+    for step in range(700):  # pages of history, then live events
+        elsewhere.emit("t", "step", {"n": step})
+    await elsewhere.append("t", "step", {"n": 700})
+    follower = asyncio.create_task(collect(here, "t"))
+    early = asyncio.create_task(collect(here, "t", after=650))
+    for step in range(701, 720):
+        await elsewhere.append("t", "step", {"n": step})
+    await elsewhere.append("t", TERMINAL_EVENT, {})
+    async with asyncio.timeout(10):
+        assert ids(await follower) == list(range(1, 722))
+        assert ids(await early) == list(range(651, 722))
