@@ -163,8 +163,8 @@ class StreamWatch:
                 for key, entries in answer or []:
                     stream = keys[key.decode() if isinstance(key, bytes) else key]
                     events = self._parse(stream, entries)
-                    if stream in self._positions and events:
-                        self._positions[stream] = events[-1].id
+                    if stream in self._positions and events:  # a follower may be ahead
+                        self._positions[stream] = max(self._positions[stream], events[-1].id)
                     for event in events:
                         self._recent.remember(event)
         finally:
