@@ -9,6 +9,7 @@ this process is executing and those its one shared read fetches for followers he
 import asyncio
 import weakref
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 
 from stores.events import CLOSING_EVENTS, Event
 
@@ -47,6 +48,21 @@ class RecentEvents:
         if not recent or recent[0].id > position + 1:
             return None
         return [event for event in recent if event.id > position]
+
+    async def look(
+        self, stream: str, position: int, read: Callable[[int], Awaitable[list[Event]]]
+    ) -> tuple[list[Event], asyncio.Event]:
+        """A follower's next events after `position`, and what to wait on when they are few.
+
+        From memory, or `read(position)` from the store when memory does not reach back
+        (a gap, or a late follower). The waiter is taken before looking, so an event
+        stored between the look and the wait still wakes the follower.
+        """
+        waiter = self.waiter(stream)
+        events = self.after(stream, position)
+        if events is None:
+            events = await read(position)
+        return events, waiter
 
     def last_id(self, stream: str) -> int:
         """The id of the stream's latest event held, 0 when none is."""

@@ -168,12 +168,9 @@ class RedisEventLog(QueuedAppends):
 
         Empty when the follower was woken without news (look again: the log may be closed).
         """
-        waiter = self._recent.waiter(thread_id)  # before looking: no append slips between
-        events = self._recent.after(thread_id, position)
-        if events is None:  # memory does not reach back (a gap, or a late follower)
-            events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
-            if events:  # history this follower read: the shared read starts after it
-                self._watch.advance(thread_id, events[-1].id)
+        events, waiter = await self._recent.look(
+            thread_id, position, lambda p: self._read_page(thread_id, p)
+        )
         if events:
             return events
         patience = _LOCAL_CHECK_S if thread_id in self._local else _REMOTE_CHECK_S
@@ -182,7 +179,14 @@ class RedisEventLog(QueuedAppends):
                 await waiter.wait()
             return []
         except TimeoutError:  # quiet for a while: was something appended meanwhile?
-            return await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
+            return await self._read_page(thread_id, position)
+
+    async def _read_page(self, thread_id: str, position: int) -> list[Event]:
+        """A follower's page read from Redis; the shared read then starts after it."""
+        events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
+        if events:
+            self._watch.advance(thread_id, events[-1].id)
+        return events
 
     async def last_id(self, thread_id: str) -> int:
         """Return the thread's highest event id, 0 when it has none."""

@@ -116,15 +116,10 @@ class StreamWatch:
 
     async def close(self) -> None:
         """Stop reading."""
-        for task in (self._task, self._unblocker):
-            if task is not None:
-                task.cancel()
-        for task in (self._task, self._unblocker):
-            if task is not None:
-                try:
-                    await task
-                except (asyncio.CancelledError, Exception):  # closing: nothing to report
-                    pass
+        tasks = [t for t in (self._task, self._unblocker) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # closing: nothing to report
 
     async def _run(self) -> None:
         while self._followers:
@@ -142,7 +137,7 @@ class StreamWatch:
             self._connection_id = int(await connection.client_id())
             while self._followers:
                 streams = {
-                    s: max(p, self._recent.last_id(s))
+                    self._key(s): (s, max(p, self._recent.last_id(s)))
                     for s, p in self._positions.items()
                     if not self._skip(s)
                 }
@@ -153,15 +148,14 @@ class StreamWatch:
                 self._reading = self._changes
                 try:
                     answer: Any = await connection.xread(
-                        {self._key(s): f"0-{p}" for s, p in streams.items()},
+                        {key: f"0-{p}" for key, (_, p) in streams.items()},
                         count=_PAGE,
                         block=BLOCK_MS,
                     )
                 finally:
                     self._reading = None
-                keys = {self._key(s): s for s in streams}
                 for key, entries in answer or []:
-                    stream = keys[key.decode() if isinstance(key, bytes) else key]
+                    stream, _ = streams[key.decode() if isinstance(key, bytes) else key]
                     events = self._parse(stream, entries)
                     if stream in self._positions and events:  # a follower may be ahead
                         self._positions[stream] = max(self._positions[stream], events[-1].id)

@@ -150,10 +150,9 @@ class SqliteEventLog(QueuedAppends):
         position = after
         while True:
             self._check_open()
-            waiter = self._recent.waiter(thread_id)  # before the read: no append slips between
-            events = self._recent.after(thread_id, position)
-            if events is None:
-                events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
+            events, waiter = await self._recent.look(
+                thread_id, position, lambda p: self.read(thread_id, after=p, limit=_FOLLOW_PAGE)
+            )
             for event in events:
                 position = event.id
                 yield event
