@@ -195,6 +195,18 @@ class Draft(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class DraftReview(BaseModel):
+    """A review of a draft already in the state, merged into it by version.
+
+    The reviewer's update: the draft's text is not written to the checkpoints or streamed
+    again, unless the review changed it (`markdown`: footnotes to unknown sources removed).
+    """
+
+    version: int = Field(ge=1)
+    review: Review
+    markdown: str | None = None
+
+
 class ApprovalDecision(BaseModel):
     """A human's answer to an approval interrupt (plan or report)."""
 

@@ -12,6 +12,7 @@ from core.models import (
     Action,
     ApprovalDecision,
     Draft,
+    DraftReview,
     Rerun,
     ResearchNote,
     ResearchPlan,
@@ -45,11 +46,20 @@ def merge_sources(
     return merged
 
 
-def merge_drafts(left: list[Draft] | None, right: list[Draft] | None) -> list[Draft]:
-    """Add drafts; a draft with a known version replaces it (the reviewer adds its review)."""
+def merge_drafts(left: list[Draft] | None, right: list[Draft | DraftReview] | None) -> list[Draft]:
+    """Add drafts; a draft with a known version replaces it, a review joins its draft."""
     by_version = {d.version: d for d in left or []}
-    for draft in right or []:
-        by_version[draft.version] = draft
+    for item in right or []:
+        if isinstance(item, Draft):
+            by_version[item.version] = item
+            continue
+        draft = by_version.get(item.version)
+        if draft is None:
+            raise ValueError(f"a review of draft {item.version}, which the state does not hold")
+        update: dict[str, Any] = {"review": item.review}
+        if item.markdown is not None:
+            update["markdown"] = item.markdown
+        by_version[item.version] = draft.model_copy(update=update)
     return [by_version[v] for v in sorted(by_version)]
 
 
@@ -117,10 +127,11 @@ class ResearchState(TypedDict, total=False):
     rerun: Rerun | None  # what this run re-runs, and how it gets its evidence
 
 
-# What a checkpoint may hold of ours: the state, and a human's answer to an approval (the
-# value a paused run resumes with). The checkpointers' serializers revive the pydantic
-# models reachable from these and nothing else (`stores.checkpointer.STATE_TYPES`).
-CHECKPOINT_ROOTS: tuple[Any, ...] = (ResearchState, ApprovalDecision)
+# What a checkpoint may hold of ours: the state, a human's answer to an approval (the
+# value a paused run resumes with) and a review of a draft (the reviewer's write of
+# `drafts`). The checkpointers' serializers revive the pydantic models reachable from
+# these and nothing else (`stores.checkpointer.STATE_TYPES`).
+CHECKPOINT_ROOTS: tuple[Any, ...] = (ResearchState, ApprovalDecision, DraftReview)
 
 
 def initial_state(topic: str, options: RunOptions) -> ResearchState:

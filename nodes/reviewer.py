@@ -1,11 +1,15 @@
-"""Reviewer: verify the draft's citations, score it, and attach the review to it."""
+"""Reviewer: verify the draft's citations, score it, and attach the review to it.
+
+The review joins its draft by version (`core.state.merge_drafts`): the draft's text is
+not written or streamed again.
+"""
 
 from typing import Any
 
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from core.models import CitationCheck, Review, ReviewIssue
+from core.models import CitationCheck, DraftReview, Review, ReviewIssue
 from core.state import ResearchState
 from core.steps import REVIEWER
 from engines.checks import strip_unknown_footnotes
@@ -61,7 +65,13 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
     update: dict[str, Any] = {
         "review": review,
         "feedback": review.feedback,
-        "drafts": [drafts[-1].model_copy(update={"review": review, "markdown": markdown})],
+        "drafts": [
+            DraftReview(
+                version=drafts[-1].version,
+                review=review,
+                markdown=markdown if removed else None,
+            )
+        ],
         "next_action": review.suggested_action,
         "iteration_count": state.get("iteration_count", 0) + 1,
         "messages": [

@@ -52,6 +52,22 @@ async def test_every_report_sentence_is_quoted_from_its_source(
     assert review.scores.fact_check == 1.0
 
 
+async def test_the_reviewer_streams_its_review_not_a_second_copy_of_the_draft(
+    graph: ResearchGraph, deps: Deps
+) -> None:
+    config = {"configurable": {"thread_id": "review-bytes"}}
+    reviews: list[dict[str, Any]] = []
+    async for chunk in graph.astream(start(), config, context=deps, stream_mode="updates"):
+        reviews += [update for node, update in chunk.items() if node == "reviewer"]
+    values = (await graph.aget_state(config)).values
+    assert reviews, "the run was reviewed"
+    draft = values["drafts"][-1]
+    assert draft.review is not None and draft.markdown
+    for update in reviews:
+        assert draft.markdown not in json.dumps(update, default=str)
+        assert [d.markdown for d in update["drafts"]] == [None]
+
+
 class FailingReviewEngine(ExtractiveEngine):
     """Never satisfied, so the run can only end by spending its budget."""
 

@@ -4,6 +4,7 @@ from pydantic import ValidationError
 from core.models import (
     ApprovalDecision,
     Draft,
+    DraftReview,
     Review,
     ReviewScores,
     SearchResult,
@@ -47,6 +48,24 @@ def test_a_reviewed_draft_replaces_its_unreviewed_version() -> None:
     assert [
         d.version for d in merge_drafts(drafts, [Draft(version=2, markdown="b", source_count=2)])
     ] == [1, 2]
+
+
+def test_a_review_joins_its_draft_without_a_copy_of_the_text() -> None:
+    review = Review.from_scores(
+        ReviewScores(fact_check=0.9, completeness=0.9, logic=0.9, format=0.9), [], None, "end"
+    )
+    drafts = [Draft(version=1, markdown="one"), Draft(version=2, markdown="two [^9]")]
+    kept = merge_drafts(drafts, [DraftReview(version=1, review=review)])
+    assert [(d.version, d.markdown, d.review) for d in kept] == [
+        (1, "one", review),
+        (2, "two [^9]", None),
+    ]
+    # A review that removed footnotes carries the text it left.
+    edited = merge_drafts(kept, [DraftReview(version=2, review=review, markdown="two")])
+    assert [(d.markdown, d.review) for d in edited] == [("one", review), ("two", review)]
+    assert edited[0].created_at == drafts[0].created_at
+    with pytest.raises(ValueError, match="draft 3"):
+        merge_drafts(drafts, [DraftReview(version=3, review=review)])
 
 
 def test_queries_are_remembered_once_case_insensitively() -> None:

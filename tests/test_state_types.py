@@ -8,7 +8,7 @@ from typing import Any, Literal, get_args, get_origin
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from core.models import ApprovalDecision, Review, SearchResult
+from core.models import ApprovalDecision, DraftReview, Review, SearchResult
 from core.state import CHECKPOINT_ROOTS
 from core.usage import RoundRecord, Usage
 from nodes.research_state import QueryOutcome, ResearcherState
@@ -61,7 +61,9 @@ def test_the_allowlist_is_every_model_reachable_from_the_state() -> None:
     # Nested ones too: a round's submissions, a review's scores, usage per node.
     names = {t.__name__ for t in STATE_TYPES}
     assert {"NodeSubmission", "ReviewScores", "NodeUsage", "ApprovalDecision"} <= names
-    assert {SearchResult, Review, RoundRecord, Usage, ApprovalDecision} <= set(STATE_TYPES)
+    assert {SearchResult, Review, RoundRecord, Usage, ApprovalDecision, DraftReview} <= set(
+        STATE_TYPES
+    )
     assert QueryOutcome in STATE_TYPES, "the researcher subgraph's state is checkpointed too"
 
 
