@@ -9,14 +9,13 @@ what is already done.
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langgraph.types import Command, StreamMode
 
 from core.models import ApprovalDecision, Rerun
 from core.options import RunOptions
-from core.state import ReportStatus, initial_state
+from core.state import initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from nodes.context import Deps
@@ -24,11 +23,12 @@ from service.errors import InvalidState
 from service.evidence import leg_deps
 from service.legs import CONFIG_MODES, Admission, LegStop, RunInput, checkpoint_id, renamed
 from service.platform_runs import STREAM_MODES as PLATFORM_MODES
-from service.platform_runs import PlatformRuns, stream_key
+from service.platform_runs import stream_key
+from service.run_records import RunRecorder
 from service.runner import is_finished, pending_interrupt, question_of, thread_config
 from service.signals import RunSignals
 from service.thread_ids import public_id
-from stores.events import TERMINAL_EVENT, EventLog
+from stores.events import EventLog
 from stores.evidence import EvidenceStore
 from stores.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
 
@@ -40,8 +40,8 @@ INTERRUPT = "__interrupt__"
 STREAM_MODES: list[StreamMode] = ["tasks", "updates", "custom"]
 
 
-class RunExecutor:
-    """Runs legs of research threads and records their statuses and events."""
+class RunExecutor(RunRecorder):
+    """Runs legs of research threads; what they record goes through `RunRecorder`."""
 
     def __init__(
         self,
@@ -53,29 +53,14 @@ class RunExecutor:
         transient: tuple[type[Exception], ...] = (),
         evidence: EvidenceStore | None = None,
     ) -> None:
-        self.platform = PlatformRuns(events)
+        super().__init__(events, registry, signals)
         self.graph = graph
         self.deps = deps
         # Where runs' evidence is recorded (None: it is not, and nothing can be re-run).
         self.evidence = evidence
-        self.events = events
-        self.registry = registry
-        self.signals = signals
         # Failures of a shared store that is away for a moment: the run is not failed but
         # left `running`, for the queue to deliver its leg again once the store is back.
         self._transient = transient
-        self._observers: list[Callable[[ThreadRecord], None]] = []
-        # Progress events queued but not yet known to be stored, per thread.
-        self._unsettled: dict[str, list[Awaitable[int]]] = {}
-
-    def observe(self, observer: Callable[[ThreadRecord], None]) -> None:
-        """Call `observer` with every status this executor records."""
-        self._observers.append(observer)
-
-    def notify(self, record: ThreadRecord) -> None:
-        """Tell the observers of a status recorded elsewhere (a new thread's first)."""
-        for observer in self._observers:
-            observer(record)
 
     async def execute(self, thread_id: str, run_input: RunInput) -> None:
         """Run the thread until it stops; raises only what leaves the run to a retry.
@@ -110,15 +95,14 @@ class RunExecutor:
                 return True
             payload, rerun = await self._payload(record, run_input)
             deps = await leg_deps(self.deps, self.evidence, thread_id, rerun)
-            # At once, not one after the other: under load every write waits a turn of
-            # the event loop, and the run's first events wait behind them.
-            running = self.set_status(thread_id, "running", recovered=run_input.recovered)
+            # Not waited for before the graph starts (under load every write waits a turn
+            # of the event loop, and the run's first events would wait behind them): the
+            # status event is queued ahead of the graph's, and both writes are settled
+            # with the leg's events, before its stop is recorded.
+            self._track(thread_id, self.activate(thread_id, "running", run_input.recovered))
             if run_input.run_id is not None:
-                await asyncio.gather(
-                    self.platform.mark_running(thread_id, run_input.run_id), running
-                )
-            else:
-                await running
+                running = self.platform.mark_running(thread_id, run_input.run_id)
+                self._track(thread_id, asyncio.ensure_future(running))
             await self._settle(thread_id, await self._stream(thread_id, payload, run_input, deps))
         except asyncio.CancelledError:
             if not await self.signals.cancel_requested(thread_id):
@@ -336,63 +320,3 @@ class RunExecutor:
         record = await self.registry.get(thread_id)
         if record is not None and record.status != status:
             await self.set_status(thread_id, status)
-
-    # -- records and events --------------------------------------------------------------
-
-    async def publish(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
-        """Append an event and wait until it is stored."""
-        await self.events.append(thread_id, name, data)
-
-    def _emit(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
-        """Queue a progress event without waiting for its commit (`_settle_events` waits)."""
-        self._track(thread_id, self.events.emit(thread_id, name, data))
-
-    def _track(self, thread_id: str, pending: Awaitable[int]) -> None:
-        self._unsettled.setdefault(thread_id, []).append(pending)
-
-    async def _settle_events(self, thread_id: str) -> None:
-        """Wait until every event emitted for the thread is stored (raise if one failed)."""
-        pending = self._unsettled.pop(thread_id, [])
-        if pending:
-            await asyncio.gather(*pending)
-
-    async def set_status(
-        self,
-        thread_id: str,
-        status: RunStatus,
-        error: str | None = None,
-        recovered: bool = False,
-        report: ReportStatus | None = None,
-    ) -> ThreadRecord:
-        """Record a status (and the report's, when a run completes) and publish it as an event."""
-        record = await self.registry.set_status(thread_id, status, error, report)
-        self.notify(record)
-        data: dict[str, Any] = {"status": status}
-        if error:
-            data["error"] = error
-        if report:
-            data["report"] = report
-        if recovered:
-            data["recovered"] = True
-        await self.publish(thread_id, "status", data)
-        return record
-
-    async def finish(
-        self,
-        thread_id: str,
-        status: RunStatus,
-        error: str | None = None,
-        report: ReportStatus | None = None,
-    ) -> ThreadRecord:
-        """Close the run with a terminal status (and its report's) and the stream's last event."""
-        assert status in TERMINAL
-        try:
-            await self._settle_events(thread_id)
-        except Exception:  # the run ends either way; its status must still be recorded
-            logger.exception("events of %s could not be stored", thread_id)
-        await self.signals.clear(thread_id)
-        record = await self.set_status(thread_id, status, error, report=report)
-        await self.publish(thread_id, TERMINAL_EVENT, {"status": status})
-        # The thread's Platform run, executing, waiting or queued, ends here too.
-        await self.platform.close_open(thread_id, status, error)
-        return record
