@@ -5,7 +5,8 @@ do: each checkpoint without its channel values, each channel value once per vers
 pending writes per checkpoint. They live in plain hashes, sets and a sorted set (layout:
 `stores.redis_flat_layout`), serialised with `stores.checkpointer.serializer()`, the same
 allowlist as the SQLite saver. No JSON or Search module is needed. `aput`, `aput_writes`
-and `aget_tuple` are one Lua script each: one round trip, atomic as MULTI/EXEC. The stock saver
+and `aget_tuple` are one Lua script each, atomic as MULTI/EXEC: one round trip, which
+concurrent runs' puts and writes share (`stores.redis_scripts`). The stock saver
 (`stores.redis_saver.ConformingRedisSaver`) took ~180 commands and ~80 round trips per
 research run, each a JSON document indexed by the server.
 
@@ -57,6 +58,7 @@ from stores.redis_flat_layout import (
 )
 from stores.redis_flat_legacy import LegacyThreads
 from stores.redis_saver import ConformingRedisSaver, awaited, legacy_reader, redis_client
+from stores.redis_scripts import ScriptBatches
 
 T = TypeVar("T")
 
@@ -72,7 +74,13 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         self._get = client.register_script(GET_SCRIPT)
         self._put = client.register_script(PUT_SCRIPT)
         self._writes = client.register_script(WRITES_SCRIPT)
+        # Puts and writes of concurrent runs share pipelines (`aclose` sends what is left).
+        self._scripts = ScriptBatches(client)
         self.loop = asyncio.get_running_loop()
+
+    async def drain(self) -> None:
+        """Wait until every put and write queued has been stored."""
+        await self._scripts.drain()
 
     @property
     def reads_stock_format(self) -> bool:
@@ -109,7 +117,8 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
             configurable.get("checkpoint_id"),
         )
         versions = {channel: str(v) for channel, v in checkpoint["channel_versions"].items()}
-        await self._put(
+        await self._scripts.call(
+            self._put,
             keys=[keys.blobs, keys.checkpoints, keys.versions, keys.index, THREADS],
             args=[name, record, encode_versions(versions), thread_id, *chain(*blobs.items())],
         )
@@ -147,7 +156,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
                 f"{task_id}\0{index}".encode(),
                 encode_write(channel, self.serde.dumps_typed(value), task_path),
             )
-        await self._writes(keys=[keys.writes(name), keys.written], args=args)
+        await self._scripts.call(self._writes, keys=[keys.writes(name), keys.written], args=args)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint asked for (the namespace's latest without an id), in one trip."""
@@ -360,6 +369,10 @@ async def redis_saver(url: str) -> AsyncIterator[FlatRedisSaver]:
     """The saver on `url`; the stock-format reader too when the server holds such threads."""
     client = redis_client(url)
     try:
-        yield FlatRedisSaver(client, await legacy_reader(client))
+        saver = FlatRedisSaver(client, await legacy_reader(client))
+        try:
+            yield saver
+        finally:
+            await saver.drain()
     finally:
         await client.aclose()
