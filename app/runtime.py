@@ -86,12 +86,14 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         from stores.redis_saver import redis_client
 
         assert settings.redis_url is not None
+        signals = RedisSignals(stores.redis)
+        stack.push_async_callback(signals.aclose)
         executor = RunExecutor(
             graph,
             deps,
             stores.events,
             stores.registry,
-            RedisSignals(stores.redis),
+            signals,
             transient=(RedisConnectionError, RedisTimeoutError),
             evidence=stores.evidence,
         )
