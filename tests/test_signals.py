@@ -3,6 +3,7 @@
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
 from redis.asyncio import Redis
@@ -10,16 +11,30 @@ from redis.asyncio import Redis
 from service.signals import PAUSE_RECHECK_S, RedisSignals
 
 
+@dataclass
+class Sides:
+    """An API replica's signals and a worker's, on clients of their own."""
+
+    api: RedisSignals
+    worker: RedisSignals
+    client: Redis  # the API's client, for looking at the server
+    worker_name: str  # the worker's connections' name
+    prefix: str
+
+
 @pytest.fixture
-async def clients(redis_url: str) -> AsyncIterator[tuple[Redis, Redis, str]]:
-    """The API's client and the worker's (named, so its connections can be found)."""
+async def sides(redis_url: str) -> AsyncIterator[Sides]:
     name = f"worker-{uuid.uuid4().hex[:8]}"
-    api, worker = Redis.from_url(redis_url), Redis.from_url(redis_url, client_name=name)
+    prefix = f"test:{uuid.uuid4().hex}"
+    api_client = Redis.from_url(redis_url)
+    worker_client = Redis.from_url(redis_url, client_name=name)
+    worker = RedisSignals(worker_client, prefix)
     try:
-        yield api, worker, name
+        yield Sides(RedisSignals(api_client, prefix), worker, api_client, name, prefix)
     finally:
-        await api.aclose()
         await worker.aclose()
+        await api_client.aclose()
+        await worker_client.aclose()
 
 
 async def _dels(client: Redis) -> int:
@@ -45,60 +60,35 @@ async def _taken(signals: RedisSignals, thread_id: str, within_s: float) -> int:
     return -1
 
 
-async def test_boundaries_ask_redis_only_when_a_pause_was_heard(
-    clients: tuple[Redis, Redis, str],
-) -> None:
-    api_client, worker_client, _ = clients
-    prefix = f"test:{uuid.uuid4().hex}"
-    api, worker = RedisSignals(api_client, prefix), RedisSignals(worker_client, prefix)
-    try:
-        await _hearing(worker, "t1")
-        await worker.take_pause("t1")
-        before = await _dels(api_client)
-        assert not any([await worker.take_pause("t1") for _ in range(100)])
-        assert await _dels(api_client) - before == 0, "no request heard: nothing asked"
+async def test_boundaries_ask_redis_only_when_a_pause_was_heard(sides: Sides) -> None:
+    await _hearing(sides.worker, "t1")
+    await sides.worker.take_pause("t1")
+    before = await _dels(sides.client)
+    assert not any([await sides.worker.take_pause("t1") for _ in range(100)])
+    assert await _dels(sides.client) - before == 0, "no request heard: nothing asked"
 
-        await api.request_pause("t1")
-        assert await _taken(worker, "t1", 2.0) >= 0
-        assert not await worker.take_pause("t1"), "a request is taken once"
-        assert await _dels(api_client) - before <= 2
-    finally:
-        await worker.aclose()
+    await sides.api.request_pause("t1")
+    assert await _taken(sides.worker, "t1", 2.0) >= 0
+    assert not await sides.worker.take_pause("t1"), "a request is taken once"
+    assert await _dels(sides.client) - before <= 2
 
 
-async def test_a_request_never_heard_is_found_within_the_recheck(
-    clients: tuple[Redis, Redis, str],
-) -> None:
-    api_client, worker_client, _ = clients
-    prefix = f"test:{uuid.uuid4().hex}"
-    worker = RedisSignals(worker_client, prefix)
-    try:
-        await _hearing(worker, "t2")
-        # Set as a replica would whose message was lost: the key alone.
-        await api_client.set(f"{prefix}:pause:t2", 1)
-        boundaries = await _taken(worker, "t2", PAUSE_RECHECK_S * 3)
-        assert boundaries >= 0, "the recheck found it"
-    finally:
-        await worker.aclose()
+async def test_a_request_never_heard_is_found_within_the_recheck(sides: Sides) -> None:
+    await _hearing(sides.worker, "t2")
+    # Set as a replica would whose message was lost: the key alone.
+    await sides.client.set(f"{sides.prefix}:pause:t2", 1)
+    assert await _taken(sides.worker, "t2", PAUSE_RECHECK_S * 3) >= 0, "the recheck found it"
 
 
-async def test_a_dropped_subscription_comes_back_and_hears_again(
-    clients: tuple[Redis, Redis, str],
-) -> None:
-    api_client, worker_client, name = clients
-    prefix = f"test:{uuid.uuid4().hex}"
-    api, worker = RedisSignals(api_client, prefix), RedisSignals(worker_client, prefix)
-    try:
-        await _hearing(worker, "t3")
-        listed = await api_client.client_list(_type="pubsub")
-        ids = [entry["id"] for entry in listed if entry.get("name") == name]
-        assert ids, "the worker's subscription has a connection of its own"
-        for client_id in ids:
-            await api_client.client_kill_filter(_id=client_id)
-        await api.request_pause("t3")  # maybe published while it was down: still taken
-        assert await _taken(worker, "t3", PAUSE_RECHECK_S * 4) >= 0
-        await _hearing(worker, "t3")
-        await api.request_pause("t3")
-        assert await _taken(worker, "t3", 2.0) >= 0
-    finally:
-        await worker.aclose()
+async def test_a_dropped_subscription_comes_back_and_hears_again(sides: Sides) -> None:
+    await _hearing(sides.worker, "t3")
+    listed = await sides.client.client_list(_type="pubsub")
+    ids = [entry["id"] for entry in listed if entry.get("name") == sides.worker_name]
+    assert ids, "the worker's subscription has a connection of its own"
+    for client_id in ids:
+        await sides.client.client_kill_filter(_id=client_id)
+    await sides.api.request_pause("t3")  # maybe published while it was down: still taken
+    assert await _taken(sides.worker, "t3", PAUSE_RECHECK_S * 4) >= 0
+    await _hearing(sides.worker, "t3")
+    await sides.api.request_pause("t3")
+    assert await _taken(sides.worker, "t3", 2.0) >= 0
