@@ -522,6 +522,16 @@ async def blocked_readers(client: Redis) -> int:
     return sum(1 for c in clients if c.get("cmd") == "xread")
 
 
+async def blocked_readers_once_blocking(client: Redis, within_s: float = 5.0) -> int:
+    """`blocked_readers`, once at least one blocks (polled: a busy machine takes a while)."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while (count := await blocked_readers(client)) == 0:
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.02)
+    return count
+
+
 async def test_followers_of_streams_written_elsewhere_share_one_blocking_read(
     redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
 ) -> None:
@@ -529,8 +539,8 @@ async def test_followers_of_streams_written_elsewhere_share_one_blocking_read(
     here, elsewhere, client = redis_pair
     streams = [f"run-{i}" for i in range(20)]
     followers = [asyncio.create_task(collect(here, s)) for s in streams for _ in range(2)]
-    await asyncio.sleep(0.1)  # they wait, and the watch blocks on their streams
-    assert await blocked_readers(client) == 1
+    # They wait, and the watch blocks on their streams.
+    assert await blocked_readers_once_blocking(client) == 1
     before = await command_calls(client, "xread")
     for step in range(5):
         await asyncio.gather(*(elsewhere.append(s, "step", {"n": step}) for s in streams))
@@ -557,8 +567,7 @@ async def test_a_follower_joining_a_blocked_read_gets_its_events_without_waiting
     monkeypatch.setattr(redis_events, "_REMOTE_CHECK_S", 600.0)
     monkeypatch.setattr(redis_watch, "BLOCK_MS", 600_000)
     first = asyncio.create_task(collect(here, "first"))
-    await asyncio.sleep(0.1)  # the watch blocks, on `first` alone
-    assert await blocked_readers(client) == 1
+    assert await blocked_readers_once_blocking(client) == 1  # the watch, on `first` alone
     second = asyncio.create_task(collect(here, "second"))
     await asyncio.sleep(0.1)
     await elsewhere.append("second", "step", {})
