@@ -31,7 +31,7 @@ class RunRecorder:
         self._unsettled: dict[str, list[Awaitable[object]]] = {}
 
     def observe(self, observer: Callable[[ThreadRecord], None]) -> None:
-        """Call `observer` with every status this executor records."""
+        """Call `observer` with every status recorded here."""
         self._observers.append(observer)
 
     def notify(self, record: ThreadRecord) -> None:

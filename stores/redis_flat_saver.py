@@ -74,7 +74,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         self._get = client.register_script(GET_SCRIPT)
         self._put = client.register_script(PUT_SCRIPT)
         self._writes = client.register_script(WRITES_SCRIPT)
-        # Puts and writes of concurrent runs share pipelines (`aclose` sends what is left).
+        # Puts and writes of concurrent runs share pipelines (`drain` waits for what is left).
         self._scripts = ScriptBatches(client)
         self.loop = asyncio.get_running_loop()
 
