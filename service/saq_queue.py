@@ -7,6 +7,7 @@ runs about to be queued, atomically across processes, and waits for jobs on a cl
 its own (`dequeue`).
 """
 
+import asyncio
 import contextlib
 import logging
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from saq import Job
 from saq.job import Status
 from saq.queue.redis import RedisQueue
+from saq.types import VersionTuple
 from saq.utils import millis, now
 
 from core.upstream import require_version
@@ -96,6 +98,18 @@ class ResearchQueue(RedisQueue):
     def __init__(self, redis: "Redis", waiting: "Redis", name: str) -> None:
         super().__init__(redis, name=name)
         self._waiting = waiting
+        self._asking_version = asyncio.Lock()
+
+    async def version(self) -> VersionTuple:
+        """The server's version, asked once.
+
+        saq caches it after its first answer, but the worker's hundreds of dequeue slots
+        all start before that answer: each sent an INFO of its own (a few KB to parse).
+        """
+        if self._version is None:
+            async with self._asking_version:
+                return await super().version()
+        return self._version
 
     async def dequeue(self, timeout: float = 0.0, poll_interval: float = 0.0) -> Job | None:
         """The stock dequeue, waiting on the waiting client.

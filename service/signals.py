@@ -27,9 +27,11 @@ SIGNAL_TTL_S = 24 * 3600
 # An admission takes a few store round trips; a holder that died frees the lock after this.
 ADMISSION_LOCK_S = 30.0
 # A process that hears pause requests published asks Redis about a thread at a node
-# boundary only when one was heard for it, or when it last asked this long ago (a
-# request published while the subscription was down is found within this).
-PAUSE_RECHECK_S = 1.0
+# boundary only when one was heard for it, or when it last asked this long ago. A
+# subscription seen to drop makes every boundary ask until it is back, and then every
+# thread once; this bounds the wait for a message lost on a connection that broke
+# unnoticed. Asking every second cost 2 DELs per run under load (bench/service_load.py).
+PAUSE_RECHECK_S = 5.0
 # How long the subscription waits for a message before it looks again; after a failure,
 # how long it waits before subscribing again.
 _LISTEN_POLL_S = 1.0
@@ -124,13 +126,19 @@ class RedisSignals:
 
     A pause request is also published on a channel. A process that runs legs subscribes
     to it, so its node boundaries ask Redis nothing unless a request was heard for the
-    thread, or `PAUSE_RECHECK_S` passed since they last asked. Until the subscription is
-    up (and while it is down), every boundary asks.
+    thread, or `recheck_s` passed since they last asked. Until the subscription is up
+    (and while it is down), every boundary asks.
     """
 
-    def __init__(self, client: "Redis", prefix: str = "research:signal") -> None:
+    def __init__(
+        self,
+        client: "Redis",
+        prefix: str = "research:signal",
+        recheck_s: float = PAUSE_RECHECK_S,
+    ) -> None:
         self._client = client
         self._prefix = prefix
+        self._recheck_s = recheck_s
         self._channel = f"{prefix}:pauses"
         # Threads named on the channel since their last check, oldest first (a dict as an
         # ordered set: requests for threads that run elsewhere are let go past a bound).
@@ -175,7 +183,7 @@ class RedisSignals:
             self._subscribed
             and thread_id not in self._heard
             and last is not None
-            and now - last < PAUSE_RECHECK_S
+            and now - last < self._recheck_s
         ):
             return False
         self._heard.pop(thread_id, None)

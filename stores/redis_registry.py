@@ -4,6 +4,10 @@ One hash per thread; a sorted set per owner (score: creation time in integer
 microseconds, exact in a double) lists a key's threads newest first, so each key only
 ever sees its own; a sorted set of the queued and running threads is what a restarted
 service resumes. The page cursor is the SQLite registry's: (created_at, thread_id).
+
+A run's record is created, and its status set, by one Lua script call each: atomic, and
+sent with other runs' calls in one pipeline (`stores.redis_scripts`), where a read and
+a transaction of their own were two round trips each, a few times per run.
 """
 
 import builtins
@@ -15,6 +19,7 @@ from redis.asyncio import Redis
 
 from core.state import ReportStatus
 from stores.redis_saver import awaited
+from stores.redis_scripts import ScriptBatches
 from stores.registry import (
     RunStatus,
     ThreadExists,
@@ -25,6 +30,44 @@ from stores.registry import (
 )
 
 _ACTIVE_STATUSES = ("queued", "running")
+
+# KEYS: thread hash, owner set, active set. ARGV: owner, score, thread id, whether it
+# is active ("1"), then the other fields as name, value pairs. 0 if the id is taken.
+_CREATE = """
+if redis.call('HSETNX', KEYS[1], 'owner', ARGV[1]) == 0 then
+    return 0
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+if ARGV[4] == '1' then
+    redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+end
+return 1
+"""
+
+# KEYS: thread hash, active set. ARGV: status, error (JSON), updated_at, what to do with
+# the report status ("set", "clear" or "keep") and the one to set, whether the status is
+# active ("1"), the owner sets' key prefix, thread id, and its score if its owner set has
+# none. The record as it is now (its fields and values, flat), or false if there is none.
+_SET_STATUS = """
+if redis.call('HEXISTS', KEYS[1], 'created_at') == 0 then
+    return false
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'error', ARGV[2], 'updated_at', ARGV[3])
+if ARGV[4] == 'set' then
+    redis.call('HSET', KEYS[1], 'report', ARGV[5])
+elseif ARGV[4] == 'clear' then
+    redis.call('HDEL', KEYS[1], 'report')
+end
+if ARGV[6] == '1' then
+    local owner = redis.call('HGET', KEYS[1], 'owner')
+    local score = redis.call('ZSCORE', ARGV[7] .. owner, ARGV[8]) or ARGV[9]
+    redis.call('ZADD', KEYS[2], score, ARGV[8])
+else
+    redis.call('ZREM', KEYS[2], ARGV[8])
+end
+return redis.call('HGETALL', KEYS[1])
+"""
 
 
 def _micros(moment: datetime) -> int:
@@ -41,12 +84,19 @@ class RedisRegistry:
     def __init__(self, client: "Redis", prefix: str = "research:") -> None:
         self._client = client
         self._prefix = prefix
+        self._scripts = ScriptBatches(client)
+        self._create = client.register_script(_CREATE)
+        self._set_status = client.register_script(_SET_STATUS)
 
     def _thread(self, thread_id: str) -> str:
         return f"{self._prefix}thread:{thread_id}"
 
     def _owner(self, owner: str) -> str:
-        return f"{self._prefix}owner:{owner}"
+        return f"{self._owner_prefix}{owner}"
+
+    @property
+    def _owner_prefix(self) -> str:
+        return f"{self._prefix}owner:"
 
     @property
     def _active(self) -> str:
@@ -54,10 +104,7 @@ class RedisRegistry:
 
     async def create(self, record: ThreadRecord) -> None:
         """Register a new thread; raise `ThreadExists` if its id is taken."""
-        key = self._thread(record.thread_id)
-        if not await awaited(self._client.hsetnx(key, "owner", record.owner)):
-            raise ThreadExists(record.thread_id)
-        fields: dict[Any, Any] = {
+        fields = {
             "topic": record.topic,
             "status": record.status,
             "created_at": stamp(record.created_at),
@@ -66,13 +113,17 @@ class RedisRegistry:
             "options": json.dumps(record.options, ensure_ascii=False),
             "metadata": json.dumps(record.metadata, ensure_ascii=False),
         }
-        score = _micros(record.created_at)
-        pipe = self._client.pipeline(transaction=True)
-        pipe.hset(key, mapping=fields)
-        pipe.zadd(self._owner(record.owner), {record.thread_id: score})
-        if record.status in _ACTIVE_STATUSES:
-            pipe.zadd(self._active, {record.thread_id: score})
-        await pipe.execute()
+        keys = [self._thread(record.thread_id), self._owner(record.owner), self._active]
+        args: list[Any] = [
+            record.owner,
+            _micros(record.created_at),
+            record.thread_id,
+            int(record.status in _ACTIVE_STATUSES),
+        ]
+        for name, value in fields.items():
+            args += [name, value]
+        if not await self._scripts.call(self._create, keys, args):
+            raise ThreadExists(record.thread_id)
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
         """Return the thread's record, or None when it is not registered."""
@@ -90,7 +141,7 @@ class RedisRegistry:
 
     def _record(self, thread_id: str, fields: dict[Any, Any]) -> ThreadRecord | None:
         values = {_text(k): _text(v) for k, v in fields.items()}
-        if "created_at" not in values:  # absent, or half-created by a concurrent create
+        if "created_at" not in values:  # absent
             return None
         return ThreadRecord(
             thread_id=thread_id,
@@ -116,29 +167,26 @@ class RedisRegistry:
 
         `report`: the status of the report the run wrote; a run that starts again clears it.
         """
-        record = await self.get(thread_id)
+        now = datetime.now(UTC)
+        active = status in _ACTIVE_STATUSES
+        report_change = "set" if report is not None else "clear" if active else "keep"
+        args: list[Any] = [
+            status,
+            json.dumps(error),
+            stamp(now),
+            report_change,
+            report or "",
+            int(active),
+            self._owner_prefix,
+            thread_id,
+            _micros(now),
+        ]
+        keys = [self._thread(thread_id), self._active]
+        flat = await self._scripts.call(self._set_status, keys, args) or []
+        record = self._record(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         if record is None:
             raise KeyError(thread_id)
-        now = datetime.now(UTC)
-        key = self._thread(thread_id)
-        changes: dict[str, Any] = {"status": status, "error": error, "updated_at": now}
-        pipe = self._client.pipeline(transaction=True)
-        pipe.hset(
-            key,
-            mapping={"status": status, "error": json.dumps(error), "updated_at": stamp(now)},
-        )
-        if report is not None:
-            pipe.hset(key, "report", report)
-            changes["report"] = report
-        elif status in _ACTIVE_STATUSES:
-            pipe.hdel(key, "report")
-            changes["report"] = None
-        if status in _ACTIVE_STATUSES:
-            pipe.zadd(self._active, {thread_id: _micros(record.created_at)})
-        else:
-            pipe.zrem(self._active, thread_id)
-        await pipe.execute()
-        return record.model_copy(update=changes)
+        return record
 
     async def update(
         self,

@@ -1,3 +1,4 @@
+import asyncio
 import base64
 import uuid
 from collections.abc import AsyncIterator
@@ -92,6 +93,24 @@ async def test_creating_a_duplicate_id_raises_thread_exists(registry: SqliteRegi
     with pytest.raises(ThreadExists):
         await registry.create(record("t1", owner="bob"))
     assert (await registry.get("t1")) == record("t1")
+
+
+async def test_of_many_concurrent_creates_of_one_id_exactly_one_wins(
+    registry: SqliteRegistry,
+) -> None:
+    owners = [f"owner{i}" for i in range(40)]
+    outcomes = await asyncio.gather(
+        *(registry.create(record("t1", owner=owner)) for owner in owners),
+        return_exceptions=True,
+    )
+    winners = [owner for owner, outcome in zip(owners, outcomes, strict=True) if outcome is None]
+    assert len(winners) == 1
+    assert all(isinstance(o, ThreadExists) for o in outcomes if o is not None)
+    # The record is the winner's alone, and only its owner lists it.
+    assert await registry.get("t1") == record("t1", owner=winners[0])
+    for owner in owners:
+        listed, _ = await registry.list(owner)
+        assert [r.thread_id for r in listed] == (["t1"] if owner == winners[0] else [])
 
 
 async def test_times_are_kept_in_utc_and_naive_ones_are_taken_as_utc(

@@ -1,5 +1,6 @@
 """The Redis run queue's sweep against a real server: abandoned jobs only."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -97,3 +98,19 @@ async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue)
     assert leg.pop("thread_id") == "lost"
     assert RunInput.model_validate(leg) == RunInput(recovered=True), "a continuation"
     assert await launcher.adopt_lost(registry, quiet_for_s=HEARTBEAT_S) == [], "once only"
+
+
+async def info_calls(queue: ResearchQueue) -> int:
+    """How many INFO commands the server has answered (this ask included)."""
+    stats = await queue.redis.info("commandstats")
+    return int(stats["cmdstat_info"]["calls"])
+
+
+async def test_hundreds_of_dequeue_slots_starting_at_once_ask_the_version_once(
+    queue: ResearchQueue,
+) -> None:
+    before = await info_calls(queue)
+    versions = await asyncio.gather(*(queue.version() for _ in range(300)))
+    assert len(set(versions)) == 1 and versions[0] >= (6,)
+    # One INFO for the 300 slots, and this count's own.
+    assert await info_calls(queue) - before == 2
