@@ -121,11 +121,6 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         """Wait until every queued write has been committed."""
         await self._writer.drain()
 
-    def _dump_value(self, values: dict[str, Any], channel: str) -> tuple[str, bytes]:
-        if channel not in values:
-            return "empty", b""
-        return self.serde.dumps_typed(values[channel])
-
     def _with_values(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
         """Put the channel values a checkpoint names back into it."""
         if found is None or found.checkpoint["channel_values"]:
@@ -178,9 +173,12 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         configurable = config["configurable"]
         thread_id, namespace = str(configurable["thread_id"]), configurable["checkpoint_ns"]
         values = checkpoint["channel_values"]
+        # A channel with no value at its new version (a branch consumed, a value cleared)
+        # gets no row: reading one that is missing is reading an empty channel.
         blobs = [
-            (thread_id, namespace, channel, str(version), *self._dump_value(values, channel))
+            (thread_id, namespace, channel, str(version), *self.serde.dumps_typed(values[channel]))
             for channel, version in new_versions.items()
+            if channel in values
         ]
         type_, blob = self.serde.dumps_typed({**checkpoint, "channel_values": {}})
         meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)

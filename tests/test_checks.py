@@ -1,5 +1,8 @@
+import random
+import re
+
 from core.models import ResearchPlan, SearchResult
-from engines.checks import check_draft, cited_sentences
+from engines.checks import _footnote_definitions, check_draft, cited_sentences
 
 PLAN = ResearchPlan(
     theme="Printing press",
@@ -119,3 +122,15 @@ def test_bullets_and_bold_labels_are_not_part_of_the_claim() -> None:
         ("Gutenberg built the press in Mainz.", [1]),
         ("Paper mills spread in Europe.", [2]),
     ]
+
+
+def test_footnote_definitions_are_found_exactly_where_a_line_starts_with_one() -> None:
+    # The reference: `^` in multiline mode, which tries every position of the text.
+    reference = re.compile(r"^\[\^(\d+)\]:\s*(.+)$", re.MULTILINE)
+    pieces = ["[^1]:", "[^23]: ", "[^4]", "\n", " ", "\t", "x", "https://a.example/b", ":", "[^"]
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        found = _footnote_definitions(text)
+        assert [m.groups() for m in found] == reference.findall(text), repr(text)
+        assert [m.span() for m in found] == [m.span() for m in reference.finditer(text)]
