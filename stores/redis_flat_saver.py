@@ -6,7 +6,7 @@ pending writes per checkpoint. They live in plain hashes, sets and a sorted set 
 `stores.redis_flat_layout`), serialised with `stores.checkpointer.serializer()`, the same
 allowlist as the SQLite saver. No JSON or Search module is needed. `aput`, `aput_writes`
 and `aget_tuple` are one Lua script each, atomic as MULTI/EXEC: one round trip, which
-concurrent runs' puts and writes share (`stores.redis_scripts`). The stock saver
+concurrent runs' calls share (`stores.redis_scripts`). The stock saver
 (`stores.redis_saver.ConformingRedisSaver`) took ~180 commands and ~80 round trips per
 research run, each a JSON document indexed by the server.
 
@@ -163,7 +163,8 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         configurable = config["configurable"]
         thread_id, namespace = str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
         keys = thread_keys(thread_id)
-        found = await self._get(
+        found = await self._scripts.call(
+            self._get,
             keys=[keys.index, keys.checkpoints, keys.versions, keys.blobs],
             args=[namespace, get_checkpoint_id(config) or "", keys.writes_prefix],
         )
