@@ -7,7 +7,10 @@ service resumes. The page cursor is the SQLite registry's: (created_at, thread_i
 
 A run's record is created, and its status set, by one Lua script call each: atomic, and
 sent with other runs' calls in one pipeline (`stores.redis_scripts`), where a read and
-a transaction of their own were two round trips each, a few times per run.
+a transaction of their own were two round trips each, a few times per run. The status
+script finds the owner's set through the record (a key it is not given): like the
+registry's transactions over a thread's, its owner's and the active set, it assumes one
+server, not a Cluster.
 """
 
 import builtins
