@@ -118,8 +118,12 @@ def _footnote_definitions(text: str) -> list[re.Match[str]]:
 
 def footnote_urls(body: str) -> dict[int, str]:
     """Map footnote numbers to the URL their definition names."""
+    return _urls_of(_footnote_definitions(body))
+
+
+def _urls_of(definitions: list[re.Match[str]]) -> dict[int, str]:
     urls: dict[int, str] = {}
-    for number, text in (m.groups() for m in _footnote_definitions(body)):
+    for number, text in (m.groups() for m in definitions):
         match = _LINK_URL.search(text)
         if match:
             urls[int(number)] = next(g for g in match.groups() if g)
@@ -132,9 +136,10 @@ def strip_unknown_footnotes(draft: str, sources: Sequence[SearchResult]) -> tupl
     A model may invent a source or a number: such a footnote must not survive into the report.
     """
     known = {normalize_url(s.url) for s in sources}
-    definitions = footnote_urls(draft)
+    found = _footnote_definitions(draft)
+    definitions = _urls_of(found)
     used = {int(n) for n in _FOOTNOTE_REF.findall(draft)}
-    defined = {int(m.group(1)) for m in _footnote_definitions(draft)}
+    defined = {int(m.group(1)) for m in found}
     unknown = sorted(
         {n for n, url in definitions.items() if normalize_url(url) not in known}
         | (used - defined)
