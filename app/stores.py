@@ -23,7 +23,7 @@ from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import SqliteWriter, open_sqlite, open_sqlite_writer
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from stores.redis_batches import RedisBatches
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,8 @@ class Stores:
     events: EventLog
     registry: Registry
     evidence: EvidenceStore  # what runs read and asked (`stores.evidence`)
-    redis: "Redis | None" = None  # the client of the Redis stores, for signals and leases
+    # The Redis stores' client, through the pipelines they share: for signals and leases.
+    redis: "RedisBatches | None" = None
 
 
 class BackendSetupError(ValueError):
@@ -101,6 +102,7 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             yield Stores(saver, events, registry, evidence)
         else:
             saver = await stack.enter_async_context(open_checkpointer(settings))
+            from stores.redis_batches import RedisBatches
             from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog
             from stores.redis_evidence import RedisEvidenceStore
             from stores.redis_registry import RedisRegistry
@@ -114,8 +116,11 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
                 settings.redis_url, max_connections=2, blocking_s=FOLLOW_BLOCK_S
             )
             stack.push_async_callback(followers.aclose)
-            redis_events = RedisEventLog(client, follow_client=followers)
+            # The registry's status changes and the events' appends share pipelines.
+            batches = RedisBatches(client)
+            redis_events = RedisEventLog(client, follow_client=followers, batches=batches)
             stack.push_async_callback(redis_events.close)
             redis_evidence = RedisEvidenceStore(client)
             stack.push_async_callback(redis_evidence.flush)
-            yield Stores(saver, redis_events, RedisRegistry(client), redis_evidence, client)
+            registry = RedisRegistry(client, batches=batches)
+            yield Stores(saver, redis_events, registry, redis_evidence, batches)

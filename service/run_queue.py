@@ -32,8 +32,9 @@ from service.saq_queue import ResearchQueue
 from stores.registry import Registry
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
     from saq.types import PartialTimersDict
+
+    from stores.redis_batches import RedisBatches
 
 logger = logging.getLogger(__name__)
 
@@ -179,9 +180,9 @@ class QueueLauncher:
 class LegRunner:
     """The job function: one leg of a thread, under the run's lease."""
 
-    def __init__(self, executor: RunExecutor, client: "Redis", lease_seconds: int) -> None:
+    def __init__(self, executor: RunExecutor, batches: "RedisBatches", lease_seconds: int) -> None:
         self._executor = executor
-        self._client = client
+        self._batches = batches
         self._lease = lease_seconds
 
     async def run(
@@ -193,7 +194,7 @@ class LegRunner:
     ) -> None:
         """Execute the leg (`leg_input`: a `RunInput`'s fields) while holding the run's lease."""
         job: Job = ctx["job"]
-        lease = self._client.lock(
+        lease = self._batches.lock(
             f"research:lease:{thread_id}",
             timeout=self._lease,
             # A dead holder's lease runs out within `timeout`: wait that long, plus slack.
@@ -242,7 +243,7 @@ class EmbeddedWorker(Worker[Any]):
 def research_worker(
     queue: Queue,
     executor: RunExecutor,
-    client: "Redis",
+    batches: "RedisBatches",
     *,
     concurrency: int,
     lease_seconds: int,
@@ -250,7 +251,7 @@ def research_worker(
 ) -> Worker[Any]:
     """A saq worker that executes research legs from `queue`."""
     worker_class = EmbeddedWorker if embedded else Worker
-    runner = LegRunner(executor, client, lease_seconds)
+    runner = LegRunner(executor, batches, lease_seconds)
     return worker_class(
         queue,
         functions=[(JOB_FUNCTION, runner.run)],

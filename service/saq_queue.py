@@ -19,6 +19,7 @@ from saq.types import VersionTuple
 from saq.utils import millis, now
 
 from core.upstream import require_version
+from stores.redis_batches import RedisBatches
 from stores.redis_saver import awaited
 
 if TYPE_CHECKING:
@@ -99,6 +100,8 @@ class ResearchQueue(RedisQueue):
         super().__init__(redis, name=name)
         self._waiting = waiting
         self._asking_version = asyncio.Lock()
+        # Every POST reserves a place and gives it back: a burst of them shares pipelines.
+        self._commands = RedisBatches(redis)
 
     async def version(self) -> VersionTuple:
         """The server's version, asked once.
@@ -135,11 +138,12 @@ class ResearchQueue(RedisQueue):
             self._reserve = self.redis.register_script(_RESERVE)
         keys = [self._incomplete, self.namespace("reserved")]
         args: list[int | str] = [now(), capacity, RESERVATION_TTL_MS, token]
-        return int(await self._reserve(keys=keys, args=args, client=self.redis))
+        return int(await self._commands.call(self._reserve, keys, args))
 
     async def release(self, token: str) -> None:
         """Give back a place held by `reserve`."""
-        await self.redis.zrem(self.namespace("reserved"), token)
+        key = self.namespace("reserved")
+        await self._commands.command(lambda pipe: pipe.zrem(key, token))
 
     async def disconnect(self) -> None:
         """Close the pub/sub and both clients, and their connections whatever fails first.

@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from stores.redis_batches import RedisBatches
 
 logger = logging.getLogger(__name__)
 
@@ -132,11 +132,13 @@ class RedisSignals:
 
     def __init__(
         self,
-        client: "Redis",
+        batches: "RedisBatches",
         prefix: str = "research:signal",
         recheck_s: float = PAUSE_RECHECK_S,
     ) -> None:
-        self._client = client
+        """`batches`: the client, through the pipelines of the process's Redis stores."""
+        self._batches = batches
+        self._client = batches.client
         self._prefix = prefix
         self._recheck_s = recheck_s
         self._channel = f"{prefix}:pauses"
@@ -158,7 +160,7 @@ class RedisSignals:
     @asynccontextmanager
     async def admission(self, thread_id: str) -> AsyncIterator[None]:
         """The thread's admission lock, across processes (a redis-py lock with a timeout)."""
-        lock = self._client.lock(
+        lock = self._batches.lock(
             self._key("admission", thread_id),
             timeout=ADMISSION_LOCK_S,
             blocking_timeout=ADMISSION_LOCK_S,
@@ -189,7 +191,8 @@ class RedisSignals:
         self._heard.pop(thread_id, None)
         self._note_checked(thread_id, now)
         # DEL answers how many keys it removed: taking the request is one atomic command.
-        return bool(await self._client.delete(self._key("pause", thread_id)))
+        key = self._key("pause", thread_id)
+        return bool(await self._batches.command(lambda pipe: pipe.delete(key)))
 
     def _note_checked(self, thread_id: str, now: float) -> None:
         if len(self._checked) >= _HEARD_MAX:  # bounded: forgotten threads are asked again
@@ -251,4 +254,5 @@ class RedisSignals:
         """Drop both kinds of request."""
         self._heard.pop(thread_id, None)
         self._checked.pop(thread_id, None)
-        await self._client.delete(self._key("pause", thread_id), self._key("cancel", thread_id))
+        keys = self._key("pause", thread_id), self._key("cancel", thread_id)
+        await self._batches.command(lambda pipe: pipe.delete(*keys))

@@ -5,9 +5,14 @@ next sequence number atomically), so the SSE id of an event is N, the same 1, 2,
 as the SQLite log, and `Last-Event-ID: N` is `XREAD ... 0-N` on whichever replica the
 client reaches. Streams are capped (approximately) at `max_events` entries.
 
-Appends are queued and written in order by one flusher, a batch per pipeline, so a run
-that emits many progress events pays one round trip per batch, and the events of one
-caller keep the order in which they were emitted.
+Appends are queued and written in order by one flusher, a whole batch (the events of
+every run that emitted meanwhile) in one call of a Lua script (`_APPEND`) that goes out
+with the process's other commands (`stores.redis_batches`), reads too. A run that emits
+many progress events shares one round trip per batch, the client packs one command
+instead of one per event (measured: 25 events 0.6 -> 0.3 ms of client CPU), and the
+events of one caller keep the order in which they were emitted. The script names every stream it
+appends to, but a batch spans many threads' streams: like the registry, this log assumes
+one Redis server, not a Cluster.
 
 Followers are served from memory (`stores.recent_events`), as on SQLite. A stream a leg
 of this process is writing (`writing`: the embedded worker) gets there as it is appended;
@@ -30,6 +35,7 @@ from redis.asyncio import Redis
 from stores.batching import Batcher, settle
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.recent_events import RecentEvents
+from stores.redis_batches import RedisBatches
 from stores.redis_saver import awaited
 from stores.redis_watch import BLOCK_MS, StreamWatch
 
@@ -40,6 +46,21 @@ _LOCAL_CHECK_S = 1.0
 _REMOTE_CHECK_S = BLOCK_MS / 1000
 # What the watch's connection must allow for beyond a plain command's timeout.
 FOLLOW_BLOCK_S = BLOCK_MS / 1000
+# Events per script call: a larger batch goes in several (each blocks Redis a moment).
+_APPEND_CHUNK = 256
+
+# Append a batch of events. KEYS: the streams; ARGV[1]: the cap on a stream's length, then
+# four per event: its stream's index in KEYS, name, payload, time. Each event's reply is
+# its stream id, or its own error (`pcall`: one that fails, a key of another type, fails
+# alone, and the events after it are still appended, as separate commands would be).
+_APPEND = """
+local out = {}
+for i = 2, #ARGV, 4 do
+    out[#out + 1] = redis.pcall('XADD', KEYS[tonumber(ARGV[i])], 'MAXLEN', '~', ARGV[1],
+        '0-*', 'name', ARGV[i + 1], 'data', ARGV[i + 2], 'at', ARGV[i + 3])
+end
+return out
+"""
 
 
 def _seq(stream_id: bytes | str) -> int:
@@ -60,13 +81,17 @@ class RedisEventLog(QueuedAppends):
         prefix: str = "research:events:",
         max_events: int = 10_000,
         follow_client: "Redis | None" = None,
+        batches: RedisBatches | None = None,
     ) -> None:
+        """`batches`: the command batches of `client` to send through (shared: fewer trips)."""
         self._client = client
         # The watch blocks on a connection of its own: a pool of its own keeps it apart.
         self._follow_client = follow_client or client
         self._prefix = prefix
         self._max_events = max_events
-        self._batches = Batcher(self._write)
+        self._appends = Batcher(self._write)
+        self._commands = batches or RedisBatches(client)
+        self._append_script = client.register_script(_APPEND)
         # Streams a leg of this process is writing (how many legs), and their latest events.
         self._local: Counter[str] = Counter()
         self._recent = RecentEvents()
@@ -84,32 +109,36 @@ class RedisEventLog(QueuedAppends):
         return f"{self._prefix}{thread_id}"
 
     def _queue(self, op: QueuedEvent) -> None:
-        self._batches.add(op)
+        self._appends.add(op)
 
     async def _write(self, batch: list[QueuedEvent]) -> None:
-        pipe = self._client.pipeline(transaction=False)
-        for op in batch:
-            pipe.xadd(
-                self._key(op.thread_id),
-                {"name": op.name, "data": op.text, "at": op.created_at.isoformat()},
-                id="0-*",
-                maxlen=self._max_events,
-                approximate=True,
-            )
-        try:
-            results = await pipe.execute(raise_on_error=False)
-        except Exception as exc:  # the connection failed: every append of the batch did
-            results = [exc] * len(batch)
-        for op, result in zip(batch, results, strict=True):
-            if isinstance(result, BaseException):
-                settle(op.done, result)
+        chunks = [batch[i : i + _APPEND_CHUNK] for i in range(0, len(batch), _APPEND_CHUNK)]
+        outcomes = await asyncio.gather(
+            *(self._append_call(chunk) for chunk in chunks), return_exceptions=True
+        )
+        replies: list[Any] = []
+        for chunk, outcome in zip(chunks, outcomes, strict=True):
+            # A call that failed as a whole (the connection): each of its appends did.
+            replies += [outcome] * len(chunk) if isinstance(outcome, BaseException) else outcome
+        for op, reply in zip(batch, replies, strict=True):
+            if isinstance(reply, BaseException):
+                settle(op.done, reply)
                 continue
-            event_id = _seq(result)
+            event_id = _seq(reply)
             if op.thread_id in self._local:
                 self._recent.remember(
                     Event(event_id, op.thread_id, op.name, op.text, op.created_at)
                 )
             settle(op.done, event_id)
+
+    def _append_call(self, chunk: list[QueuedEvent]) -> "asyncio.Future[Any]":
+        """One call of `_APPEND` for these events (queued now, so the chunks keep order)."""
+        index: dict[str, int] = {}
+        args: list[Any] = [self._max_events]
+        for op in chunk:
+            key = index.setdefault(self._key(op.thread_id), len(index) + 1)
+            args += (key, op.name, op.text, op.created_at.isoformat())
+        return self._commands.call(self._append_script, list(index), args)
 
     @contextmanager
     def writing(self, *streams: str) -> Iterator[None]:
@@ -142,8 +171,9 @@ class RedisEventLog(QueuedAppends):
             raise ValueError("limit must not be negative")
         if limit == 0:
             return []
-        entries: Any = await self._client.xrange(
-            self._key(thread_id), min=f"(0-{after}", max="+", count=limit
+        key = self._key(thread_id)
+        entries = await self._commands.command(
+            lambda pipe: pipe.xrange(key, min=f"(0-{after}", max="+", count=limit)
         )
         return self._events(thread_id, entries)
 
@@ -208,7 +238,7 @@ class RedisEventLog(QueuedAppends):
 
     async def close(self) -> None:
         """Write what is queued, then refuse further use and wake followers so they raise."""
-        await self._batches.drain()
+        await self._appends.drain()
         self._closed = True
         await self._watch.close()
         self._recent.wake_all()

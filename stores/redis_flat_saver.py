@@ -6,7 +6,7 @@ pending writes per checkpoint. They live in plain hashes, sets and a sorted set 
 `stores.redis_flat_layout`), serialised with `stores.checkpointer.serializer()`, the same
 allowlist as the SQLite saver. No JSON or Search module is needed. `aput`, `aput_writes`
 and `aget_tuple` are one Lua script each, atomic as MULTI/EXEC: one round trip, which
-concurrent runs' calls share (`stores.redis_scripts`). The stock saver
+concurrent runs' calls share (`stores.redis_batches`). The stock saver
 (`stores.redis_saver.ConformingRedisSaver`) took ~180 commands and ~80 round trips per
 research run, each a JSON document indexed by the server.
 
@@ -37,6 +37,7 @@ from redis.asyncio import Redis
 
 from stores import redis_flat_admin as admin
 from stores.checkpointer import kept_writes, serializer
+from stores.redis_batches import RedisBatches
 from stores.redis_flat_layout import (
     GET_SCRIPT,
     PUT_SCRIPT,
@@ -58,7 +59,6 @@ from stores.redis_flat_layout import (
 )
 from stores.redis_flat_legacy import LegacyThreads
 from stores.redis_saver import ConformingRedisSaver, awaited, legacy_reader, redis_client
-from stores.redis_scripts import ScriptBatches
 
 T = TypeVar("T")
 
@@ -75,12 +75,12 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         self._put = client.register_script(PUT_SCRIPT)
         self._writes = client.register_script(WRITES_SCRIPT)
         # Puts and writes of concurrent runs share pipelines (`drain` waits for what is left).
-        self._scripts = ScriptBatches(client)
+        self._commands = RedisBatches(client)
         self.loop = asyncio.get_running_loop()
 
     async def drain(self) -> None:
         """Wait until every put and write queued has been stored."""
-        await self._scripts.drain()
+        await self._commands.drain()
 
     @property
     def reads_stock_format(self) -> bool:
@@ -117,7 +117,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
             configurable.get("checkpoint_id"),
         )
         versions = {channel: str(v) for channel, v in checkpoint["channel_versions"].items()}
-        await self._scripts.call(
+        await self._commands.call(
             self._put,
             keys=[keys.blobs, keys.checkpoints, keys.versions, keys.index, THREADS],
             args=[name, record, encode_versions(versions), thread_id, *chain(*blobs.items())],
@@ -156,14 +156,14 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
                 f"{task_id}\0{index}".encode(),
                 encode_write(channel, self.serde.dumps_typed(value), task_path),
             )
-        await self._scripts.call(self._writes, keys=[keys.writes(name), keys.written], args=args)
+        await self._commands.call(self._writes, keys=[keys.writes(name), keys.written], args=args)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint asked for (the namespace's latest without an id), in one trip."""
         configurable = config["configurable"]
         thread_id, namespace = str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
         keys = thread_keys(thread_id)
-        found = await self._scripts.call(
+        found = await self._commands.call(
             self._get,
             keys=[keys.index, keys.checkpoints, keys.versions, keys.blobs],
             args=[namespace, get_checkpoint_id(config) or "", keys.writes_prefix],

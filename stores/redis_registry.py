@@ -6,8 +6,9 @@ ever sees its own; a sorted set of the queued and running threads is what a rest
 service resumes. The page cursor is the SQLite registry's: (created_at, thread_id).
 
 A run's record is created, and its status set, by one Lua script call each: atomic, and
-sent with other runs' calls in one pipeline (`stores.redis_scripts`), where a read and
-a transaction of their own were two round trips each, a few times per run. The status
+sent with other runs' calls in one pipeline (`stores.redis_batches`), where a read and
+a transaction of their own were two round trips each, a few times per run; reads of a
+record go in those pipelines too (after the writes queued before them). The status
 script finds the owner's set through the record (a key it is not given): like the
 registry's transactions over a thread's, its owner's and the active set, it assumes one
 server, not a Cluster.
@@ -21,8 +22,8 @@ from typing import Any
 from redis.asyncio import Redis
 
 from core.state import ReportStatus
+from stores.redis_batches import RedisBatches
 from stores.redis_saver import awaited
-from stores.redis_scripts import ScriptBatches
 from stores.registry import (
     RunStatus,
     ThreadExists,
@@ -84,10 +85,13 @@ def _text(value: bytes | str | None) -> str | None:
 class RedisRegistry:
     """`SqliteRegistry`'s operations, on Redis."""
 
-    def __init__(self, client: "Redis", prefix: str = "research:") -> None:
+    def __init__(
+        self, client: "Redis", prefix: str = "research:", batches: RedisBatches | None = None
+    ) -> None:
+        """`batches`: the command batches of `client` to send through (shared: fewer trips)."""
         self._client = client
         self._prefix = prefix
-        self._scripts = ScriptBatches(client)
+        self._commands = batches or RedisBatches(client)
         self._create = client.register_script(_CREATE)
         self._set_status = client.register_script(_SET_STATUS)
 
@@ -125,12 +129,13 @@ class RedisRegistry:
         ]
         for name, value in fields.items():
             args += [name, value]
-        if not await self._scripts.call(self._create, keys, args):
+        if not await self._commands.call(self._create, keys, args):
             raise ThreadExists(record.thread_id)
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
         """Return the thread's record, or None when it is not registered."""
-        fields = await awaited(self._client.hgetall(self._thread(thread_id)))
+        key = self._thread(thread_id)
+        fields = await self._commands.command(lambda pipe: pipe.hgetall(key))
         return self._record(thread_id, fields)
 
     async def _get_many(self, thread_ids: builtins.list[str]) -> builtins.list[ThreadRecord]:
@@ -185,7 +190,7 @@ class RedisRegistry:
             _micros(now),
         ]
         keys = [self._thread(thread_id), self._active]
-        flat = await self._scripts.call(self._set_status, keys, args) or []
+        flat = await self._commands.call(self._set_status, keys, args) or []
         record = self._record(thread_id, dict(zip(flat[::2], flat[1::2], strict=True)))
         if record is None:
             raise KeyError(thread_id)

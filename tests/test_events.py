@@ -630,3 +630,39 @@ async def test_a_late_follower_of_a_long_stream_written_elsewhere_gets_all_of_it
     async with asyncio.timeout(10):
         assert ids(await follower) == list(range(1, 722))
         assert ids(await early) == list(range(651, 722))
+
+
+async def test_a_batch_of_appends_fails_only_where_a_stream_cannot_take_it(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    """One script call appends a batch of many streams: a bad key fails its events alone."""
+    here, _, client = redis_pair
+    await client.set(here._key("broken"), "not a stream")
+    emitted = [
+        here.emit(thread, "step", {"n": n}) for n in range(3) for thread in ("a", "broken", "b")
+    ]
+    outcomes = await asyncio.gather(*emitted, return_exceptions=True)
+    assert outcomes[0::3] == [1, 2, 3]  # "a"
+    assert outcomes[2::3] == [1, 2, 3]  # "b"
+    assert all("WRONGTYPE" in str(outcome) for outcome in outcomes[1::3])
+    assert ids(await here.read("a")) == ids(await here.read("b")) == [1, 2, 3]
+
+
+async def test_a_batch_larger_than_one_script_call_keeps_every_streams_order(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    here, _, _ = redis_pair
+    count = 3 * redis_events._APPEND_CHUNK + 7
+    emitted = [here.emit(f"t{n % 5}", "step", {"n": n}) for n in range(count)]
+    assert await asyncio.gather(*emitted) == [n // 5 + 1 for n in range(count)]
+    events = await here.read("t3")
+    assert [event.data["n"] for event in events] == list(range(3, count, 5))
+
+
+async def test_appends_go_on_after_the_server_forgot_the_script(
+    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
+) -> None:
+    here, _, client = redis_pair
+    await here.append("t", "step", {})
+    await client.script_flush()  # as a restarted server has
+    assert (await here.append("t", "step", {})).id == 2

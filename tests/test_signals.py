@@ -9,6 +9,7 @@ import pytest
 from redis.asyncio import Redis
 
 from service.signals import RedisSignals
+from stores.redis_batches import RedisBatches
 
 RECHECK_S = 1.0  # shorter than the service's, so that the tests of it are quick
 
@@ -30,9 +31,11 @@ async def sides(redis_url: str) -> AsyncIterator[Sides]:
     prefix = f"test:{uuid.uuid4().hex}"
     api_client = Redis.from_url(redis_url)
     worker_client = Redis.from_url(redis_url, client_name=name)
-    worker = RedisSignals(worker_client, prefix, recheck_s=RECHECK_S)
+    worker = RedisSignals(RedisBatches(worker_client), prefix, recheck_s=RECHECK_S)
     try:
-        yield Sides(RedisSignals(api_client, prefix), worker, api_client, name, prefix)
+        yield Sides(
+            RedisSignals(RedisBatches(api_client), prefix), worker, api_client, name, prefix
+        )
     finally:
         await worker.aclose()
         await api_client.aclose()
