@@ -4,7 +4,10 @@
 the code it copies is fingerprinted in `COPIED` (checked by `tests/test_upstream.py`), so
 an upgrade of saq that changes it fails that test by name. It also reserves places for
 runs about to be queued, atomically across processes, and waits for jobs on a client of
-its own (`dequeue`).
+its own (`dequeue`). The commands saq sends for every job (queue it, read it once
+dequeued, mark it active, announce each change) are its own, sent through shared
+pipelines (`stores.redis_batches`): a burst of runs pays for a few round trips, not four
+lone ones per run.
 """
 
 import asyncio
@@ -31,6 +34,10 @@ COPIED = {
     "saq.queue.redis.RedisQueue.sweep": "ac8aad56cb810ab0",
     "saq.queue.redis.RedisQueue.disconnect": "4c56c1fcdadd6e8b",
     "saq.queue.redis.RedisQueue.dequeue": "dc334b743beecf58",
+    "saq.queue.redis.RedisQueue.notify": "2bb3138f984741ef",
+    "saq.queue.redis.RedisQueue._update": "f7c307f5b49724e9",
+    "saq.queue.redis.RedisQueue._get_job_by_id": "73fbbd311ed4c41f",
+    "saq.queue.redis.RedisQueue._enqueue": "3ce26b61ee7f3d1c",
 }
 
 logger = logging.getLogger(__name__)
@@ -50,6 +57,20 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
     end
 end
 return id_jobs
+"""
+
+
+# saq 0.26's enqueue script: store and queue the job unless it is queued already, or
+# its abort is still pending.
+_ENQUEUE = """
+if not redis.call('ZSCORE', KEYS[1], KEYS[2]) and redis.call('EXISTS', KEYS[4]) == 0 then
+    redis.call('SET', KEYS[2], ARGV[1])
+    redis.call('ZADD', KEYS[1], ARGV[2], KEYS[2])
+    if ARGV[2] == '0' then redis.call('RPUSH', KEYS[3], KEYS[2]) end
+    return 1
+else
+    return nil
+end
 """
 
 
@@ -131,6 +152,39 @@ class ResearchQueue(RedisQueue):
             return await self._get_job_by_id(job_id)
         logger.debug("Dequeue timed out")
         return None
+
+    async def notify(self, job: Job) -> None:
+        """saq's: announce the job's status on its channel."""
+        await self._commands.command(lambda pipe: pipe.publish(job.id, job.status))
+
+    async def _update(self, job: Job, status: Status | None = None, **kwargs: object) -> None:
+        """saq's: store the job with its status, then announce it (one batch for both)."""
+        if not status:
+            stored = await self.job(job.key)
+            status = stored.status if stored else None
+        job.status = status or job.status
+        serialized = self.serialize(job)
+        stored_now = self._commands.command(lambda pipe: pipe.set(job.id, serialized))
+        await asyncio.gather(stored_now, self.notify(job))
+
+    async def _get_job_by_id(self, job_id: bytes | str) -> Job | None:
+        """saq's: the stored job."""
+        async with self._op_sem:
+            return self.deserialize(await self._commands.command(lambda pipe: pipe.get(job_id)))
+
+    async def _enqueue(self, job: Job) -> Job | None:
+        """saq's: queue the job unless it is queued already; None if it was."""
+        if self._enqueue_script is None:
+            self._enqueue_script = self.redis.register_script(_ENQUEUE)
+        keys = [self._incomplete, job.id, self._queued, job.abort_id]
+        async with self._op_sem:
+            queued = self._commands.call(
+                self._enqueue_script, keys, [self.serialize(job), job.scheduled]
+            )
+            if not await queued:
+                return None
+        logger.info("Enqueuing %s", job.info(logger.isEnabledFor(logging.DEBUG)))
+        return job
 
     async def reserve(self, token: str, capacity: int) -> int:
         """Hold a place for a run about to be queued: the places now held, negative if full."""
