@@ -116,7 +116,8 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
                 settings.redis_url, max_connections=2, blocking_s=FOLLOW_BLOCK_S
             )
             stack.push_async_callback(followers.aclose)
-            # The registry's status changes and the events' appends share pipelines.
+            # The registry, the event log, and through `Stores.redis` the pause signals and
+            # the runs' locks, send their commands in shared pipelines.
             batches = RedisBatches(client)
             redis_events = RedisEventLog(client, follow_client=followers, batches=batches)
             stack.push_async_callback(redis_events.close)

@@ -10,9 +10,9 @@ every run that emitted meanwhile) in one call of a Lua script (`_APPEND`) that g
 with the process's other commands (`stores.redis_batches`), reads too. A run that emits
 many progress events shares one round trip per batch, the client packs one command
 instead of one per event (measured: 25 events 0.6 -> 0.3 ms of client CPU), and the
-events of one caller keep the order in which they were emitted. The script names every stream it
-appends to, but a batch spans many threads' streams: like the registry, this log assumes
-one Redis server, not a Cluster.
+events of one caller keep the order in which they were emitted. The script names every
+stream it appends to, but a batch spans many threads' streams: like the registry, this
+log assumes one Redis server, not a Cluster.
 
 Followers are served from memory (`stores.recent_events`), as on SQLite. A stream a leg
 of this process is writing (`writing`: the embedded worker) gets there as it is appended;
