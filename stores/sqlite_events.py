@@ -110,13 +110,16 @@ class SqliteEventLog(QueuedAppends):
             return
         taken: list[list[_Op]] = []  # the batch the work took, once it ran
         try:
-            submitted = self._writer.submit(functools.partial(self._commit_pending, taken=taken))
+            submitted = self._writer.submit(
+                functools.partial(self._commit_pending, taken=taken),
+                then=functools.partial(self._committed, taken=taken),
+            )
         except StoreClosed as exc:
             self._fail(self._take_pending(), exc)
             return
         self._submitted = True
         self._in_flight.add(submitted)
-        submitted.add_done_callback(functools.partial(self._committed, taken=taken))
+        submitted.add_done_callback(self._in_flight.discard)
 
     def _take_pending(self) -> list[_Op]:
         batch, self._pending = self._pending, []
@@ -191,16 +194,18 @@ class SqliteEventLog(QueuedAppends):
         """Nothing to mark: this process is the file's only writer, followers are told."""
         yield
 
-    def _committed(self, submitted: "asyncio.Future[list[int]]", *, taken: list[list[_Op]]) -> None:
-        """Settle the ops of a transaction: their ids, or the error that failed it."""
-        self._in_flight.discard(submitted)
+    def _committed(self, outcome: list[int] | BaseException, *, taken: list[list[_Op]]) -> None:
+        """Settle the ops of a transaction: their ids, or the error that failed it.
+
+        Called by the writer as the transaction ends, so followers here are woken in the
+        same turn of the event loop as the commit.
+        """
         # The work never ran when its transaction could not begin: its ops still wait.
         batch = taken[0] if taken else self._take_pending()
-        error = asyncio.CancelledError() if submitted.cancelled() else submitted.exception()
-        if error is not None:  # every caller of the failed transaction learns of it
-            self._fail(batch, error)
+        if isinstance(outcome, BaseException):  # every caller of the failed transaction
+            self._fail(batch, outcome)
             return
-        for op, result in zip(batch, submitted.result(), strict=True):
+        for op, result in zip(batch, outcome, strict=True):
             if isinstance(op, QueuedEvent):
                 self._recent.remember(Event(result, op.thread_id, op.name, op.text, op.created_at))
                 settle(op.done, result)

@@ -45,6 +45,27 @@ async def test_writes_queued_together_commit_together_and_a_failing_one_fails_al
     assert keys(db) == ["a", "b", "taken"]
 
 
+async def test_then_gets_each_outcome_as_its_transaction_ends_before_its_future_settles(
+    tmp_path: Path,
+) -> None:
+    seen: list[tuple[object, list[bool]]] = []
+    futures: list[asyncio.Future[str]] = []
+
+    def then(outcome: str | BaseException) -> None:
+        kind = type(outcome) if isinstance(outcome, BaseException) else outcome
+        seen.append((kind, [future.done() for future in futures]))
+
+    async with open_sqlite_writer(tmp_path / "data.sqlite") as writer:
+        await writer.run(lambda conn: conn.execute(SCHEMA))
+        await writer.run(insert("taken"))
+        futures.append(writer.submit(insert("a"), then=then))
+        futures.append(writer.submit(insert("taken"), then=then))  # a duplicate key
+        await asyncio.gather(*futures, return_exceptions=True)
+    # Each write's callback ran before its own future was settled (and so before any
+    # callback of that future, which would run a turn of the loop later).
+    assert seen == [("a", [False, False]), (sqlite3.IntegrityError, [True, False])]
+
+
 async def test_a_lock_held_elsewhere_is_waited_for_without_blocking_the_loop(
     tmp_path: Path,
 ) -> None:
