@@ -133,14 +133,19 @@ class PlatformRuns:
         changed = run.model_copy(update={"status": status, "updated_at": datetime.now(UTC)})
         return await self.save(changed)
 
-    async def start(self, run: PlatformRun) -> None:
-        """Record a new run and open its stream with the `metadata` event."""
-        await asyncio.gather(
-            self.save(run),
-            self.events.append(
-                stream_key(run.run_id), "metadata", {"run_id": run.run_id, "attempt": 1}
-            ),
+    def start(self, run: PlatformRun) -> Awaitable[object]:
+        """Record a new run and open its stream with the `metadata` event.
+
+        Both events are queued before this returns (with whatever the caller queues
+        next, in one write); the awaitable ends once both are stored.
+        """
+        record = self.events.emit(
+            records_key(run.thread_id), RECORD_EVENT, run.model_dump(mode="json")
         )
+        opened = self.events.emit(
+            stream_key(run.run_id), "metadata", {"run_id": run.run_id, "attempt": 1}
+        )
+        return asyncio.gather(record, opened)
 
     def emit(self, run_id: str, mode: str, chunk: Any) -> Awaitable[int]:
         """Queue one chunk of the run's stream, named as the SDK expects."""

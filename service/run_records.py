@@ -71,7 +71,10 @@ class RunRecorder:
         recorded. One that keeps the run active is written with its event (`activate`).
         """
         if status in ACTIVE and error is None and report is None:
-            return await self.activate(thread_id, status, recovered)
+            # Awaited here, not through `activate`'s task: a task starts a turn later.
+            return await self._activated(
+                thread_id, status, self._status_emitted(thread_id, status, recovered)
+            )
         record = await self.registry.set_status(thread_id, status, error, report)
         self.notify(record)
         await self.publish(thread_id, "status", _status_event(status, error, report, recovered))
@@ -88,16 +91,21 @@ class RunRecorder:
         so the event may be stored a moment before the record. Queued before this
         returns, the event comes before any the caller emits next.
         """
+        event = self._status_emitted(thread_id, status, recovered)
+        return asyncio.ensure_future(self._activated(thread_id, status, event))
+
+    def _status_emitted(self, thread_id: str, status: RunStatus, recovered: bool) -> Awaitable[int]:
         assert status in ACTIVE
-        event = self.events.emit(thread_id, "status", _status_event(status, None, None, recovered))
+        return self.events.emit(thread_id, "status", _status_event(status, None, None, recovered))
 
-        async def recorded() -> ThreadRecord:
-            record = await self.registry.set_status(thread_id, status)
-            self.notify(record)
-            await event
-            return record
-
-        return asyncio.ensure_future(recorded())
+    async def _activated(
+        self, thread_id: str, status: RunStatus, event: Awaitable[int]
+    ) -> ThreadRecord:
+        """Record an active status whose event is queued already; the record."""
+        record = await self.registry.set_status(thread_id, status)
+        self.notify(record)
+        await event
+        return record
 
     async def finish(
         self,

@@ -6,7 +6,6 @@ what they do into statuses and events. Pause takes effect at the next node bound
 graph's own checkpoint), cancel at once (in-flight searches included).
 """
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
@@ -102,11 +101,10 @@ class RunManager(ThreadReads, Reproduction):
             )
             if seed is not None:  # before the row: a run is never found without its start
                 await seed(record.thread_id)
-            # The registry row and the first event are independent writes: one wait for both.
-            await asyncio.gather(
-                self.registry.create(record),
-                self.executor.publish(record.thread_id, "status", {"status": "queued"}),
-            )
+            # The first event is queued with the registry row: one write for both.
+            queued = self.executor.events.emit(record.thread_id, "status", {"status": "queued"})
+            await self.registry.create(record)
+            await queued
             self.executor.notify(record)
             await self.launcher.launch(record.thread_id, RunInput())
         return record
@@ -275,11 +273,10 @@ class RunManager(ThreadReads, Reproduction):
                     if admission.request is not None:  # a new topic: a new run needs a place
                         await place.enter_async_context(self.launcher.reserve())
                     next_input = await self.executor.admit(record, admission)
-                    # Both at once: each write waits a turn of a busy event loop.
-                    await asyncio.gather(
-                        self.executor.platform.start(run),
-                        self.executor.set_status(thread_id, "queued"),
-                    )
+                    # The run's events are queued with the status's: one write for all.
+                    started = self.executor.platform.start(run)
+                    await self.executor.set_status(thread_id, "queued")
+                    await started
             if next_input is not None:
                 await self.launcher.launch(thread_id, next_input)
 
