@@ -13,7 +13,7 @@ lone ones per run.
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from saq import Job
 from saq.job import Status
@@ -155,7 +155,10 @@ class ResearchQueue(RedisQueue):
 
     async def notify(self, job: Job) -> None:
         """saq's: announce the job's status on its channel."""
-        await self._commands.command(lambda pipe: pipe.publish(job.id, job.status))
+        await self._announce(job)
+
+    def _announce(self, job: Job) -> "asyncio.Future[Any]":
+        return self._commands.command(lambda pipe: pipe.publish(job.id, job.status))
 
     async def _update(self, job: Job, status: Status | None = None, **kwargs: object) -> None:
         """saq's: store the job with its status, then announce it (one batch for both)."""
@@ -164,8 +167,12 @@ class ResearchQueue(RedisQueue):
             status = stored.status if stored else None
         job.status = status or job.status
         serialized = self.serialize(job)
+        # Both queued before either is awaited: `notify` as a task would start a turn
+        # later, and its PUBLISH would wait for the SET's round trip.
         stored_now = self._commands.command(lambda pipe: pipe.set(job.id, serialized))
-        await asyncio.gather(stored_now, self.notify(job))
+        announced = self._announce(job)
+        await stored_now
+        await announced
 
     async def _get_job_by_id(self, job_id: bytes | str) -> Job | None:
         """saq's: the stored job."""

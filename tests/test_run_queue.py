@@ -3,6 +3,7 @@
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from saq import Job
@@ -114,3 +115,34 @@ async def test_hundreds_of_dequeue_slots_starting_at_once_ask_the_version_once(
     assert len(set(versions)) == 1 and versions[0] >= (6,)
     # One INFO for the 300 slots, and this count's own.
     assert await info_calls(queue) - before == 2
+
+
+async def test_a_jobs_update_stores_and_announces_it_in_one_pipeline(
+    queue: ResearchQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued = await queue.enqueue(JOB_FUNCTION, key="updated", timeout=0)
+    assert queued is not None
+    batches: list[int] = []
+    pipeline = queue._commands._pipeline
+
+    async def counted(calls: list[Any]) -> list[Any]:
+        batches.append(len(calls))
+        return await pipeline(calls)
+
+    monkeypatch.setattr(queue._commands, "_pipeline", counted)
+    pubsub = queue.redis.pubsub()
+    await pubsub.subscribe(queued.id)
+    try:
+        await queue._update(queued, Status.ACTIVE)
+        heard = None
+        for _ in range(20):
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.1)
+            if message is not None:
+                heard = message["data"]
+                break
+    finally:
+        await pubsub.aclose()  # type: ignore[no-untyped-call]
+    assert batches == [2], "the SET and the PUBLISH go out together"
+    assert heard == b"active"
+    stored = await queue.job("updated")
+    assert stored is not None and stored.status == Status.ACTIVE
