@@ -25,10 +25,11 @@ from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
 from app.errors import install_error_handlers
 from app.metrics import ServiceMetrics
+from app.report_html import RenderedReports
 from app.retention import keep_evidence_within
 from app.runtime import open_runtime, running_worker
 from app.settings import Settings
-from app.web import mount_web
+from app.web import HTMLPolicy, mount_web
 
 # In this order: the OpenAPI document lists them so.
 ROUTERS = (
@@ -46,6 +47,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     metrics: ServiceMetrics = app.state.metrics
     async with AsyncExitStack() as stack:
+        stack.callback(app.state.reports.close)
         runtime = await stack.enter_async_context(open_runtime(settings))
         runtime.executor.observe(metrics.record_status)
         app.state.manager, app.state.stores = runtime.manager, runtime.stores
@@ -67,12 +69,16 @@ def create_app(settings: Settings) -> FastAPI:
         version="0.1.0",
         description="Deep research as a service: start a run, stream its progress, approve, read the report.",
         lifespan=lifespan,
+        docs_url=None,  # served by `mount_web`, under the page's kind of policy
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.auth = auth
     app.state.metrics = ServiceMetrics()
     app.state.streams = StreamSlots(settings.max_streams)
+    app.state.reports = RenderedReports()
     app.add_middleware(RequestGate, auth=auth, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(HTMLPolicy)
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -134,11 +134,16 @@ def export(thread_id: str, out_file: Path | None) -> None:
 @app.command("import", short_help="Register an exported thread here.")
 @click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--thread", help="Its id here (default: the id it was exported with).")
-def import_(path: Path, thread: str | None) -> None:
+@click.option(
+    "--key",
+    help="The API key that owns the thread, when RESEARCH_API_KEYS holds several "
+    "(default: the only key, or the local owner when no keys are set).",
+)
+def import_(path: Path, thread: str | None, key: str | None) -> None:
     """Import a file written by `research-agent export` as a finished thread."""
     from app import cli_records
 
-    cli_records.import_run(path, thread)
+    cli_records.import_run(path, thread, key)
 
 
 @app.command(short_help="Research a topic offline on the demo corpus.")
@@ -218,5 +223,15 @@ def corpus_search(query: str, limit: int) -> None:
 
 
 def main() -> None:
-    """Entry point of the console script."""
-    app(prog_name="research-agent")
+    """Entry point of the console script; a damaged data file is one line, not a traceback."""
+    from stores.sqlite_writer import DamagedDataFile
+
+    try:
+        app(prog_name="research-agent")
+    except DamagedDataFile as exc:
+        from rich.markup import escape
+
+        from app.cli_common import BAD_INPUT, err
+
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        raise SystemExit(BAD_INPUT) from None

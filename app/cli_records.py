@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import ValidationError
 from rich.markup import escape
 
+from app.auth import owner_id
 from app.cli_common import err, fail, load_settings
 from app.cli_runs import (
     _finish,
@@ -27,7 +28,7 @@ from app.settings import Settings
 from core.models import explain
 from service.errors import InvalidState, NotFound
 from service.reproduction import RunArchive, export_archive, import_archive
-from service.thread_ids import LOCAL_OWNER, check_client_id
+from service.thread_ids import LOCAL_OWNER, check_client_id, public_id, scoped
 from stores.registry import ThreadExists
 
 
@@ -86,7 +87,22 @@ def _read_archive(path: Path) -> RunArchive:
         fail(f"{path} is not JSON: {exc}")
 
 
-async def _import(settings: Settings, path: Path, thread_id: str | None) -> None:
+def _owner(settings: Settings, key: str | None) -> str:
+    """Who an imported thread belongs to: the key given, the only key, or the local owner."""
+    keys = [k.get_secret_value() for k in settings.api_keys]
+    if key is not None:
+        if not keys:
+            fail("--key: this service has no API keys (RESEARCH_API_KEYS): import without it")
+        if key not in keys:
+            fail("--key is not one of this service's API keys (RESEARCH_API_KEYS)")
+        return owner_id(key)
+    if len(keys) > 1:
+        fail("this service has several API keys: say which one owns the thread with --key")
+    return owner_id(keys[0]) if keys else LOCAL_OWNER
+
+
+async def _import(settings: Settings, path: Path, thread_id: str | None, key: str | None) -> None:
+    owner = _owner(settings, key)
     archive = _read_archive(path)
     wanted = thread_id or archive.thread.thread_id
     try:
@@ -96,19 +112,21 @@ async def _import(settings: Settings, path: Path, thread_id: str | None) -> None
     async with stores_and_graph(settings) as (graph, stores):
         parts = (graph, stores.events, stores.registry, stores.evidence)
         try:
-            record = await import_archive(parts, LOCAL_OWNER, archive, wanted)
+            record = await import_archive(parts, owner, archive, scoped(owner, wanted))
         except ThreadExists:
             fail(f"thread {wanted!r} already exists here: import it under another --thread")
         except InvalidState as exc:
             fail(f"{path}: {exc.message}")
         except ValueError as exc:
             fail(f"{path}: its state does not fit this version: {str(exc)[:500]}")
+    shown = public_id(record.thread_id)
+    where = "" if owner == LOCAL_OWNER else " (its API key's: GET /v1/research/" + shown + ")"
     err.print(
-        f"[green]imported[/] thread {escape(record.thread_id)} · {escape(record.topic)} · "
-        f"`research-agent show {escape(record.thread_id)}`"
+        f"[green]imported[/] thread {escape(shown)}{escape(where)} · {escape(record.topic)} · "
+        f"`research-agent show {escape(shown)}`"
     )
 
 
-def import_run(path: Path, thread_id: str | None) -> None:
-    """Register an exported run as a finished thread here."""
-    asyncio.run(_import(load_settings(), path, thread_id))
+def import_run(path: Path, thread_id: str | None, key: str | None = None) -> None:
+    """Register an exported run as a finished thread here, owned by `key` (see `_owner`)."""
+    asyncio.run(_import(load_settings(), path, thread_id, key))

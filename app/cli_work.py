@@ -136,13 +136,14 @@ def _check_before_start(settings: Settings) -> None:
         _ensure_demo_corpus(settings)
     from app.deps import EngineSetupError, check_model_server, make_engine
     from app.stores import BackendSetupError
+    from stores.sqlite_writer import DamagedDataFile
 
     try:
         if not settings.simulate_latency_ms:
             make_engine(settings)
             asyncio.run(check_model_server(settings))
         asyncio.run(_check_store(settings))
-    except (EngineSetupError, BackendSetupError) as exc:
+    except (EngineSetupError, BackendSetupError, DamagedDataFile) as exc:
         fail(str(exc))
 
 

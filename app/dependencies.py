@@ -1,6 +1,6 @@
 """What routes depend on, as typed aliases, read from the app's state.
 
-`create_app` puts the key auth, metrics and stream slots on `app.state`; its lifespan
+`create_app` puts the key auth, metrics, stream slots and report renderer on `app.state`; its lifespan
 adds the run manager, the stores and the background work. A route names what it needs
 (`owner: Owner`, `manager: Manager`, `thread_id: StoredThread`, ...) and FastAPI resolves
 each once per request. Every dependency is a coroutine: FastAPI runs a plain function
@@ -15,6 +15,7 @@ from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import StreamSlots
 from app.metrics import ServiceMetrics
+from app.report_html import RenderedReports
 from app.stores import Stores
 from service.runs import RunManager
 
@@ -39,6 +40,11 @@ async def _metrics(request: Request) -> ServiceMetrics:
     return metrics
 
 
+async def _reports(request: Request) -> RenderedReports:
+    reports: RenderedReports = request.app.state.reports
+    return reports
+
+
 async def _stores(request: Request) -> Stores:
     stores: Stores = request.app.state.stores
     return stores
@@ -56,6 +62,8 @@ Owner = Annotated[str, Depends(_owner)]
 # The cap on open event streams.
 Streams = Annotated[StreamSlots, Depends(_streams)]
 Metrics = Annotated[ServiceMetrics, Depends(_metrics)]
+# Reports rendered as HTML, off the event loop.
+Reports = Annotated[RenderedReports, Depends(_reports)]
 AppStores = Annotated[Stores, Depends(_stores)]
 # Tasks that outlive their request, ended with the app.
 Background = Annotated[BackgroundWork, Depends(_background)]

@@ -1,5 +1,6 @@
 """The one place that maps the service's failures (`service.errors`) to HTTP answers."""
 
+import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from service.errors import (
     Unauthorized,
     Unprocessable,
 )
+from stores.sqlite_writer import storage_failure
 
 _STATUS: dict[type[ResearchError], tuple[int, str]] = {
     NotFound: (404, "not_found"),
@@ -64,6 +66,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: _documented(
         "backend_unavailable: a store does not answer; too_many_streams: retry after a moment"
     ),
+    507: _documented("insufficient_storage: the disk holding the data file is full"),
 }
 
 _HTTP_CODES = {
@@ -141,10 +144,33 @@ async def _store_down(request: Request, exc: Exception) -> JSONResponse:
     return error_response(request.url.path, 503, "backend_unavailable", message)
 
 
+async def _data_file_failed(request: Request, exc: Exception) -> JSONResponse:
+    """The SQLite data file failed a request: a full disk, a damaged file, a busy lock."""
+    kind = storage_failure(exc)
+    path = request.url.path
+    if kind == "full":
+        message = (
+            "the disk holding the data file is full: free space on it, then retry "
+            "(nothing stored was lost)"
+        )
+        return error_response(path, 507, "insufficient_storage", message)
+    if kind == "damaged":
+        # Readiness goes down with it: a damaged file does not mend while the service runs.
+        request.app.state.data_file_damage = str(exc)
+        message = (
+            f"the data file cannot be read or written ({exc}): stop the service and restore "
+            "the file from a backup"
+        )
+        return error_response(path, 503, "backend_unavailable", message)
+    message = f"the data file does not answer ({exc}); retry in a few seconds"
+    return error_response(path, 503, "backend_unavailable", message)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every expected failure as `{"error": {code, message, details}}`."""
     app.add_exception_handler(RedisConnectionError, _store_down)
     app.add_exception_handler(RedisTimeoutError, _store_down)
+    app.add_exception_handler(sqlite3.DatabaseError, _data_file_failed)
     app.add_exception_handler(ResearchError, _research_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

@@ -13,6 +13,7 @@ the one assistant's ids; the routes are in `platform_assistants`, `platform_thre
 `platform_runs_api`, the JSON they answer with in `platform_json`.
 """
 
+import re
 import uuid
 from typing import Annotated, Any, Literal, get_args
 
@@ -118,12 +119,29 @@ class ThreadSearch(_Lenient):
     offset: int = Field(0, ge=0)
 
 
+# The keys a checkpoint's metadata can be filtered by: what the SQLite saver takes (it
+# refuses any other with a ValueError, as its guard against SQL injection).
+FILTER_KEY = r"^[a-zA-Z0-9_.-]+$"
+
+
 class HistoryQuery(_Lenient):
     """POST /threads/{id}/history."""
 
     limit: int = Field(10, ge=1, le=1000)
     before: FreeJSON | None = None
-    metadata: Metadata | None = None
+    metadata: Metadata | None = Field(
+        None, json_schema_extra={"propertyNames": {"pattern": FILTER_KEY}}
+    )
+
+    @field_validator("metadata")
+    @classmethod
+    def _filter_keys(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        for key in value or {}:
+            if re.match(FILTER_KEY, key) is None:
+                raise ValueError(
+                    f"metadata filter key {key[:40]!r}: use letters, digits, '_', '.' and '-' only"
+                )
+        return value
 
 
 class CheckpointQuery(_Lenient):

@@ -2,13 +2,22 @@
 
 Rendered on the server with markdown-it-py: raw HTML in the Markdown is escaped (`html`
 off), link targets go through markdown-it's URL validation (no `javascript:` or `data:`
-links), so text that came from a source can never become markup in the browser.
+links), so text that came from a source can never become markup in the browser. The
+report's links are its references: a link anywhere else in the text (a model's draft
+quoting a page's Markdown) shows as its text, an image as its description, so a report
+never loads anything nor sends its reader somewhere the references do not name.
 """
 
+import asyncio
+import hashlib
 import html
 import json
+import multiprocessing
 import re
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from functools import cache
 from typing import Any
 
@@ -76,8 +85,31 @@ def _summary(rows: dict[str, str]) -> str:
     return f'<p class="report-summary">{" · ".join(parts)}</p>'
 
 
+def _only_references_link(tokens: list[Token]) -> list[Token]:
+    """`tokens` with links outside the footnotes' definitions, and images, made text."""
+    in_footnote = False
+    for token in tokens:
+        if token.type in ("footnote_open", "footnote_close"):
+            in_footnote = token.type == "footnote_open"
+        if token.type != "inline" or not token.children:
+            continue
+        kept: list[Token] = []
+        for child in token.children:
+            if child.type == "image":
+                kept.append(Token("text", "", 0, content=child.content))
+            elif child.type in ("link_open", "link_close") and not in_footnote:
+                continue  # its text stays
+            else:
+                kept.append(child)
+        token.children = kept
+    return tokens
+
+
 def report_html(markdown: str) -> str:
-    """An HTML fragment: a one-line summary with the front matter folded, then the report."""
+    """An HTML fragment: a one-line summary with the front matter folded, then the report.
+
+    CPU-bound: the service renders through `RenderedReports`, off its event loop.
+    """
     front, body = split_front_matter(markdown)
     parts = []
     rows = _front_matter_rows(front) if front else []
@@ -91,9 +123,62 @@ def report_html(markdown: str) -> str:
             f'<dl class="report-meta">{items}</dl></details>'
         )
     body = _EMPTY_REFERENCES.sub("", body.rstrip())
-    rendered = _renderer().render(body)
+    md = _renderer()
+    env: dict[str, Any] = {}
+    rendered = md.renderer.render(_only_references_link(md.parse(body, env)), md.options, env)
     # External links (http and https) open apart and send no referrer; footnote links stay.
     parts.append(
         rendered.replace('<a href="http', '<a rel="noopener noreferrer" target="_blank" href="http')
     )
     return "\n".join(parts)
+
+
+class RenderedReports:
+    """Reports rendered as HTML in a process of their own, each once, the latest few kept.
+
+    A thread would not do: a render holds the GIL, and with one rendering the event
+    loop waited hundreds of milliseconds for each turn (a health check took 370 ms, up
+    to 0.7 s; bench/hardening.py's `render` case). In a process of its own the loop
+    goes on as if idle. Requests for a report already being rendered wait for that
+    render rather than starting their own.
+    """
+
+    def __init__(self, kept: int = 32, render: Callable[[str], str] = report_html) -> None:
+        self._kept = kept
+        self._render = render  # a module's function: it is sent to the renderer by name
+        self._renderer = _renderer_process()
+        self._rendered: OrderedDict[str, asyncio.Future[str]] = OrderedDict()
+
+    async def html(self, markdown: str) -> str:
+        """`render(markdown)`, done in the renderer's process or found kept."""
+        key = hashlib.sha256(markdown.encode()).hexdigest()
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = asyncio.ensure_future(self._rendering(markdown))
+            self._rendered[key] = rendered
+            while len(self._rendered) > self._kept:
+                self._rendered.popitem(last=False)
+        else:
+            self._rendered.move_to_end(key)
+        try:
+            return await asyncio.shield(rendered)
+        except Exception:
+            self._rendered.pop(key, None)  # not kept: the next request tries again
+            raise
+
+    async def _rendering(self, markdown: str) -> str:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._renderer, self._render, markdown)
+        except BrokenProcessPool:  # the process died (killed, out of memory): a new one
+            self._renderer = _renderer_process()
+            return await loop.run_in_executor(self._renderer, self._render, markdown)
+
+    def close(self) -> None:
+        """Stop the renderer's process (a render under way finishes)."""
+        self._renderer.shutdown(wait=False, cancel_futures=True)
+
+
+def _renderer_process() -> ProcessPoolExecutor:
+    """One process, started at the first render; spawned (forking a threaded server is not safe)."""
+    return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))

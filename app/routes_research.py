@@ -9,12 +9,18 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
-from app.dependencies import Manager, Metrics, Owner, StoredThread, Streams
+from app.dependencies import Manager, Metrics, Owner, Reports, StoredThread, Streams
 from app.edge import StrictJSONRoute
 from app.errors import ERROR_RESPONSES
-from app.report_html import report_html
 from app.sse import sse_frame
-from core.models import ApprovalDecision, CitationCheck, Rerun, ResearchNote, ResearchPlan
+from core.models import (
+    REPORT_MAX_CHARS,
+    ApprovalDecision,
+    CitationCheck,
+    Rerun,
+    ResearchNote,
+    ResearchPlan,
+)
 from core.options import ResearchRequest
 from core.state import ReportStatus
 from core.usage import RoundRecord
@@ -238,7 +244,7 @@ async def delete(thread_id: StoredThread, owner: Owner, manager: Manager) -> Res
     responses={200: {"content": {"text/markdown": {}, "text/html": {}}}},
 )
 async def report(
-    thread_id: StoredThread, owner: Owner, request: Request, manager: Manager
+    thread_id: StoredThread, owner: Owner, request: Request, manager: Manager, reports: Reports
 ) -> Response:
     """The report: Markdown, JSON with its sources, or a safe HTML fragment, by `Accept`.
 
@@ -254,7 +260,12 @@ async def report(
             {"status": found.status, "report": found.markdown, "sources": found.sources}
         )
     if "text/html" in accept:
-        return HTMLResponse(report_html(found.markdown))
+        if len(found.markdown) > REPORT_MAX_CHARS:
+            raise Unprocessable(
+                f"the report is {len(found.markdown)} characters, over the {REPORT_MAX_CHARS} "
+                "rendered as HTML: ask for it as Markdown (Accept: text/markdown)"
+            )
+        return HTMLResponse(await reports.html(found.markdown))
     return PlainTextResponse(found.markdown, media_type="text/markdown; charset=utf-8")
 
 

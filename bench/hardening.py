@@ -38,7 +38,16 @@ answer; server RSS is VmRSS (now) or VmHWM (peak) of the server process, in MB.
   (`runs.wait(None, ...)`) would not show that: their thread and streams are deleted
   when they end, which let the memory go even before the fix.
 
-    python bench/hardening.py [--case burst,slow,memory] [--backend sqlite|redis]
+- render: default limits, runs of 4 x 5 ms. RENDER_THREADS runs with report approval
+  each get an edited report of about 195,000 characters (Markdown with emphasis, code,
+  lists, links and footnotes, under the API's cap). Then RENDER_REQUESTS GET .../report
+  with `Accept: text/html` go out at once, spread over the threads (a report asked for by
+  several at once), and a GET /healthz every 20 ms on a fresh connection while they run:
+  "health during" is its latency then, against the same probes with the server idle; the
+  renders' wall time is until the last HTML answer. The same requests again ("again")
+  find the HTML rendered already.
+
+    python bench/hardening.py [--case burst,slow,memory,render] [--backend sqlite|redis]
 """
 
 import argparse
@@ -77,7 +86,7 @@ from bench.service_load import (  # noqa: E402
 from bench.stats import percentile  # noqa: E402
 from tests.redis_server import redis_server  # noqa: E402
 
-CASES = ("burst", "slow", "memory")
+CASES = ("burst", "slow", "memory", "render")
 GRAPH = "research"
 LOG_PROBLEM_LINES = 30
 
@@ -115,6 +124,13 @@ MEMORY_SETTINGS: dict[str, str | None] = {"max_concurrent_runs": None, "max_queu
 MEMORY_SETTLE_S = 0.5
 MEMORY_RUN_DEADLINE_S = 120.0
 LEAK_BEFORE_KB = 1.8 * 1024
+
+RENDER_THREADS = 3
+RENDER_REQUESTS = 10
+RENDER_CHARS = 195_000  # under the API's cap on an edited report (core.models)
+RENDER_LATENCY_MS = 5
+RENDER_PROBES = 20
+RENDER_PROBE_EVERY_S = 0.02
 
 
 # -- the server ------------------------------------------------------------------------
@@ -540,9 +556,103 @@ async def memory(backend: str, notes: list[str]) -> None:
 # -- main ------------------------------------------------------------------------------
 
 
+# -- case 4: long reports as HTML -----------------------------------------------------
+
+
+def long_report(chars: int, seed: int) -> str:
+    """A report of about `chars` characters, with the markup a report has."""
+    paragraph = (
+        f"Finding {seed}: the press made *books* cheap and **common**, and `type` was reused.[^1] "
+        "- a list item\n- another with [a link](https://example.org/x)\n\n"
+    )
+    body = f"# A long report {seed}\n\n" + paragraph * (chars // len(paragraph))
+    return body + "\n## References\n\n[^1]: [Source](https://example.org/a)\n"
+
+
+async def wait_status(client: httpx.AsyncClient, thread: str, wanted: str, after: int) -> int:
+    """Follow the thread until its status is `wanted` (by polling); the polls it took."""
+    for polls in range(2000):
+        detail = (await client.get(f"/v1/research/{thread}")).json()
+        if detail["status"] == wanted and polls >= after:
+            return polls
+        await asyncio.sleep(0.01)
+    raise TimeoutError(f"{thread} never reached {wanted}")
+
+
+async def edited_report(client: httpx.AsyncClient, seed: int) -> str:
+    """A run whose report is replaced by a long one at the report's approval; its id."""
+    started = await client.post(
+        "/v1/research",
+        json={"topic": f"render test {seed}", "options": {"approval": "plan_and_report"}},
+    )
+    thread = str(started.json()["thread_id"])
+    await wait_status(client, thread, "waiting_for_approval", 0)
+    await client.post(f"/v1/research/{thread}/resume", json={"decision": "approve"})
+    await wait_status(client, thread, "waiting_for_approval", 1)
+    edit = {"decision": "edit", "report": long_report(RENDER_CHARS, seed)}
+    answer = await client.post(f"/v1/research/{thread}/resume", json=edit)
+    answer.raise_for_status()
+    await wait_status(client, thread, "completed", 0)
+    return thread
+
+
+async def health_probes(base_url: str, until: asyncio.Future[Any] | None) -> list[Answer]:
+    """GET /healthz every RENDER_PROBE_EVERY_S, RENDER_PROBES times or until `until` is done."""
+    answers = []
+    for _ in range(RENDER_PROBES):
+        answers.append(await probe(base_url, "/healthz"))
+        if until is not None and until.done():
+            break
+        await asyncio.sleep(RENDER_PROBE_EVERY_S)
+    return answers
+
+
+async def render(backend: str, notes: list[str]) -> None:
+    print(
+        f"\n== render: {RENDER_REQUESTS} x GET .../report as HTML at once over "
+        f"{RENDER_THREADS} reports of ~{RENDER_CHARS} characters; backend {backend}",
+        flush=True,
+    )
+    async with serving(backend, RENDER_LATENCY_MS, {}, notes) as server:
+        async with httpx.AsyncClient(base_url=server.base_url, timeout=120) as client:
+            threads = [await edited_report(client, seed) for seed in range(RENDER_THREADS)]
+            idle = await health_probes(server.base_url, None)
+            html = {"Accept": "text/html"}
+            waves = []
+            for _ in range(2):
+                start = time.perf_counter()
+                requests = asyncio.gather(
+                    *(
+                        timed(
+                            client.get(
+                                f"/v1/research/{threads[i % RENDER_THREADS]}/report", headers=html
+                            )
+                        )
+                        for i in range(RENDER_REQUESTS)
+                    )
+                )
+                during = await health_probes(server.base_url, requests)
+                answers = await requests
+                waves.append((max(a.ended for a in answers) - start, answers, during))
+    idle_ms = [a.seconds for a in idle]
+    print(line("health idle p50 / max ms", f"{ms(percentile(idle_ms, 50))} / {ms(max(idle_ms))}"))
+    for label, (wall, answers, during) in zip(("first", "again"), waves, strict=True):
+        codes = Counter(a.status for a in answers)
+        seconds = [a.seconds for a in during]
+        print(line(f"renders {label}: wall ms", f"{ms(wall)} ({dict(codes)})"))
+        print(
+            line(
+                f"health during, {label}: p50 / max ms",
+                f"{ms(percentile(seconds, 50))} / {ms(max(seconds))} ({len(seconds)} probes)",
+            )
+        )
+        if set(codes) != {"200"}:
+            notes.append(f"{label}: answers {dict(codes)}")
+
+
 async def main(cases: list[str], backend: str) -> None:
     print(f"{os.cpu_count()} CPUs shared by the bench and the server; latencies in ms")
-    runners = {"burst": burst, "slow": slow, "memory": memory}
+    runners = {"burst": burst, "slow": slow, "memory": memory, "render": render}
     notes: list[str] = []
     for case in cases:
         started = time.perf_counter()
@@ -563,7 +673,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--case", default=",".join(CASES), help="any of burst,slow,memory")
+    parser.add_argument("--case", default=",".join(CASES), help="any of burst,slow,memory,render")
     parser.add_argument(
         "--backend",
         choices=["sqlite", "redis"],

@@ -38,6 +38,9 @@ def non_blank(max_length: int) -> StringConstraints:
     )
 
 
+# The longest report a client may give (an edited report, an imported run): about 30,000
+# words, many times what a run writes.
+REPORT_MAX_CHARS = 200_000
 Query = Annotated[str, non_blank(QUERY_MAX_CHARS)]
 Action = Literal["research", "write", "review", "end"]
 
@@ -237,7 +240,7 @@ class ApprovalDecision(BaseModel):
 
     decision: Literal["approve", "edit", "reject"]
     plan: ResearchPlan | None = None
-    report: str | None = None
+    report: str | None = Field(None, max_length=REPORT_MAX_CHARS)
     feedback: str | None = Field(None, max_length=4000)
 
     @model_validator(mode="after")

@@ -4,15 +4,32 @@ The edge validates a `ResearchRequest` before anything is written; the graph car
 `RunOptions` through every step.
 """
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from core.models import non_blank
 
 TOPIC_MAX_CHARS = 2000
+# A letter or a digit in any script (Python's `re`, as the schema's generators read it).
+_WORDS = r"[^\W_]"
 
-Topic = Annotated[str, non_blank(TOPIC_MAX_CHARS)]
+
+def _has_words(topic: str) -> str:
+    if re.search(_WORDS, topic) is None:
+        raise ValueError("the topic has no words to research: say what to research in words")
+    return topic
+
+
+Topic = Annotated[
+    str,
+    non_blank(TOPIC_MAX_CHARS),
+    AfterValidator(_has_words),
+    WithJsonSchema(
+        {"type": "string", "minLength": 1, "maxLength": TOPIC_MAX_CHARS, "pattern": _WORDS}
+    ),
+]
 Approval = Literal["none", "plan", "plan_and_report"]
 
 

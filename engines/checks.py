@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from core.markdown import plain_text
 from core.models import (
     CitationCheck,
     IssueType,
@@ -79,7 +80,7 @@ def sections(body: str) -> dict[str, str]:
     matches = list(_HEADING.finditer(body))
     for i, match in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
-        found[match.group(2).strip()] = body[match.end() : end]
+        found[plain_text(match.group(2).strip())] = body[match.end() : end]
     return found
 
 
@@ -202,7 +203,7 @@ def _point_covered(point: str, theme: str, body_sections: dict[str, str], body: 
         if heading.casefold() == wanted and _FOOTNOTE_REF.search(text):
             return True
     for line in body.splitlines():
-        labels = [m.casefold() for m in _LABEL.findall(line)]
+        labels = [plain_text(m).casefold() for m in _LABEL.findall(line)]
         if any(label.strip(" :") == wanted for label in labels) and _FOOTNOTE_REF.search(line):
             return True
     distinctive = set(stems(point)) - set(stems(theme))

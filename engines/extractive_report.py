@@ -1,9 +1,11 @@
 """The extractive briefing as Markdown: summary, key findings, analysis by point, references.
 
 Each quoted sentence is cited with a footnote numbered in order of first use; the points
-no source addresses are listed once, at the end, as open questions.
+no source addresses are listed once, at the end, as open questions. What came from
+outside (sentences, titles, the topic and plan) is written as text (`core.markdown`).
 """
 
+from core.markdown import markdown_text
 from core.models import ResearchPlan, SearchResult
 from core.urls import markdown_url, normalize_url
 from engines.checks import GAPS_SECTION
@@ -38,7 +40,7 @@ class _Footnotes:
         if key not in self._numbers:
             self._numbers[key] = len(self._numbers) + 1
             self._sources[key] = candidate.source
-        text = candidate.text.rstrip()
+        text = markdown_text(candidate.text)  # quoted: its own Markdown stays text
         number = self._numbers[key]
         return f"{text}[^{number}]" if text.endswith((".", "!", "?")) else f"{text}.[^{number}]"
 
@@ -47,7 +49,8 @@ class _Footnotes:
         lines = ["## References", ""] if self._numbers else []
         for key, number in self._numbers.items():
             source = self._sources[key]
-            lines.append(f"[^{number}]: [{source.title}]({markdown_url(source.url)})")
+            title = markdown_text(source.title)
+            lines.append(f"[^{number}]: [{title}]({markdown_url(source.url)})")
         return lines
 
 
@@ -56,7 +59,7 @@ def render(
 ) -> str:
     """The report in Markdown; `by_point` keeps the plan's order, a point's lead first."""
     notes = _Footnotes()
-    lines = [f"# {plan.theme}", "", "## Executive Summary", ""]
+    lines = [f"# {markdown_text(plan.theme)}", "", "## Executive Summary", ""]
     lines.append(
         " ".join(notes.cite(c) for c in summary)
         if summary
@@ -71,7 +74,7 @@ def render(
     }
     findings = dict(list(findings.items())[:MAX_FINDINGS])
     for point, candidate in findings.items():
-        lines.append(f"- **{point}:** {notes.cite(candidate)}")
+        lines.append(f"- **{markdown_text(point)}:** {notes.cite(candidate)}")
     if not findings:
         lines.append("_No finding could be supported by the collected sources._")
     lines += ["", "## Detailed Analysis", ""]
@@ -80,11 +83,11 @@ def render(
         rest = picks[1:] if point in findings else picks
         if not rest:
             continue  # its one passage is the key finding, or it is a gap (below)
-        lines += [f"### {point}", "", " ".join(notes.cite(c) for c in rest), ""]
+        lines += [f"### {markdown_text(point)}", "", " ".join(notes.cite(c) for c in rest), ""]
     if gaps:
         # Said once, at the end, rather than as empty sections through the report.
         lines += [f"## {GAPS_SECTION}", "", "The collected sources do not address:", ""]
-        lines += [f"- {point}" for point in gaps]
+        lines += [f"- {markdown_text(point)}" for point in gaps]
         lines.append("")
     lines += notes.references()
     return "\n".join(lines).rstrip() + "\n"

@@ -9,6 +9,7 @@ what is already done.
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.types import Command, StreamMode
@@ -31,8 +32,17 @@ from service.thread_ids import public_id
 from stores.events import EventLog
 from stores.evidence import EvidenceStore
 from stores.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
+from stores.sqlite_writer import storage_failure
 
 logger = logging.getLogger(__name__)
+
+# What a run that met a full disk says; and how its end is retried until there is room
+# (first and longest pause, seconds).
+DISK_FULL = (
+    "the disk holding the data file is full: the run stopped and its checkpoint is kept; "
+    "free space, then continue it (research-agent resume, or a new run of the topic)"
+)
+FULL_DISK_RETRY_S = (0.5, 10.0)
 
 # The key of an `updates` chunk that says the graph stopped at an interrupt.
 INTERRUPT = "__interrupt__"
@@ -119,11 +129,13 @@ class RunExecutor(RunRecorder):
                 # No traceback: the client library's own exception below it may quote the key.
                 logger.error("research run %s failed: %s", thread_id, exc)
                 message = str(exc)
+            elif _caused(exc, lambda e: storage_failure(e) == "full"):
+                logger.error("research run %s stopped: %s", thread_id, DISK_FULL)
+                message = DISK_FULL
             else:
                 logger.exception("research run %s failed", thread_id)
                 message = f"{type(exc).__name__}: the run stopped; its checkpoint is kept"
-            await self.publish(thread_id, "error", {"code": "run_failed", "message": message})
-            await self.finish(thread_id, "failed", message)
+            await self._record_failure(thread_id, message)
         finally:
             # Events of a leg that stopped early: whatever became of them, they are done.
             leftover = self._unsettled.pop(thread_id, [])
@@ -133,16 +145,34 @@ class RunExecutor(RunRecorder):
                 await self._close_platform_runs(thread_id)
         return True
 
+    async def _record_failure(self, thread_id: str, message: str) -> None:
+        """The failed run's `error` event and status; while the disk is full, tried again.
+
+        A full disk fails these writes too: they wait and retry (backing off up to
+        FULL_DISK_RETRY_S[1]) until there is room, so the run ends, its stream closes, once
+        space is freed, rather than staying `running` for good.
+        """
+        published = False
+        pause, longest = FULL_DISK_RETRY_S
+        while True:
+            try:
+                if not published:
+                    await self.publish(
+                        thread_id, "error", {"code": "run_failed", "message": message}
+                    )
+                    published = True
+                await self.finish(thread_id, "failed", message)
+                return
+            except Exception as exc:
+                if not _caused(exc, lambda e: storage_failure(e) == "full"):
+                    raise
+                logger.warning("run %s: its end waits for room on the disk (%s)", thread_id, exc)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, longest)
+
     def _is_transient(self, exc: BaseException) -> bool:
         """A store away for a moment, also when a library wraps its error (redisvl does)."""
-        seen: BaseException | None = exc
-        for _ in range(8):  # a chain of causes is short; a cycle of contexts must not hang
-            if seen is None:
-                return False
-            if isinstance(seen, self._transient):
-                return True
-            seen = seen.__cause__ or seen.__context__
-        return False
+        return _caused(exc, lambda e: isinstance(e, self._transient))
 
     # -- Platform runs: admission, and the runs waiting for a busy thread ----------------
 
@@ -320,3 +350,15 @@ class RunExecutor(RunRecorder):
         record = await self.registry.get(thread_id)
         if record is not None and record.status != status:
             await self.set_status(thread_id, status)
+
+
+def _caused(exc: BaseException, test: Callable[[BaseException], bool]) -> bool:
+    """Whether `exc`, or an exception it was raised from or during, passes `test`."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a chain of causes is short; a cycle of contexts must not hang
+        if seen is None:
+            return False
+        if test(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

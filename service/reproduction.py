@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import messages_from_dict, messages_to_dict
-from pydantic import BaseModel, Field
-from pydantic_core import to_jsonable_python
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic_core import to_json, to_jsonable_python
 
-from core.models import Rerun
-from core.options import ResearchRequest, RunOptions
+from core.models import REPORT_MAX_CHARS, Rerun
+from core.options import ResearchRequest, RunOptions, Topic
 from core.state import ReportStatus, coerce_update, initial_state
 from graph.builder import ResearchGraph
 from service.citations import SourceView, source_view
@@ -26,34 +26,53 @@ from service.execution import RunExecutor
 from service.run_diff import RunDiff, diff_runs, side
 from service.runner import thread_config
 from service.thread_ids import public_id
-from stores.events import EventLog
+from stores.events import TERMINAL_EVENT, EventLog
 from stores.evidence import Evidence, EvidenceStore, PageRead, RunHeader, SearchCall, load
 from stores.registry import ACTIVE, Registry, RunStatus, ThreadExists, ThreadRecord
 
 ARCHIVE_VERSION = 1
 # The node an imported state is written as: the graph's last, so the thread is finished.
 _LAST_NODE = "finalize"
+# What an archive may hold, as the API holds a run to it: the events a thread's log keeps
+# (the Redis event stream's cap), and an event's data as JSON (a report's approval
+# carries the report, of at most REPORT_MAX_CHARS).
+MAX_ARCHIVE_EVENTS = 10_000
+MAX_EVENT_BYTES = 4 * REPORT_MAX_CHARS
 
 
 class ArchivedThread(BaseModel):
-    """The thread's record as an archive keeps it."""
+    """The thread's record as an archive keeps it: a topic and options the API would take."""
 
     thread_id: str
-    topic: str
+    topic: Topic
     status: RunStatus
     created_at: datetime
     updated_at: datetime
     options: dict[str, Any] = Field(default_factory=dict)
     report: ReportStatus | None = None
 
+    @field_validator("options")
+    @classmethod
+    def _run_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        RunOptions.model_validate(value)  # raises what is wrong with them
+        return value
+
 
 class ArchivedEvent(BaseModel):
     """One event of the thread's log."""
 
     id: int
-    name: str
+    name: str = Field(max_length=64)
     data: Any
     created_at: datetime
+
+    @field_validator("data")
+    @classmethod
+    def _small(cls, value: Any) -> Any:
+        size = len(to_json(value))
+        if size > MAX_EVENT_BYTES:
+            raise ValueError(f"is {size} bytes as JSON; the limit is {MAX_EVENT_BYTES}")
+        return value
 
 
 class RunArchive(BaseModel):
@@ -64,8 +83,27 @@ class RunArchive(BaseModel):
     exported_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     thread: ArchivedThread
     state: dict[str, Any]
-    events: list[ArchivedEvent] = Field(default_factory=list)
+    events: list[ArchivedEvent] = Field(default_factory=list, max_length=MAX_ARCHIVE_EVENTS)
     evidence: Evidence
+
+    @model_validator(mode="after")
+    def _finished_log_and_reports_in_bounds(self) -> "RunArchive":
+        ends = [i for i, e in enumerate(self.events) if e.name == TERMINAL_EVENT]
+        if ends and ends != [len(self.events) - 1]:
+            raise ValueError(
+                f"events: {TERMINAL_EVENT!r} may only be the last event; it is event "
+                f"{', '.join(str(i + 1) for i in ends)} of {len(self.events)}"
+            )
+        drafts = self.state.get("drafts") or []
+        reports = [self.state.get("final_report")] + [
+            d.get("markdown") for d in drafts if isinstance(d, dict)
+        ]
+        for report in reports:
+            if isinstance(report, str) and len(report) > REPORT_MAX_CHARS:
+                raise ValueError(
+                    f"state: a report of {len(report)} characters; the limit is {REPORT_MAX_CHARS}"
+                )
+        return self
 
 
 class Reproduction:
@@ -204,7 +242,8 @@ async def import_archive(
     """Register the archived run as the owner's finished thread `thread_id` (a stored id).
 
     Raises ThreadExists when the id is taken, InvalidState for a run that had not
-    finished, ValueError for a state this version cannot read.
+    finished, ValueError for a state this version cannot read. The event log ends with
+    one `done` (added when the archive's has none), as every finished thread's does.
     """
     graph, events, registry, store = stores
     if archive.thread.status not in ("completed", "failed", "cancelled"):
@@ -228,8 +267,11 @@ async def import_archive(
         options=archive.thread.options,
         report=archive.thread.report,
     )
+    logged = [(e.name, e.data) for e in archive.events]
+    if not logged or logged[-1][0] != TERMINAL_EVENT:  # a finished thread's log closes
+        logged.append((TERMINAL_EVENT, {"status": archive.thread.status}))
     await store.put(thread_id, archive.evidence)
     await graph.aupdate_state(config, values, as_node=_LAST_NODE)
-    await asyncio.gather(*(events.emit(thread_id, e.name, e.data) for e in archive.events))
+    await asyncio.gather(*(events.emit(thread_id, name, data) for name, data in logged))
     await registry.create(record)
     return record

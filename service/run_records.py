@@ -12,6 +12,7 @@ from typing import Any
 from core.state import ReportStatus
 from service.platform_runs import PlatformRuns
 from service.signals import RunSignals
+from stores.batching import committed_together
 from stores.events import TERMINAL_EVENT, EventLog
 from stores.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
 
@@ -102,7 +103,8 @@ class RunRecorder:
         self, thread_id: str, status: RunStatus, event: Awaitable[int]
     ) -> ThreadRecord:
         """Record an active status whose event is queued already; the record."""
-        record = await self.registry.set_status(thread_id, status)
+        with committed_together(event):
+            record = await self.registry.set_status(thread_id, status)
         self.notify(record)
         await event
         return record

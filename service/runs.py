@@ -27,6 +27,7 @@ from service.reproduction import Reproduction
 from service.runner import is_finished, pending_interrupt, thread_config
 from service.thread_ids import is_client_id, scoped
 from service.views import ThreadReads
+from stores.batching import committed_together
 from stores.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 
 
@@ -103,7 +104,8 @@ class RunManager(ThreadReads, Reproduction):
                 await seed(record.thread_id)
             # The first event is queued with the registry row: one write for both.
             queued = self.executor.events.emit(record.thread_id, "status", {"status": "queued"})
-            await self.registry.create(record)
+            with committed_together(queued):
+                await self.registry.create(record)
             await queued
             self.executor.notify(record)
             await self.launcher.launch(record.thread_id, RunInput())
@@ -275,7 +277,8 @@ class RunManager(ThreadReads, Reproduction):
                     next_input = await self.executor.admit(record, admission)
                     # The run's events are queued with the status's: one write for all.
                     started = self.executor.platform.start(run)
-                    await self.executor.set_status(thread_id, "queued")
+                    with committed_together(started):
+                        await self.executor.set_status(thread_id, "queued")
                     await started
             if next_input is not None:
                 await self.launcher.launch(thread_id, next_input)
@@ -314,6 +317,8 @@ class RunManager(ThreadReads, Reproduction):
                 raise InvalidState("the thread is busy with a run: update its state once it stops")
             if record.status == "new":
                 raise InvalidState("the thread has no state yet: start it with a run and a topic")
+            if at_checkpoint:  # NotFound unless it is the thread's: never a state from nothing
+                await self.snapshot(thread_id, at_checkpoint)
             try:
                 written = await self.graph.aupdate_state(config, update, as_node=as_node)
             except InvalidUpdateError as exc:
@@ -350,19 +355,25 @@ class RunManager(ThreadReads, Reproduction):
         return latest
 
     async def delete(self, owner: str, thread_id: str) -> None:
-        """Remove the thread: its run, checkpoints, events and registry entry."""
+        """Remove the thread: its run, checkpoints, events and registry entry.
+
+        Under the thread's admission lock, so no answer or Platform run starts a run
+        while the thread is removed: one launched before is stopped here, one that comes
+        after finds the thread gone.
+        """
         await self.get(owner, thread_id)
-        await self.signals.request_cancel(thread_id)
-        await self.launcher.stop(thread_id)
-        if self._delete_checkpoints is not None:
-            await self._delete_checkpoints(thread_id)
-        await self.events.delete(thread_id)
-        if self.executor.evidence is not None:
-            await self.executor.evidence.delete(thread_id)
-        await self.executor.platform.delete_thread(thread_id)
-        await self.registry.delete(thread_id)
-        await self.signals.clear(thread_id)
-        self._records.pop(thread_id, None)
+        async with self.signals.admission(thread_id):
+            await self.signals.request_cancel(thread_id)
+            await self.launcher.stop(thread_id)
+            if self._delete_checkpoints is not None:
+                await self._delete_checkpoints(thread_id)
+            await self.events.delete(thread_id)
+            if self.executor.evidence is not None:
+                await self.executor.evidence.delete(thread_id)
+            await self.executor.platform.delete_thread(thread_id)
+            await self.registry.delete(thread_id)
+            await self.signals.clear(thread_id)
+            self._records.pop(thread_id, None)
 
 
 def _new_thread(

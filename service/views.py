@@ -134,8 +134,10 @@ class ThreadReads:
         if checkpoint_id:
             config["configurable"]["checkpoint_id"] = checkpoint_id
         snapshot = await self.graph.aget_state(config)
+        # A checkpoint the saver does not have comes back as an empty snapshot of the
+        # config asked for: no creation time.
         found = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id")
-        if checkpoint_id and found != checkpoint_id:
+        if checkpoint_id and (found != checkpoint_id or snapshot.created_at is None):
             raise NotFound(f"no checkpoint {checkpoint_id!r} on thread {public_id(thread_id)!r}")
         return snapshot
 

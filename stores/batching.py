@@ -7,7 +7,8 @@ the order of the writes.
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -51,3 +52,29 @@ def settle(done: "asyncio.Future[Any]", outcome: object) -> None:
         done.set_exception(outcome)
     else:
         done.set_result(outcome)
+
+
+@contextmanager
+def committed_together(*writes: Awaitable[Any]) -> Iterator[None]:
+    """Around a write queued with `writes`: if it fails, theirs are taken as said.
+
+    Writes queued together commit together; when the caller's own write fails and it
+    raises, the others' futures would otherwise log "exception was never retrieved".
+    """
+    try:
+        yield
+    except BaseException:
+        said(*writes)
+        raise
+
+
+def said(*writes: Awaitable[Any]) -> None:
+    """Take the failures of queued writes as said: whoever waited on them knows."""
+    for write in writes:
+        if isinstance(write, asyncio.Future):
+            write.add_done_callback(_retrieve)
+
+
+def _retrieve(future: "asyncio.Future[Any]") -> None:
+    if not future.cancelled():
+        future.exception()

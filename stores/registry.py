@@ -296,8 +296,9 @@ class SqliteRegistry:
         return _records(await self._reader.fetchall(_ACTIVE))
 
     async def ping(self) -> None:
-        """Raise when the store cannot be reached."""
+        """Raise when the store cannot be reached, or its file cannot be written (a full disk)."""
         await self._reader.fetchall("SELECT 1 FROM thread_registry LIMIT 1")
+        await self._writer.check_writable()
 
     async def list(
         self, owner: str, limit: int = 20, cursor: str | None = None

@@ -31,7 +31,7 @@ from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from stores.batching import settle
+from stores.batching import said, settle
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.recent_events import RecentEvents
 from stores.sqlite_writer import SqliteReader, SqliteWriter, StoreClosed
@@ -120,6 +120,7 @@ class SqliteEventLog(QueuedAppends):
         self._submitted = True
         self._in_flight.add(submitted)
         submitted.add_done_callback(self._in_flight.discard)
+        said(submitted)  # its outcome reaches the ops through `then`
 
     def _take_pending(self) -> list[_Op]:
         batch, self._pending = self._pending, []

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Literal, Protocol, Self, TypeVar
 
 from stores.batching import Batcher, settle
 
@@ -49,6 +49,54 @@ _WAL_CHECKPOINT_EVERY_S = 1.0
 
 class StoreClosed(ValueError):
     """The writer or reader was used after it was closed."""
+
+
+class DamagedDataFile(ValueError):
+    """The data file is no sound SQLite database; the message names it and what to do."""
+
+
+# SQLite's primary result codes for a failing file (an extended code's low byte).
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 10, 11, 13, 26
+_RESTORE = "restore it from a backup, or move it away to start with a new, empty one"
+
+
+def storage_failure(exc: BaseException) -> Literal["full", "damaged"] | None:
+    """What an SQLite error says of the data file's storage, or None for any other error.
+
+    `full`: the disk (or the file's size limit) has no room for the write; `damaged`:
+    the file cannot be read or written as a database (corrupt, not a database, I/O).
+    """
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    if code == _SQLITE_FULL:
+        return "full"
+    if code in (_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return "damaged"
+    return None
+
+
+def check_data_file(path: Path) -> None:
+    """Refuse (DamagedDataFile) a data file that is empty or fails SQLite's quick check.
+
+    An empty file would open as a new database, every earlier thread silently gone; a
+    damaged one would start a service that fails its requests one by one.
+    """
+    if not path.exists():
+        return
+    if path.stat().st_size == 0:
+        raise DamagedDataFile(
+            f"the data file {path} is empty (0 bytes): it holds no threads. To start with a "
+            f"new database, move it away; else {_RESTORE.split(', or')[0]}"
+        )
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)) as conn:
+            found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
+    except sqlite3.DatabaseError as exc:
+        raise DamagedDataFile(f"the data file {path} cannot be read ({exc}): {_RESTORE}") from None
+    if found != ["ok"]:
+        problems = " ".join(" ".join(found).split())[:200]
+        raise DamagedDataFile(f"the data file {path} is damaged ({problems}): {_RESTORE}")
 
 
 @dataclass
@@ -74,6 +122,9 @@ class SqliteWriter:
         self._wal_checkpoint: asyncio.Task[None] | None = None
         self._last_wal_checkpoint = time.monotonic()
         self._closed = False
+        # Why the last commit failed, when its storage did (a full disk): cleared by the
+        # next commit that succeeds. `check_writable` tells readiness.
+        self._storage_failure: BaseException | None = None
 
     def submit(
         self,
@@ -112,11 +163,23 @@ class SqliteWriter:
         await self.drain()
         self._closed = True
 
+    async def check_writable(self) -> None:
+        """Raise the storage failure of the last commit, until a write succeeds again.
+
+        While the last commit succeeded this writes nothing; after a failure (a full
+        disk) it tries a small real write, so readiness returns once there is room.
+        """
+        if self._storage_failure is not None:
+            await self.run(_probe_write)
+
     async def _write(self, batch: list[_Work]) -> None:
         try:
             outcomes = await self._commit_when_unlocked(batch)
         except Exception as exc:  # the commit failed: so did every write in it
             outcomes = [exc] * len(batch)
+        self._storage_failure = next(
+            (o for o in outcomes if isinstance(o, BaseException) and storage_failure(o)), None
+        )
         for work, outcome in zip(batch, outcomes, strict=True):
             if work.then is not None:
                 work.then(outcome)
@@ -218,6 +281,12 @@ def _locked(exc: sqlite3.OperationalError) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
+def _probe_write(conn: sqlite3.Connection) -> None:
+    """One small write that must reach the file (readiness after a storage failure)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS writable_probe (id INTEGER PRIMARY KEY, at REAL)")
+    conn.execute("INSERT OR REPLACE INTO writable_probe VALUES (1, ?)", (time.time(),))
+
+
 def _checkpoint_wal(path: Path) -> None:
     """Copy the WAL's committed pages into the database, without blocking anyone."""
     try:
@@ -233,7 +302,9 @@ def connect(path: Path) -> sqlite3.Connection:
     WAL without a sync per commit: a killed process loses nothing (the WAL is in the OS
     cache); only a power cut may lose the last writes. No busy timeout (see the module
     docstring) and no automatic WAL checkpoint: `SqliteWriter` runs those in a thread.
+    An existing file must pass `check_data_file` first (DamagedDataFile otherwise).
     """
+    check_data_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(
         str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False

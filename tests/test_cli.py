@@ -437,7 +437,8 @@ def test_rejecting_the_plan_in_the_terminal_asks_again_with_a_new_plan(
 def test_the_report_is_printed_verbatim_even_with_markup_like_text(cli_env: dict[str, str]) -> None:
     result = cli(cli_env, "run", "printing press [/x] :smile: [bold]", "--max-iterations", "2")
     assert result.returncode == 0, result.stderr
-    assert "# Printing press [/x] :smile: [bold]" in result.stdout
+    # The topic is Markdown-escaped in the heading; rich would have eaten the backslashes.
+    assert "# Printing press \\[/x\\] :smile: \\[bold\\]" in result.stdout
 
 
 def test_a_chosen_provider_without_its_key_stops_before_anything_is_written(

@@ -1,0 +1,37 @@
+"""Text from outside (a source's sentence or title, a topic) written into Markdown as text.
+
+A sentence quoted from a page may carry Markdown of its own: `![pixel](http://...)` would
+become an image in every reader of the report, `[the manual](https://phish...)` a live
+link, `[^3]` a citation the writer never made. Escaped here, it reads the same and is
+only ever text; the report's own footnotes and reference links are written around it.
+"""
+
+import re
+
+# What starts an inline construct (CommonMark: any ASCII punctuation may be escaped).
+_INLINE = re.compile(r"([\\`*_\[\]<>!&|~])")
+# What starts a block at the beginning of a line: a heading, quote, list item, rule, table.
+_BLOCK_START = re.compile(r"^(\s*)([#>+\-=|]|\d+(?=[.)]))")
+
+
+def markdown_text(text: str) -> str:
+    """`text` as one line of Markdown that renders as exactly this text."""
+    line = " ".join(text.split())
+    escaped = _INLINE.sub(r"\\\1", line)
+    return _BLOCK_START.sub(_escape_block_start, escaped, count=1)
+
+
+def _escape_block_start(match: re.Match[str]) -> str:
+    space, mark = match.groups()
+    if mark.isdigit():  # "1. ..." would start an ordered list: escape its dot or bracket
+        return f"{space}{mark}\\"
+    return f"{space}\\{mark}"
+
+
+# A backslash escape of ASCII punctuation (CommonMark), as `markdown_text` writes them.
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def plain_text(markdown: str) -> str:
+    """`markdown` with its backslash escapes undone: the text a reader sees."""
+    return _ESCAPED.sub(r"\1", markdown)
