@@ -224,7 +224,7 @@ def corpus_search(query: str, limit: int) -> None:
 
 def main() -> None:
     """Entry point of the console script; a damaged data file is one line, not a traceback."""
-    from stores.sqlite_writer import DamagedDataFile
+    from stores.data_file import DamagedDataFile
 
     try:
         app(prog_name="research-agent")

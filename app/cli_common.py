@@ -34,7 +34,8 @@ def explain(exc: ValidationError, flags: bool = False) -> str:
         if flags:
             name = str(error["loc"][-1]) if error["loc"] else "input"
             where = _FLAGS.get(name, "--" + name.replace("_", "-"))
-        parts.append(f"{where}: {error['msg']}")
+        # A validator's own message says what to do; pydantic's prefix adds nothing to it.
+        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
     return "; ".join(parts)
 
 

@@ -120,10 +120,11 @@ async def _import(settings: Settings, path: Path, thread_id: str | None, key: st
         except ValueError as exc:
             fail(f"{path}: its state does not fit this version: {str(exc)[:500]}")
     shown = public_id(record.thread_id)
-    where = "" if owner == LOCAL_OWNER else " (its API key's: GET /v1/research/" + shown + ")"
+    # A key's thread is that key's to read, over HTTP; the CLI reads the local owner's.
+    see = f"research-agent show {shown}" if owner == LOCAL_OWNER else f"GET /v1/research/{shown}"
     err.print(
-        f"[green]imported[/] thread {escape(shown)}{escape(where)} · {escape(record.topic)} · "
-        f"`research-agent show {escape(shown)}`"
+        f"[green]imported[/] thread {escape(shown)} · {escape(record.topic)} · `{escape(see)}`",
+        soft_wrap=True,
     )
 
 

@@ -136,7 +136,7 @@ def _check_before_start(settings: Settings) -> None:
         _ensure_demo_corpus(settings)
     from app.deps import EngineSetupError, check_model_server, make_engine
     from app.stores import BackendSetupError
-    from stores.sqlite_writer import DamagedDataFile
+    from stores.data_file import DamagedDataFile
 
     try:
         if not settings.simulate_latency_ms:

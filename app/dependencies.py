@@ -1,10 +1,11 @@
 """What routes depend on, as typed aliases, read from the app's state.
 
-`create_app` puts the key auth, metrics, stream slots and report renderer on `app.state`; its lifespan
-adds the run manager, the stores and the background work. A route names what it needs
-(`owner: Owner`, `manager: Manager`, `thread_id: StoredThread`, ...) and FastAPI resolves
-each once per request. Every dependency is a coroutine: FastAPI runs a plain function
-one on its thread pool, a thread hop for every request.
+`create_app` puts the key auth, metrics, stream slots and report renderer on
+`app.state`; its lifespan adds the run manager, the stores and the background work. A
+route names what it needs (`owner: Owner`, `manager: Manager`, `thread_id:
+StoredThread`, ...) and FastAPI resolves each once per request. Every dependency is a
+coroutine: FastAPI runs a plain function one on its thread pool, a thread hop for every
+request.
 """
 
 from typing import Annotated

@@ -22,7 +22,7 @@ from service.errors import (
     Unauthorized,
     Unprocessable,
 )
-from stores.sqlite_writer import storage_failure
+from stores.data_file import storage_failure
 
 _STATUS: dict[type[ResearchError], tuple[int, str]] = {
     NotFound: (404, "not_found"),
@@ -145,7 +145,7 @@ async def _store_down(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _data_file_failed(request: Request, exc: Exception) -> JSONResponse:
-    """The SQLite data file failed a request: a full disk, a damaged file, a busy lock."""
+    """The SQLite data file failed a request: a full disk, a damaged file, I/O, a lock."""
     kind = storage_failure(exc)
     path = request.url.path
     if kind == "full":
@@ -162,7 +162,10 @@ async def _data_file_failed(request: Request, exc: Exception) -> JSONResponse:
             "the file from a backup"
         )
         return error_response(path, 503, "backend_unavailable", message)
-    message = f"the data file does not answer ({exc}); retry in a few seconds"
+    if kind == "io":
+        message = f"the disk failed a read or write of the data file ({exc}): check the disk"
+    else:
+        message = f"the data file does not answer ({exc}); retry in a few seconds"
     return error_response(path, 503, "backend_unavailable", message)
 
 

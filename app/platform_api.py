@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_core import to_json
 
 from core.models import ApprovalDecision
-from core.options import ResearchRequest
+from core.options import ResearchRequest, json_number
 from service.errors import NotFound
 from service.legs import Admission, RunInput
 from service.platform_runs import STREAM_MODES
@@ -81,6 +81,10 @@ FreeJSON = Annotated[dict[str, Any], BeforeValidator(_shallow)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_small), BeforeValidator(_shallow)]
 
 
+# A count in a body: an integer as JSON Schema has it (5 or 5.0; not true, not "5").
+Count = Annotated[int, BeforeValidator(json_number)]
+
+
 class _Lenient(BaseModel):
     """SDK bodies carry options this service has no use for: they are accepted, unused."""
 
@@ -115,8 +119,8 @@ class ThreadSearch(_Lenient):
 
     metadata: Metadata | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
-    limit: int = Field(10, ge=1, le=1000)
-    offset: int = Field(0, ge=0)
+    limit: Count = Field(10, ge=1, le=1000)
+    offset: Count = Field(0, ge=0)
 
 
 # The keys a checkpoint's metadata can be filtered by: what the SQLite saver takes (it
@@ -127,7 +131,7 @@ FILTER_KEY = r"^[a-zA-Z0-9_.-]+$"
 class HistoryQuery(_Lenient):
     """POST /threads/{id}/history."""
 
-    limit: int = Field(10, ge=1, le=1000)
+    limit: Count = Field(10, ge=1, le=1000)
     before: FreeJSON | None = None
     metadata: Metadata | None = Field(
         None, json_schema_extra={"propertyNames": {"pattern": FILTER_KEY}}
@@ -163,8 +167,8 @@ class AssistantSearch(_Lenient):
     """POST /assistants/search."""
 
     graph_id: str | None = None
-    limit: int = Field(10, ge=1, le=1000)
-    offset: int = Field(0, ge=0)
+    limit: Count = Field(10, ge=1, le=1000)
+    offset: Count = Field(0, ge=0)
 
 
 # The stream modes served (`service.platform_runs.STREAM_MODES`), as the schema names them.

@@ -8,7 +8,7 @@ from app.dependencies import AppStores, Metrics
 from app.errors import ERROR_RESPONSES
 from service.errors import BackendUnavailable
 from service.runner import thread_config
-from stores.sqlite_writer import storage_failure
+from stores.data_file import storage_failure
 
 router = APIRouter(tags=["ops"])
 

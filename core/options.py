@@ -33,6 +33,16 @@ Topic = Annotated[
 Approval = Literal["none", "plan", "plan_and_report"]
 
 
+def json_number(value: object) -> object:
+    """`value` if JSON Schema calls it a number: 5 and 5.0 are, true and "5" are not.
+
+    For a `mode="before"` validator: pydantic itself would coerce the others.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    return value
+
+
 class RunOptions(BaseModel):
     """Per-run limits a caller may choose, within the server's bounds."""
 
@@ -69,12 +79,7 @@ class RunOptions(BaseModel):
     )
     @classmethod
     def _json_number(cls, value: object) -> object:
-        # As JSON Schema: 5 and 5.0 are numbers, true and "5" are not (pydantic would coerce).
-        if value is None:
-            return value
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError("must be a number")
-        return value
+        return value if value is None else json_number(value)
 
 
 class ResearchRequest(BaseModel):

@@ -29,10 +29,10 @@ from service.run_records import RunRecorder
 from service.runner import is_finished, pending_interrupt, question_of, thread_config
 from service.signals import RunSignals
 from service.thread_ids import public_id
+from stores.data_file import storage_failure
 from stores.events import EventLog
 from stores.evidence import EvidenceStore
 from stores.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
-from stores.sqlite_writer import storage_failure
 
 logger = logging.getLogger(__name__)
 

@@ -32,9 +32,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from stores.batching import Batcher, settle
+from stores.data_file import check_data_file, create_data_file, storage_failure
 
 T = TypeVar("T")
 
@@ -49,54 +50,6 @@ _WAL_CHECKPOINT_EVERY_S = 1.0
 
 class StoreClosed(ValueError):
     """The writer or reader was used after it was closed."""
-
-
-class DamagedDataFile(ValueError):
-    """The data file is no sound SQLite database; the message names it and what to do."""
-
-
-# SQLite's primary result codes for a failing file (an extended code's low byte).
-_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 10, 11, 13, 26
-_RESTORE = "restore it from a backup, or move it away to start with a new, empty one"
-
-
-def storage_failure(exc: BaseException) -> Literal["full", "damaged"] | None:
-    """What an SQLite error says of the data file's storage, or None for any other error.
-
-    `full`: the disk (or the file's size limit) has no room for the write; `damaged`:
-    the file cannot be read or written as a database (corrupt, not a database, I/O).
-    """
-    if not isinstance(exc, sqlite3.DatabaseError):
-        return None
-    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
-    if code == _SQLITE_FULL:
-        return "full"
-    if code in (_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_NOTADB):
-        return "damaged"
-    return None
-
-
-def check_data_file(path: Path) -> None:
-    """Refuse (DamagedDataFile) a data file that is empty or fails SQLite's quick check.
-
-    An empty file would open as a new database, every earlier thread silently gone; a
-    damaged one would start a service that fails its requests one by one.
-    """
-    if not path.exists():
-        return
-    if path.stat().st_size == 0:
-        raise DamagedDataFile(
-            f"the data file {path} is empty (0 bytes): it holds no threads. To start with a "
-            f"new database, move it away; else {_RESTORE.split(', or')[0]}"
-        )
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)) as conn:
-            found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
-    except sqlite3.DatabaseError as exc:
-        raise DamagedDataFile(f"the data file {path} cannot be read ({exc}): {_RESTORE}") from None
-    if found != ["ok"]:
-        problems = " ".join(" ".join(found).split())[:200]
-        raise DamagedDataFile(f"the data file {path} is damaged ({problems}): {_RESTORE}")
 
 
 @dataclass
@@ -305,7 +258,7 @@ def connect(path: Path) -> sqlite3.Connection:
     An existing file must pass `check_data_file` first (DamagedDataFile otherwise).
     """
     check_data_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    create_data_file(path)
     conn = sqlite3.connect(
         str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )

@@ -1,0 +1,88 @@
+"""The SQLite data file as a file: created whole, refused when damaged, its failures named.
+
+The service keeps everything in one SQLite file (`stores/sqlite_writer.py` writes it).
+What can go wrong with the file itself is said here, so that every command and the HTTP
+service say it the same way: a file cut short, overwritten or emptied is refused before
+it is opened (`check_data_file`: one line naming the file and what to do, not a service
+that fails its requests one by one); an SQLite error is told apart as a full disk, a
+damaged file or a failing disk (`storage_failure`), which the API answers 507 or 503.
+"""
+
+import contextlib
+import os
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Literal
+
+
+class DamagedDataFile(ValueError):
+    """The data file is no sound SQLite database; the message names it and what to do."""
+
+
+# SQLite's primary result codes for a failing file (an extended code's low byte).
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 10, 11, 13, 26
+_RESTORE = "restore it from a backup, or move it away to start with a new, empty one"
+
+
+def storage_failure(exc: BaseException) -> Literal["full", "damaged", "io"] | None:
+    """What an SQLite error says of the data file's storage, or None for any other error.
+
+    `full`: the disk (or the file's size limit) has no room for the write; `damaged`:
+    the file is no sound database (corrupt, or not a database at all); `io`: the disk
+    failed a read or write (it may pass).
+    """
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    if code == _SQLITE_FULL:
+        return "full"
+    if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return "damaged"
+    if code == _SQLITE_IOERR:
+        return "io"
+    return None
+
+
+def check_data_file(path: Path) -> None:
+    """Refuse (DamagedDataFile) a data file that is empty or fails SQLite's quick check.
+
+    An empty file would open as a new database, every earlier thread silently gone; a
+    damaged one would start a service that fails its requests one by one.
+    """
+    if not path.exists():
+        return
+    if path.stat().st_size == 0:
+        raise DamagedDataFile(
+            f"the data file {path} is empty (0 bytes): it holds no threads. To start with a "
+            f"new database, move it away; else {_RESTORE.split(', or')[0]}"
+        )
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)) as conn:
+            found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(3)")]
+    except sqlite3.DatabaseError as exc:
+        raise DamagedDataFile(f"the data file {path} cannot be read ({exc}): {_RESTORE}") from None
+    if found != ["ok"]:
+        problems = " ".join(" ".join(found).split())[:200]
+        raise DamagedDataFile(f"the data file {path} is damaged ({problems}): {_RESTORE}")
+
+
+def create_data_file(path: Path) -> None:
+    """Create the data file, unless it exists, whole: never an empty file at its path.
+
+    SQLite creates an empty file first and writes its header later; a process killed in
+    between would leave a 0-byte file, which `check_data_file` rightly refuses. So the
+    file is made beside it, with its header (WAL mode), and linked into place: of two
+    processes creating it at once, one link wins and the other's copy is dropped.
+    """
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    made = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        with closing(sqlite3.connect(str(made))) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")  # writes the header: a database now
+        with contextlib.suppress(FileExistsError):
+            os.link(made, path)
+    finally:
+        made.unlink(missing_ok=True)
