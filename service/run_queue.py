@@ -3,9 +3,10 @@
 One saq job per thread, keyed by its id, carries the thread's next leg. A worker holds
 the run under a lease (a Redis lock) that its heartbeat renews together with the job's:
 
-- a worker that dies (SIGKILL, lost machine) stops renewing; saq's sweep sees the job's
-  heartbeat go stale and queues it again, and the next worker, once the dead one's lease
-  has run out, continues the thread from its last checkpoint;
+- a worker that dies (SIGKILL, lost machine) stops renewing; the sweep
+  (`service.saq_queue`) sees the job's heartbeat go stale and its lease gone, and queues
+  it again with every other orphan at once; the next worker continues the thread from its
+  last checkpoint. A job whose lease is still held is never taken from its worker;
 - a worker that stops (SIGTERM) hands its jobs back to the queue at once;
 - cancel aborts the job, which reaches the task of the worker that holds it.
 
@@ -28,7 +29,7 @@ from saq.job import TERMINAL_STATUSES
 from service.errors import InvalidState, TooManyRuns
 from service.execution import RunExecutor
 from service.legs import RunInput
-from service.saq_queue import ResearchQueue
+from service.saq_queue import ResearchQueue, lease_key
 from stores.registry import Registry
 
 if TYPE_CHECKING:
@@ -195,7 +196,7 @@ class LegRunner:
         """Execute the leg (`leg_input`: a `RunInput`'s fields) while holding the run's lease."""
         job: Job = ctx["job"]
         lease = self._batches.lock(
-            f"research:lease:{thread_id}",
+            lease_key(thread_id),
             timeout=self._lease,
             # A dead holder's lease runs out within `timeout`: wait that long, plus slack.
             blocking_timeout=self._lease + 2,

@@ -11,7 +11,6 @@ lone ones per run.
 """
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +42,6 @@ COPIED = {
 logger = logging.getLogger(__name__)
 
 QUEUE_NAME = "research"
-# How long the sweep waits for an abandoned job's worker to confirm the abort.
-SWEEP_ABORT_WAIT_S = 0.5
 
 # saq 0.26's sweep script: under a lock of `lock` seconds, every job id in the active
 # list with its stored job.
@@ -221,11 +218,18 @@ class ResearchQueue(RedisQueue):
                 if self._waiting is not self.redis:
                     await self._waiting.aclose()
 
-    async def sweep(self, lock: int = 60, abort: float = SWEEP_ABORT_WAIT_S) -> list[str]:
-        """Requeue abandoned jobs (see `abandoned`), as saq's own sweep does otherwise.
+    async def sweep(self, lock: int = 60, abort: float = 0) -> list[str]:
+        """Requeue every abandoned job at once; the run's lease decides, not a confirmation.
 
-        Each one's worker, if it still lives, gets `abort` seconds to confirm the abort;
-        saq's default wait, 5 s, would only add to every takeover.
+        saq's own sweep aborts each abandoned job and waits for its worker to confirm,
+        one job after another: a dead worker never confirms, so eight orphans took 4 s
+        more to take over, and meanwhile the snapshot went stale until live jobs looked
+        silent and were aborted too. Here the jobs are judged from one snapshot; a job
+        whose run lease is still held (its worker renews it with the heartbeat) is left
+        alone whatever its heartbeat says; each remaining one is read again just before
+        it is requeued (or, out of attempts, ended), so a job that finished or was
+        touched since is left as it is. `abort` (saq's wait) is not used. Sweeps are
+        spaced by saq's lock of `lock` seconds across workers.
         """
         if self._active_jobs is None:
             self._active_jobs = self.redis.register_script(_ACTIVE_JOBS)
@@ -233,6 +237,7 @@ class ResearchQueue(RedisQueue):
             keys=[self._sweep, self._active], args=[lock], client=self.redis
         )
         swept: list[str] = []
+        silent: list[Job] = []
         for job_id, job_bytes in id_jobs:
             job = self.deserialize(job_bytes)
             if job is None:  # its record expired: only its place in the lists is left
@@ -241,19 +246,33 @@ class ResearchQueue(RedisQueue):
                 pipe.zrem(self._incomplete, job_id)
                 await pipe.execute()
                 swept.append(job_id.decode())
-                continue
-            if not abandoned(job):
-                continue
-            logger.info("taking up abandoned job %s", job.key)
-            swept.append(job_id.decode())
-            await self.abort(job, error=self.swept_error_message)
-            with contextlib.suppress(TimeoutError):
-                await job.refresh(abort)
-            if job.retryable:
-                await self.retry(job, error=self.swept_error_message)
-            else:
-                await self.finish(job, Status.ABORTED, error=self.swept_error_message)
-        return swept
+            elif abandoned(job):
+                silent.append(job)
+        held = await asyncio.gather(*(self._leased(job) for job in silent))
+        orphans = [job for job, leased in zip(silent, held, strict=True) if not leased]
+        taken = await asyncio.gather(*(self._take_up(job) for job in orphans))
+        return swept + [job.id for job, took in zip(orphans, taken, strict=True) if took]
+
+    async def _leased(self, job: Job) -> bool:
+        """Whether the job's run lease is held: a worker still drives it."""
+        return bool(await awaited(self.redis.exists(lease_key(job.key))))
+
+    async def _take_up(self, job: Job) -> bool:
+        """Requeue (or end) an abandoned job, unless its record says otherwise now."""
+        current = await self._get_job_by_id(job.id)
+        if current is None or not abandoned(current):
+            return False
+        logger.warning("taking up abandoned job %s (its worker is gone)", job.key)
+        if current.retryable:
+            await self.retry(current, error=self.swept_error_message)
+        else:
+            await self.finish(current, Status.ABORTED, error=self.swept_error_message)
+        return True
+
+
+def lease_key(thread_id: str) -> str:
+    """The Redis key of a run's lease: held by the worker executing its leg."""
+    return f"research:lease:{thread_id}"
 
 
 def research_queue(client: "Redis", waiting: "Redis") -> ResearchQueue:

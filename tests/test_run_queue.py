@@ -12,7 +12,7 @@ from saq.utils import now
 
 from service.legs import RunInput
 from service.run_queue import JOB_FUNCTION, QueueLauncher
-from service.saq_queue import ResearchQueue, abandoned
+from service.saq_queue import ResearchQueue, abandoned, lease_key
 from stores.redis_registry import RedisRegistry
 from stores.redis_saver import redis_client
 from stores.registry import RunStatus, ThreadRecord
@@ -66,6 +66,44 @@ async def test_the_sweep_leaves_a_job_a_worker_just_took_and_requeues_a_dead_one
     again = await queue.job("taken")
     assert again is not None and again.status == Status.QUEUED
     assert await queue.count("queued") == 1 and await queue.count("active") == 0
+
+
+async def test_the_sweep_takes_up_every_orphan_at_once_and_never_a_leased_job(
+    queue: ResearchQueue,
+) -> None:
+    """A worker died holding four runs; another's two runs look silent but hold leases."""
+    tag = now()
+    orphans = [f"orphan-{tag}-{i}" for i in range(4)]
+    leased = [f"leased-{tag}-{i}" for i in range(2)]
+    for key in orphans + leased:
+        assert await queue.enqueue(
+            JOB_FUNCTION, key=key, timeout=0, heartbeat=HEARTBEAT_S, retries=3
+        )
+        taken = await queue.dequeue(timeout=1)
+        assert taken is not None
+        # Marked active by its worker, then silent for longer than a heartbeat period
+        # (the survivor's two: its sweep read a snapshot that went stale meanwhile).
+        taken.status = Status.ACTIVE
+        taken.attempts = 1
+        taken.touched = now() - (HEARTBEAT_S + 1) * 1000
+        await queue.redis.set(taken.id, queue.serialize(taken))
+    for key in leased:  # their worker renews their leases
+        await queue.redis.set(lease_key(key), "worker-b", px=HEARTBEAT_S * 1000)
+    try:
+        swept = await queue.sweep(lock=1)
+        assert sorted(swept) == sorted(queue.job_id(key) for key in orphans), "all, in one sweep"
+        for key in orphans:
+            job = await queue.job(key)
+            assert job is not None and job.status == Status.QUEUED
+        for key in leased:
+            job = await queue.job(key)
+            assert job is not None and job.status == Status.ACTIVE and job.attempts == 1
+            assert not await queue.redis.exists(job.abort_id), "never asked to abort"
+        assert await queue.count("active") == len(leased)
+        await queue.redis.delete(queue.namespace("sweep"))
+        assert await queue.sweep(lock=1) == [], "each taken up once"
+    finally:
+        await queue.redis.delete(*(lease_key(key) for key in leased))
 
 
 async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue) -> None:

@@ -93,15 +93,22 @@ async def checkpoint_history(url: str, thread_id: str) -> list[dict[str, Any]]:
         return [dict(c.metadata) async for c in saver.alist(root)]
 
 
+@pytest.mark.parametrize("slots", [5, 20])
 async def test_runs_through_two_apis_survive_a_killed_worker(
-    environment: dict[str, str], tmp_path: Path
+    environment: dict[str, str], tmp_path: Path, slots: int
 ) -> None:
     with redis_server() as url:
-        env = environment | {"RESEARCH_REDIS_URL": url}
+        env = environment | {
+            "RESEARCH_REDIS_URL": url,
+            "RESEARCH_MAX_CONCURRENT_RUNS": str(slots),
+            # Runs long enough that the survivor's are still going while the orphans
+            # are taken up (a sweep that waited on each orphan took seconds).
+            "RESEARCH_SEARCH_DELAY_MS": str(slots * 200),
+        }
         async with deployment(env, tmp_path) as (a, b, workers):
             started = [
                 (await a.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
-                for _ in range(10)
+                for _ in range(2 * slots)
             ]
             streams = [asyncio.create_task(collect(b, f"/v1/research/{t}/events")) for t in started]
 
@@ -109,8 +116,8 @@ async def test_runs_through_two_apis_survive_a_killed_worker(
                 states = await asyncio.gather(*(status(b, t) for t in started))
                 return all(s == "running" for s in states)
 
-            # Five slots per worker: with all ten running, the first worker holds five.
-            await until(all_running, "all ten runs running")
+            # With every run running, each worker holds as many as it has slots.
+            await until(all_running, "every run running")
             workers[0].send_signal(signal.SIGKILL)
             workers[0].wait(timeout=10)
             frames = await asyncio.wait_for(asyncio.gather(*streams), WAIT_S)
@@ -120,7 +127,9 @@ async def test_runs_through_two_apis_survive_a_killed_worker(
         assert_once_in_order(stream)
     assert all(d["status"] == "completed" and d["report"] for d in details)
     taken_over = [s for s in frames if any(f.data.get("recovered") for f in s)]
-    assert taken_over, "the killed worker's runs were taken over by the other"
+    # Exactly the killed worker's: none of the survivor's own runs, whose heartbeats a
+    # slow sweep once read as silent, was aborted and started over.
+    assert len(taken_over) == slots, f"{len(taken_over)} runs were taken up again, not {slots}"
     for history in histories:
         # Continued from its checkpoints, not started again: one input, no step twice.
         assert [m["source"] for m in history].count("input") == 1
