@@ -8,7 +8,6 @@ that fails its requests one by one); an SQLite error is told apart as a full dis
 damaged file or a failing disk (`storage_failure`), which the API answers 507 or 503.
 """
 
-import contextlib
 import os
 import sqlite3
 from contextlib import closing
@@ -82,7 +81,12 @@ def create_data_file(path: Path) -> None:
     try:
         with closing(sqlite3.connect(str(made))) as conn:
             conn.execute("PRAGMA journal_mode=WAL")  # writes the header: a database now
-        with contextlib.suppress(FileExistsError):
+        try:
             os.link(made, path)
+        except FileExistsError:
+            pass  # made at the same moment by another process: theirs stands
+        except OSError:  # a file system without hard links: a rename, unless it is there now
+            if not path.exists():
+                os.replace(made, path)
     finally:
         made.unlink(missing_ok=True)
