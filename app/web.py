@@ -41,7 +41,7 @@ def mount_web(app: FastAPI) -> None:
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
-        return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
+        return FileResponse(STATIC / "index.html")  # `HTMLPolicy` adds PAGE_HEADERS
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     docs = _docs_page(app)

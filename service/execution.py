@@ -129,7 +129,7 @@ class RunExecutor(RunRecorder):
                 # No traceback: the client library's own exception below it may quote the key.
                 logger.error("research run %s failed: %s", thread_id, exc)
                 message = str(exc)
-            elif _caused(exc, lambda e: storage_failure(e) == "full"):
+            elif _disk_full(exc):
                 logger.error("research run %s stopped: %s", thread_id, DISK_FULL)
                 message = DISK_FULL
             else:
@@ -164,7 +164,7 @@ class RunExecutor(RunRecorder):
                 await self.finish(thread_id, "failed", message)
                 return
             except Exception as exc:
-                if not _caused(exc, lambda e: storage_failure(e) == "full"):
+                if not _disk_full(exc):
                     raise
                 logger.warning("run %s: its end waits for room on the disk (%s)", thread_id, exc)
             await asyncio.sleep(pause)
@@ -350,6 +350,11 @@ class RunExecutor(RunRecorder):
         record = await self.registry.get(thread_id)
         if record is not None and record.status != status:
             await self.set_status(thread_id, status)
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether the data file's disk had no room for a write on the way to `exc`."""
+    return _caused(exc, lambda e: storage_failure(e) == "full")
 
 
 def _caused(exc: BaseException, test: Callable[[BaseException], bool]) -> bool:

@@ -21,7 +21,8 @@ class DamagedDataFile(ValueError):
 
 # SQLite's primary result codes for a failing file (an extended code's low byte).
 _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 10, 11, 13, 26
-_RESTORE = "restore it from a backup, or move it away to start with a new, empty one"
+_FROM_BACKUP = "restore it from a backup"
+_RESTORE = f"{_FROM_BACKUP}, or move it away to start with a new, empty one"
 
 
 def storage_failure(exc: BaseException) -> Literal["full", "damaged", "io"] | None:
@@ -54,7 +55,7 @@ def check_data_file(path: Path) -> None:
     if path.stat().st_size == 0:
         raise DamagedDataFile(
             f"the data file {path} is empty (0 bytes): it holds no threads. To start with a "
-            f"new database, move it away; else {_RESTORE.split(', or')[0]}"
+            f"new database, move it away; else {_FROM_BACKUP}"
         )
     try:
         with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)) as conn:

@@ -3,11 +3,18 @@
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import httpx
 import uvicorn
+
+from app.api import create_app
+from app.settings import Settings
+
+# The two API keys of the isolation tests: every id one can name is tried with the other.
+KEY_A, KEY_B = "key-alice", "key-bob"
 
 STARTUP_TIMEOUT_S = 10.0
 
@@ -55,3 +62,22 @@ def serve(app: Any) -> Iterator[str]:
     """Serve `app` over plain HTTP on loopback; yield its base URL."""
     with serve_port(app) as port:
         yield f"http://127.0.0.1:{port}"
+
+
+def bearer(key: str) -> dict[str, str]:
+    """The headers that present `key`."""
+    return {"Authorization": f"Bearer {key}"}
+
+
+@asynccontextmanager
+async def two_key_clients(
+    settings: Settings,
+) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    """A live server of `settings` (keys KEY_A and KEY_B), and a client for each key."""
+    with serve_port(create_app(settings), lifespan="on") as port:
+        base = f"http://127.0.0.1:{port}"
+        async with (
+            httpx.AsyncClient(base_url=base, headers=bearer(KEY_A), timeout=30) as a,
+            httpx.AsyncClient(base_url=base, headers=bearer(KEY_B), timeout=30) as b,
+        ):
+            yield a, b

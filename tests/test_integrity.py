@@ -16,14 +16,12 @@ import httpx
 import pytest
 import redis
 
-from app.api import create_app
 from app.settings import Settings
 
-from .servers import serve_port
+from .servers import KEY_A, KEY_B, two_key_clients
 from .sse import collect
 from .support import TOPIC
 
-KEY_A, KEY_B = "key-alice", "key-bob"
 Service = Callable[..., Any]
 
 
@@ -42,19 +40,10 @@ def service(tmp_path: Path, corpus_index: Path, stores: dict[str, Any]) -> Servi
             api_keys=[KEY_A, KEY_B],
             **(stores | overrides),
         )
-        with serve_port(create_app(settings), lifespan="on") as port:
-            base = f"http://127.0.0.1:{port}"
-            async with (
-                httpx.AsyncClient(base_url=base, headers=_auth(KEY_A), timeout=30) as a,
-                httpx.AsyncClient(base_url=base, headers=_auth(KEY_B), timeout=30) as b,
-            ):
-                yield a, b, settings
+        async with two_key_clients(settings) as (a, b):
+            yield a, b, settings
 
     return running
-
-
-def _auth(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 async def _finished(client: httpx.AsyncClient, **options: Any) -> str:

@@ -10,6 +10,8 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -79,6 +81,15 @@ async def _report(client: httpx.AsyncClient, topic: str) -> tuple[str, httpx.Res
     return markdown.partition("\n---\n")[2], as_html
 
 
+@asynccontextmanager
+async def _served(tmp_path: Path, index: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of a live server searching the corpus `index`."""
+    settings = Settings(data_dir=tmp_path / "data", corpus_index=index, search_provider="local")
+    with serve_port(create_app(settings), lifespan="on") as port:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            yield client
+
+
 def _commonmark(markdown: str) -> str:
     """What any CommonMark reader makes of the Markdown, raw HTML allowed."""
     return MarkdownIt("commonmark", {"html": True}).render(markdown)
@@ -87,18 +98,14 @@ def _commonmark(markdown: str) -> str:
 async def test_markdown_in_sources_and_topic_stays_text(
     tmp_path: Path, hostile_index: Path
 ) -> None:
-    settings = Settings(
-        data_dir=tmp_path / "data", corpus_index=hostile_index, search_provider="local"
-    )
-    with serve_port(create_app(settings), lifespan="on") as port:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            quoted, quoted_html = await _report(client, "the printing press")
-            titled, titled_html = await _report(
-                client, f"the printing press ![pixel]({PIXEL}) [click]({PHISH})"
-            )
-            page = await client.get("/")
-            static = await client.get("/static/index.html")
-            docs = await client.get("/docs")
+    async with _served(tmp_path, hostile_index) as client:
+        quoted, quoted_html = await _report(client, "the printing press")
+        titled, titled_html = await _report(
+            client, f"the printing press ![pixel]({PIXEL}) [click]({PHISH})"
+        )
+        page = await client.get("/")
+        static = await client.get("/static/index.html")
+        docs = await client.get("/docs")
 
     assert "handbook" in quoted and "[^1]" in quoted, "the hostile source was quoted and cited"
     for markdown, as_html in ((quoted, quoted_html), (titled, titled_html)):
@@ -176,34 +183,30 @@ def _long_report(chars: int) -> str:
 async def test_a_long_edited_report_renders_and_a_longer_one_is_refused(
     tmp_path: Path, corpus_index: Path
 ) -> None:
-    settings = Settings(
-        data_dir=tmp_path / "data", corpus_index=corpus_index, search_provider="local"
-    )
-    with serve_port(create_app(settings), lifespan="on") as port:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-            started = await client.post(
-                "/v1/research", json={"topic": TOPIC, "options": {"approval": "plan_and_report"}}
-            )
-            thread = started.json()["thread_id"]
-            seen = await _until_approval(client, thread, 0)
-            await client.post(f"/v1/research/{thread}/resume", json={"decision": "approve"})
-            seen = await _until_approval(client, thread, seen)
-            too_long = _long_report(REPORT_MAX_CHARS + 1000)
-            refused = await client.post(
-                f"/v1/research/{thread}/resume", json={"decision": "edit", "report": too_long}
-            )
-            assert refused.status_code == 422, refused.text
-            edited = _long_report(REPORT_MAX_CHARS - 1000)
-            answered = await client.post(
-                f"/v1/research/{thread}/resume", json={"decision": "edit", "report": edited}
-            )
-            assert answered.status_code == 200, answered.text
-            await collect(client, f"/v1/research/{thread}/events?after={seen}")
+    async with _served(tmp_path, corpus_index) as client:
+        started = await client.post(
+            "/v1/research", json={"topic": TOPIC, "options": {"approval": "plan_and_report"}}
+        )
+        thread = started.json()["thread_id"]
+        seen = await _until_approval(client, thread, 0)
+        await client.post(f"/v1/research/{thread}/resume", json={"decision": "approve"})
+        seen = await _until_approval(client, thread, seen)
+        too_long = _long_report(REPORT_MAX_CHARS + 1000)
+        refused = await client.post(
+            f"/v1/research/{thread}/resume", json={"decision": "edit", "report": too_long}
+        )
+        assert refused.status_code == 422, refused.text
+        edited = _long_report(REPORT_MAX_CHARS - 1000)
+        answered = await client.post(
+            f"/v1/research/{thread}/resume", json={"decision": "edit", "report": edited}
+        )
+        assert answered.status_code == 200, answered.text
+        await collect(client, f"/v1/research/{thread}/events?after={seen}")
 
-            html = {"Accept": "text/html"}
-            answers = await asyncio.gather(
-                *(client.get(f"/v1/research/{thread}/report", headers=html) for _ in range(4))
-            )
+        html = {"Accept": "text/html"}
+        answers = await asyncio.gather(
+            *(client.get(f"/v1/research/{thread}/report", headers=html) for _ in range(4))
+        )
     for answer in answers:
         assert answer.status_code == 200 and answer.text.count("<em>books</em>") > 100
 

@@ -23,11 +23,10 @@ from app.serving import guarded_protocol
 from app.settings import Settings
 
 from .redis_server import redis_server
-from .servers import serve_port
+from .servers import KEY_A, KEY_B, bearer, serve_port, two_key_clients
 from .sse import collect
 from .support import TOPIC
 
-KEY_A, KEY_B = "key-alice", "key-bob"
 Clients = Callable[..., Any]
 
 
@@ -46,13 +45,8 @@ def service(tmp_path: Path, corpus_index: Path, stores: dict[str, Any]) -> Clien
             api_keys=[KEY_A, KEY_B],
             **(stores | overrides),
         )
-        with serve_port(create_app(settings), lifespan="on") as port:
-            base = f"http://127.0.0.1:{port}"
-            async with (
-                httpx.AsyncClient(base_url=base, headers=_auth(KEY_A), timeout=30) as a,
-                httpx.AsyncClient(base_url=base, headers=_auth(KEY_B), timeout=30) as b,
-            ):
-                yield a, b
+        async with two_key_clients(settings) as (a, b):
+            yield a, b
 
     return running
 
@@ -60,10 +54,6 @@ def service(tmp_path: Path, corpus_index: Path, stores: dict[str, Any]) -> Clien
 def _name() -> str:
     """A thread name of B's (unique: the Redis server lives for the whole session)."""
     return f"support-chat-{uuid.uuid4().hex[:8]}"
-
-
-def _auth(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 async def _research(client: httpx.AsyncClient, thread_id: str) -> str:
@@ -383,7 +373,7 @@ async def test_a_stalled_redis_gives_503_and_the_service_recovers(
         )
         with serve_port(create_app(settings), lifespan="on") as port:
             async with httpx.AsyncClient(
-                base_url=f"http://127.0.0.1:{port}", headers=_auth(KEY_A), timeout=30
+                base_url=f"http://127.0.0.1:{port}", headers=bearer(KEY_A), timeout=30
             ) as a:
                 thread_id = (await a.post("/v1/research", json={"topic": TOPIC})).json()[
                     "thread_id"
