@@ -121,6 +121,10 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             batches = RedisBatches(client)
             redis_events = RedisEventLog(client, follow_client=followers, batches=batches)
             stack.push_async_callback(redis_events.close)
+            from stores.redis_flat_saver import FlatRedisSaver
+
+            if isinstance(saver, FlatRedisSaver):  # a step's events are stored before its writes
+                saver.ordered_by(redis_events.ordered)
             redis_evidence = RedisEvidenceStore(client)
             stack.push_async_callback(redis_evidence.flush)
             registry = RedisRegistry(client, batches=batches)

@@ -3,7 +3,8 @@
 The subgraph checkpoints with the parent's checkpointer, under the researcher task's
 namespace, after every node: a worker killed mid-investigation resumes the step from its
 last finished turn instead of repeating its searches and model calls. The parent sees one
-`researcher` node: its update and its `source`/`note` events come from the subgraph's end.
+`researcher` node: its update comes from the subgraph's end; its `source` and `note`
+events are told as each query finishes, and those of pages the model read at the end.
 """
 
 from typing import Any, cast
@@ -17,6 +18,7 @@ from core.steps import RESEARCHER
 from engines.base import Investigator
 from nodes.accounting import Node, accounted
 from nodes.context import Deps
+from nodes.progress import tell
 from nodes.research_collect import collect
 from nodes.research_spending import account_spending, spending_kept
 from nodes.research_state import COLLECT, MODEL, QUERIES, TOOLS, ResearcherState
@@ -65,14 +67,33 @@ def researcher_node(subgraph: ResearcherGraph) -> Node:
         )
         engine = runtime.context.engine
         if isinstance(engine, Investigator) and engine.max_cycles > 0:
-            result = await subgraph.ainvoke(step, context=runtime.context)
+            result = await _investigated(subgraph, step, runtime)
         else:  # nothing in `step` has a reducer yet: a plain merge is the subgraph's
             found = await queries(step, runtime)
             result = collect(cast(ResearcherState, {**step, **found}))
         account_spending(result.get("spending", []))
         for event in result["events"]:
-            runtime.stream_writer(event)
+            tell(runtime, event)
         update: dict[str, Any] = result["update"]
         return update
 
     return researcher
+
+
+async def _investigated(
+    subgraph: ResearcherGraph, step: ResearcherState, runtime: Runtime[Deps]
+) -> dict[str, Any]:
+    """The subgraph's final state; what its nodes tell reaches the parent's custom stream.
+
+    (A subgraph's own custom stream is not the parent's: a Platform client reading the
+    `custom` mode would not see the step's sources as they come.)
+    """
+    result: dict[str, Any] = {}
+    async for mode, chunk in subgraph.astream(
+        step, context=runtime.context, stream_mode=["custom", "values"]
+    ):
+        if mode == "custom":
+            runtime.stream_writer(chunk)
+        elif isinstance(chunk, dict):
+            result = chunk
+    return result

@@ -14,6 +14,7 @@ from core.usage import NodeSubmission, NodeUsage, RoundRecord, TokenUsage, Usage
 from engines.base import ModelAccessError
 from engines.recording import Recorder, record_fallback, recording
 from nodes.context import Deps
+from nodes.progress import tell
 
 T = TypeVar("T")
 
@@ -103,9 +104,7 @@ def _stream_records(node: str, runtime: Runtime[Deps], recorder: Recorder) -> li
     """Stream the step's fallbacks, repairs and structured-output methods; the fallbacks' notes."""
     notes = []
     for fallback in recorder.fallbacks:
-        runtime.stream_writer(
-            {"event": "fallback", "step": fallback.step, "reason": fallback.reason}
-        )
+        tell(runtime, {"event": "fallback", "step": fallback.step, "reason": fallback.reason})
         notes.append(
             AIMessage(
                 content=f"Fell back to the extractive engine for {fallback.step}: {fallback.reason}",
@@ -113,15 +112,16 @@ def _stream_records(node: str, runtime: Runtime[Deps], recorder: Recorder) -> li
             )
         )
     for repair in recorder.repairs:
-        runtime.stream_writer({"event": "repair", "step": repair.step, "error": repair.error})
+        tell(runtime, {"event": "repair", "step": repair.step, "error": repair.error})
     for chosen in recorder.structured.values():
-        runtime.stream_writer(
+        tell(
+            runtime,
             {
                 "event": "structured_output",
                 "model": chosen.model,
                 "method": chosen.method,
                 "refused": chosen.refused,
-            }
+            },
         )
     return notes
 
@@ -146,7 +146,8 @@ def account(
     notes = _stream_records(node, runtime, recorder)
     total = state.get("usage", Usage()) + usage
     # Plain dicts, dumped only where there is something to say: this runs at every step.
-    runtime.stream_writer(
+    tell(
+        runtime,
         {
             "event": "usage",
             "node": node,
@@ -157,7 +158,7 @@ def account(
                 "seconds": round(total.seconds, 3),
                 "models": {name: m.model_dump() for name, m in total.models.items()},
             },
-        }
+        },
     )
     if runtime.context.evidence is not None and recorder.calls:
         runtime.context.evidence.model_calls(node, recorder.calls)

@@ -1,8 +1,8 @@
 """What every node receives through LangGraph's runtime context."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from engines.base import Engine
 from engines.extractive import ExtractiveEngine
@@ -49,3 +49,6 @@ class Deps:
     # Where the run's model calls are recorded (its searches and reads are recorded by
     # the tools above); None: nowhere.
     evidence: ModelCallSink | None = None
+    # Where the leg's progress events go as nodes tell them (`nodes.progress`): event
+    # name and payload; None: to LangGraph's custom stream only.
+    progress: Callable[[str, dict[str, Any]], None] | None = None

@@ -13,6 +13,7 @@ from core.state import ResearchState
 from core.steps import WRITER
 from engines.checks import cites_anything, has_gaps, split_front_matter
 from nodes.context import Deps
+from nodes.progress import tell
 
 
 def best_draft(drafts: list[Draft]) -> Draft | None:
@@ -171,7 +172,5 @@ async def finalize(
             return Command(goto=WRITER, update=update)
         if answer.decision == "edit" and answer.report is not None:
             update["final_report"] = answer.report
-    runtime.stream_writer(
-        {"event": "report", "status": status, "chars": len(update["final_report"])}
-    )
+    tell(runtime, {"event": "report", "status": status, "chars": len(update["final_report"])})
     return Command(goto="__end__", update=update)

@@ -1,5 +1,11 @@
-"""The research step's end: its outcomes as the update the parent graph sees, and its events."""
+"""The research step's findings: told as each query finishes, collected at the step's end.
 
+`Findings` decides, query by query in the order they ran, which sources are new and what
+each query's note says; the searchers tell that as each query finishes (`teller`), and
+`collect` makes the same decisions again for the update the parent graph sees.
+"""
+
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -48,31 +54,71 @@ def _note(step: int, outcome: QueryOutcome, fresh: int) -> tuple[ResearchNote, d
     return note, event
 
 
+class Findings:
+    """Which sources are new, query by query, and each query's note and events."""
+
+    def __init__(self, state: ResearcherState) -> None:
+        """Findings after the sources the run had before this step."""
+        self._seen = {normalize_url(s.url) for s in state.get("research_data", [])}
+        self._step = state.get("first_step", 1)
+
+    def add(self, outcome: QueryOutcome) -> tuple[list[str], ResearchNote, list[dict[str, Any]]]:
+        """The next query's new sources (their URLs' keys), its note, and the events saying so."""
+        fresh: list[str] = []
+        events: list[dict[str, Any]] = []
+        for found in outcome.results:
+            key = normalize_url(found.url)
+            if key not in self._seen:
+                self._seen.add(key)
+                fresh.append(key)
+                events.append(_source_event(found, outcome.query))
+        note, event = _note(self._step, outcome, len(fresh))
+        self._step += 1
+        return fresh, note, [*events, event]
+
+    def add_page(self, page: SearchResult) -> bool:
+        """Whether a page the model read is a new source."""
+        key = normalize_url(page.url)
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+
+def teller(
+    state: ResearcherState, tell: Callable[[dict[str, Any]], None]
+) -> Callable[[QueryOutcome], None]:
+    """Tell each further query's findings (`tell`: one event), after those in `state`."""
+    findings = Findings(state)
+    for outcome in state.get("outcomes", []):
+        findings.add(outcome)
+
+    def told(outcome: QueryOutcome) -> None:
+        for event in findings.add(outcome)[2]:
+            tell(event)
+
+    return told
+
+
 def collect(state: ResearcherState) -> dict[str, Any]:
-    """Notes for every query, the new sources (each once), and the events that say so."""
+    """Notes for every query and the new sources (each once); the events of pages read.
+
+    The queries' events were told as they finished; the pages the model read that no
+    search of this step returned are told at the end (`events`).
+    """
     outcomes, scraped = state.get("outcomes", []), state.get("scraped", [])
     fullest = fullest_copies(outcomes, scraped)
-    seen = {normalize_url(s.url) for s in state.get("research_data", [])}
+    findings = Findings(state)
     new_sources: list[SearchResult] = []
     notes: list[ResearchNote] = []
     events: list[dict[str, Any]] = []
-    for step, outcome in enumerate(outcomes, start=state.get("first_step", 1)):
-        fresh = []
-        for found in outcome.results:
-            key = normalize_url(found.url)
-            if key not in seen:
-                seen.add(key)
-                fresh.append(fullest[key])
-                events.append(_source_event(fullest[key], outcome.query))
-        new_sources.extend(fresh)
-        note, event = _note(step, outcome, len(fresh))
+    for outcome in outcomes:
+        fresh, note, _ = findings.add(outcome)
+        new_sources.extend(fullest[key] for key in fresh)
         notes.append(note)
-        events.append(event)
-    for page in scraped:  # pages the model read that no search of this step returned
-        key = normalize_url(page.url)
-        if key not in seen:
-            seen.add(key)
-            new_sources.append(fullest[key])
+    for page in scraped:
+        if findings.add_page(page):
+            new_sources.append(fullest[normalize_url(page.url)])
             events.append(_source_event(page, None))
     return {"update": _update(state, new_sources, notes), "events": events}
 

@@ -8,6 +8,7 @@ time budget bounds the loop: what finished by then is kept.
 """
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
@@ -19,6 +20,8 @@ from engines.base import Investigator, LinkFollower, ModelAccessError
 from engines.chat_models import text_of
 from engines.recording import current_deadline
 from nodes.context import Deps
+from nodes.progress import tell
+from nodes.research_collect import teller
 from nodes.research_state import COLLECT, MODEL, TOOLS, ResearcherState
 from nodes.searching import Searcher
 from nodes.tool_calls import run_tool_calls, tool_names
@@ -44,10 +47,15 @@ def step_deadline() -> float:
     return deadline
 
 
-def searcher(state: ResearcherState, deps: Deps) -> Searcher:
-    """A searcher for one node of the step, knowing the sources the run has already."""
+def searcher(state: ResearcherState, runtime: Runtime[Deps]) -> Searcher:
+    """A searcher for one node of the step, knowing the sources the run has already.
+
+    It tells each query's findings as the query finishes (`source` and `note` events).
+    """
     sources, read = state.get("research_data", []), state.get("pages", {})
-    return Searcher(deps, state["options"].max_results, sources, step_deadline(), read)
+    told = teller(state, functools.partial(tell, runtime))
+    deadline = step_deadline()
+    return Searcher(runtime.context, state["options"].max_results, sources, deadline, read, told)
 
 
 async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:
@@ -78,7 +86,7 @@ async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, A
             opening = engine.react_messages(plan, done, sources)
             return {"conversation": opening, "turns": 0, "max_cycles": engine.max_cycles}
     try:
-        async with searcher(state, deps) as search:
+        async with searcher(state, runtime) as search:
             if pending or plan is None:
                 outcomes = await search.run_all(pending)
                 # A plan a human approved runs as approved: its queries and no others.
@@ -118,7 +126,7 @@ async def model(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any
             if turn.tool_calls or engine.calls_tools():
                 return update
         # A model that does not call tools (it never searched): its gaps are still open.
-        return _joined(update, await _queries_instead(state, deps, engine))
+        return _joined(update, await _queries_instead(state, runtime, engine))
     except TimeoutError:  # keep what the finished calls found
         return _joined(update, {"out_of_time": True, "thoughts": [OUT_OF_TIME]})
     except ModelAccessError as exc:
@@ -131,7 +139,7 @@ def _joined(update: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _queries_instead(
-    state: ResearcherState, deps: Deps, engine: Investigator
+    state: ResearcherState, runtime: Runtime[Deps], engine: Investigator
 ) -> dict[str, Any]:
     """Close the gaps by asking for queries, for a model that does not call tools."""
     plan = state.get("task_plan")
@@ -145,7 +153,7 @@ async def _queries_instead(
         if query.casefold() not in seen:
             seen.add(query.casefold())
             fresh.append(query)
-    async with searcher(state, deps) as search:
+    async with searcher(state, runtime) as search:
         outcomes, late = await finished_by([search.run(q) for q in fresh], step_deadline())
     read = search.pages.fresh()
     if late:
@@ -163,7 +171,7 @@ async def tools(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any
     last = state.get("conversation", [])[-1]
     assert isinstance(last, AIMessage)
     deps = runtime.context
-    async with searcher(state, deps) as search:
+    async with searcher(state, runtime) as search:
         calls = run_tool_calls(last.tool_calls, ran_queries(state), search, deps.reader)
         results, late = await finished_by(calls, step_deadline())
     update: dict[str, Any] = {

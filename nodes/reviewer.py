@@ -15,6 +15,7 @@ from core.steps import REVIEWER
 from engines.checks import strip_unknown_footnotes
 from nodes.accounting import accounted, unless_refused
 from nodes.context import Deps
+from nodes.progress import tell
 
 
 def _with_removed(review: Review, removed: list[int]) -> Review:
@@ -52,14 +53,15 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
         lambda: deps.fallback.review(markdown, plan, sources),
     )
     review = _with_removed(review, removed)
-    runtime.stream_writer(
+    tell(
+        runtime,
         {
             "event": "review",
             "version": drafts[-1].version,
             **review.model_dump(
                 mode="json", include={"approved", "overall_score", "scores", "citations"}
             ),
-        }
+        },
     )
     verdict = "approved" if review.approved else f"needs work ({review.suggested_action})"
     update: dict[str, Any] = {

@@ -2,7 +2,7 @@
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 
 from core.models import SearchResult
@@ -31,6 +31,11 @@ class Searcher:
     are not fetched again (`pages` are the reads of this searcher's node); reads nobody
     waits for any more are cancelled when the searcher closes (use it as an async context
     manager).
+
+    Each query's outcome is handed to `told` as soon as it and every query started
+    before it have finished: in the order the queries started, whatever order they
+    finish in, so a run and its replay tell the same. A query that never finishes (cut
+    at the deadline) holds back the rest until the searcher closes.
     """
 
     def __init__(
@@ -40,8 +45,14 @@ class Searcher:
         sources: list[SearchResult],
         deadline: float,
         read: Mapping[str, ReadPage],
+        told: Callable[[QueryOutcome], None] | None = None,
     ) -> None:
         self._deps = deps
+        self._told = told
+        # Outcomes by the order their queries started; the next one to tell.
+        self._started = 0
+        self._finished: dict[int, QueryOutcome | None] = {}
+        self._next = 0
         self._max_results = max_results
         self._gate = asyncio.Semaphore(deps.search_concurrency)
         self._known = {normalize_url(s.url) for s in sources}
@@ -58,6 +69,16 @@ class Searcher:
         traceback: TracebackType | None,
     ) -> None:
         self.pages.cancel()  # reads no query is waiting for any more
+        for number in range(self._next, self._started):  # after any that never finished
+            self._finished.setdefault(number, None)
+        self._tell()
+
+    def _tell(self) -> None:
+        while self._next in self._finished:
+            outcome = self._finished.pop(self._next)
+            self._next += 1
+            if outcome is not None and self._told is not None:
+                self._told(outcome)
 
     async def run_all(self, queries: list[str]) -> list[QueryOutcome]:
         """Every query's outcome, run concurrently, in the order of `queries`."""
@@ -65,6 +86,13 @@ class Searcher:
 
     async def run(self, query: str) -> QueryOutcome:
         """Search, read the top pages, summarise; one query never fails the run."""
+        number, self._started = self._started, self._started + 1
+        outcome = await self._run(query)
+        self._finished[number] = outcome
+        self._tell()
+        return outcome
+
+    async def _run(self, query: str) -> QueryOutcome:
         deps = self._deps
         async with self._gate:
             try:

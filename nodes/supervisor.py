@@ -13,6 +13,7 @@ from core.steps import SUPERVISOR
 from engines.base import ModelAccessError, Progress
 from nodes.accounting import accounted
 from nodes.context import Deps
+from nodes.progress import tell
 from nodes.sources import to_sources
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
         probe = await _probe(state, deps)
         plan = await deps.engine.plan(state["topic"], probe, state.get("feedback"))
         approved = state["options"].approval == "none"
-        runtime.stream_writer({"event": "plan", "plan": plan.model_dump(mode="json")})
+        tell(runtime, {"event": "plan", "plan": plan.model_dump(mode="json")})
         update: dict[str, Any] = {
             "task_plan": plan,
             "plan_approved": approved,

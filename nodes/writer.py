@@ -1,5 +1,6 @@
 """Writer: a new draft from every source collected so far, streamed as it is written."""
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from core.state import ResearchState
 from core.steps import WRITER
 from nodes.accounting import accounted, unless_refused
 from nodes.context import Deps
+from nodes.progress import tell
 
 # Tokens are forwarded in pieces of about this many characters: one event per token would
 # cost more to store and send than the text it carries.
@@ -55,7 +57,7 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     deps = runtime.context
     sources = state.get("research_data", [])
     version = len(state.get("drafts", [])) + 1
-    on_token, flush = token_batcher(runtime.stream_writer, version)
+    on_token, flush = token_batcher(functools.partial(tell, runtime), version)
     halted: str | None = None
     review, feedback = state.get("review"), state.get("feedback")
     writing = deps.engine.write(plan, sources, review, feedback, on_token)
@@ -66,7 +68,7 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     else:  # nothing to write a partial report from: a refusal fails the run
         markdown, halted = await writing, None
     flush()
-    runtime.stream_writer({"event": "draft", "version": version, "chars": len(markdown)})
+    tell(runtime, {"event": "draft", "version": version, "chars": len(markdown)})
     update: dict[str, Any] = {
         "drafts": [Draft(version=version, markdown=markdown, source_count=len(sources))],
         "iteration_count": state.get("iteration_count", 0) + 1,

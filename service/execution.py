@@ -8,8 +8,10 @@ what is already done.
 """
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from langgraph.types import Command, StreamMode
@@ -20,6 +22,7 @@ from core.state import initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from nodes.context import Deps
+from nodes.progress import LegProgress
 from service.errors import InvalidState
 from service.evidence import leg_deps
 from service.legs import CONFIG_MODES, Admission, LegStop, RunInput, checkpoint_id, renamed
@@ -46,8 +49,9 @@ FULL_DISK_RETRY_S = (0.5, 10.0)
 
 # The key of an `updates` chunk that says the graph stopped at an interrupt.
 INTERRUPT = "__interrupt__"
-# LangGraph's stream modes the events are made from.
-STREAM_MODES: list[StreamMode] = ["tasks", "updates", "custom"]
+# LangGraph's stream modes a leg reads: how a step ended (its events the nodes tell
+# themselves, through `Deps.progress`).
+STREAM_MODES: list[StreamMode] = ["updates"]
 
 
 class RunExecutor(RunRecorder):
@@ -105,6 +109,8 @@ class RunExecutor(RunRecorder):
                 return True
             payload, rerun = await self._payload(record, run_input)
             deps = await leg_deps(self.deps, self.evidence, thread_id, rerun)
+            progress = LegProgress(functools.partial(self._emit, thread_id), run_input.after or "")
+            deps = replace(deps, progress=progress)
             # Not waited for before the graph starts (under load every write waits a turn
             # of the event loop, and the run's first events would wait behind them): the
             # status event is queued ahead of the graph's, and both writes are settled
@@ -285,11 +291,11 @@ class RunExecutor(RunRecorder):
             config,
             context=deps,
             stream_mode=modes,
+            # Each step waits for its checkpoint: the next step's events come after it.
+            durability="sync",
             interrupt_before=run_input.interrupt_before,
             interrupt_after=run_input.interrupt_after,
         ):
-            if mode in STREAM_MODES:
-                self._translate(thread_id, str(mode), chunk)
             if run_input.run_id is not None and mode in wanted:
                 if mode in CONFIG_MODES and public != thread_id:
                     chunk = renamed(chunk, thread_id, public)
@@ -310,20 +316,6 @@ class RunExecutor(RunRecorder):
                 break
         await self._settle_events(thread_id)
         return stop
-
-    def _translate(self, thread_id: str, mode: str, chunk: Any) -> None:
-        if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
-            payload = {k: v for k, v in chunk.items() if k != "event"}
-            self._emit(thread_id, str(chunk["event"]), payload)
-        elif mode == "tasks" and isinstance(chunk, dict):
-            if "result" not in chunk:
-                self._emit(thread_id, "node_started", {"node": chunk["name"]})
-            elif not chunk.get("interrupts"):
-                result = chunk.get("result") or {}
-                data: dict[str, Any] = {"node": chunk["name"]}
-                if "iteration_count" in result:
-                    data["iteration"] = result["iteration_count"]
-                self._emit(thread_id, "node_finished", data)
 
     async def _settle(self, thread_id: str, stop: LegStop) -> None:
         """The status the leg leaves: told by the stream, so no state read is needed."""

@@ -20,7 +20,7 @@ import signal
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from redis.exceptions import LockError
 from saq import Job, Queue, Worker
@@ -30,10 +30,11 @@ from service.errors import InvalidState, TooManyRuns
 from service.execution import RunExecutor
 from service.legs import RunInput
 from service.saq_queue import ResearchQueue, lease_key
+from stores.redis_outage import AWAY, Outage
 from stores.registry import Registry
 
 if TYPE_CHECKING:
-    from saq.types import PartialTimersDict
+    from saq.types import PartialTimersDict, WorkerInfo
 
     from stores.redis_batches import RedisBatches
 
@@ -231,14 +232,74 @@ class LegRunner:
                 logger.warning("lost the lease on %s: stopping this leg", job.key)
                 leg.cancel()
                 return
-            except Exception as exc:  # Redis away for a moment: try again next beat
+            except AWAY as exc:  # Redis away for a moment: try again next beat
+                cast(ResearchQueue, job.get_queue()).outage.failed(exc)
+            except Exception as exc:
                 logger.warning("heartbeat of %s failed: %s", job.key, exc)
 
 
-class EmbeddedWorker(Worker[Any]):
+class ResearchWorker(Worker[Any]):
+    """saq's worker, for which Redis being away is an outage, not a crash of its upkeep.
+
+    Its periodic work (aborts, schedules, the sweep, its own record) skips its rounds
+    while Redis is away, with one warning when Redis goes and one when it is back, where
+    saq logs a traceback for every round. A job's retry waits for Redis to answer
+    (`ResearchQueue.retry`), so a job whose leg failed with Redis is queued again once it
+    is back, not left active for a sweep to find.
+    """
+
+    @property
+    def outage(self) -> Outage:
+        """The outage its upkeep and its queue report to."""
+        return cast(ResearchQueue, self.queue).outage
+
+    async def abort(self, abort_threshold: float) -> None:
+        """The stock round of aborts; none while Redis is away."""
+        async with self.outage.tolerated():
+            await super().abort(abort_threshold)
+
+    async def schedule(self, lock: int = 1) -> None:
+        """The stock round of scheduled jobs; none while Redis is away."""
+        async with self.outage.tolerated():
+            await super().schedule(lock)
+
+    async def worker_info(self, ttl: int = 60) -> "WorkerInfo":
+        """The stock renewal of this worker's record; while Redis is away, the round is skipped.
+
+        (Its value is for saq's poll, which ignores it.)
+        """
+        try:
+            info = await super().worker_info(ttl)
+        except AWAY as exc:
+            self.outage.failed(exc)
+            return cast("WorkerInfo", {})
+        self.outage.answered()
+        return info
+
+
+class EmbeddedWorker(ResearchWorker):
     """A worker inside the API process: the server, not saq, handles the signals."""
 
     SIGNALS: list[signal.Signals] = []
+
+
+class QuietRetries(logging.Filter):
+    """saq's "Error processing job" for a leg that Redis being away stopped: one line.
+
+    The leg said so already ("left for a retry"), and the job is retried; a traceback
+    per job made an outage look like a crash.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Turn the record into a warning without traceback when Redis caused it."""
+        failure = record.exc_info[1] if record.exc_info else None
+        if isinstance(failure, AWAY) and str(record.msg).startswith("Error processing job"):
+            job = record.args[0] if isinstance(record.args, tuple) and record.args else None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg = "job %s stopped while Redis was away (%s): it is queued again"
+            record.args = (getattr(job, "key", job), failure)
+            record.exc_info = record.exc_text = None
+        return True
 
 
 def research_worker(
@@ -251,8 +312,11 @@ def research_worker(
     embedded: bool,
 ) -> Worker[Any]:
     """A saq worker that executes research legs from `queue`."""
-    worker_class = EmbeddedWorker if embedded else Worker
+    worker_class = EmbeddedWorker if embedded else ResearchWorker
     runner = LegRunner(executor, batches, lease_seconds)
+    saq_log = logging.getLogger("saq")
+    if not any(isinstance(f, QuietRetries) for f in saq_log.filters):
+        saq_log.addFilter(QuietRetries())
     return worker_class(
         queue,
         functions=[(JOB_FUNCTION, runner.run)],

@@ -44,9 +44,11 @@ class RunRecorder:
         """Append an event and wait until it is stored."""
         await self.events.append(thread_id, name, data)
 
-    def _emit(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
+    def _emit(
+        self, thread_id: str, name: str, data: dict[str, Any], key: str | None = None
+    ) -> None:
         """Queue a progress event without waiting for its commit (`_settle_events` waits)."""
-        self._track(thread_id, self.events.emit(thread_id, name, data))
+        self._track(thread_id, self.events.emit(thread_id, name, data, key=key))
 
     def _track(self, thread_id: str, pending: Awaitable[object]) -> None:
         self._unsettled.setdefault(thread_id, []).append(pending)

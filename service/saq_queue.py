@@ -22,6 +22,7 @@ from saq.utils import millis, now
 
 from core.upstream import require_version
 from stores.redis_batches import RedisBatches
+from stores.redis_outage import AWAY, Outage
 from stores.redis_saver import awaited
 
 if TYPE_CHECKING:
@@ -87,6 +88,9 @@ return held + 1
 # A reservation is released when its request has queued its job; this bounds one whose
 # process died first.
 RESERVATION_TTL_MS = 30_000
+# How long a job's retry or end waits for a Redis that is away before a sweep is left
+# to take the job up.
+OUTAGE_WAIT_S = 120.0
 
 
 def abandoned(job: Job) -> bool:
@@ -120,6 +124,45 @@ class ResearchQueue(RedisQueue):
         self._asking_version = asyncio.Lock()
         # Every POST reserves a place and gives it back: a burst of them shares pipelines.
         self._commands = RedisBatches(redis)
+        # Redis being away, as this process's queue and its worker's upkeep see it.
+        self.outage = Outage("the run queue")
+
+    async def retry(self, job: Job, error: str | None) -> None:
+        """The stock retry; while Redis is away, it waits for it (up to `OUTAGE_WAIT_S`).
+
+        saq retries a job whose function failed: failing with Redis, its retry failed
+        too, unseen, and the job stayed active until a sweep found it. Beyond the wait it
+        is left so, with a warning.
+        """
+        try:
+            await self.outage.persist(
+                lambda: super(ResearchQueue, self).retry(job, error), OUTAGE_WAIT_S
+            )
+        except AWAY as exc:
+            logger.warning(
+                "job %s could not be queued again (%s): a sweep takes it up", job.key, exc
+            )
+
+    async def finish(
+        self,
+        job: Job,
+        status: Status,
+        *,
+        result: Any = None,
+        error: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """The stock finish; while Redis is away, it waits for it, as `retry` does."""
+
+        async def finish() -> None:
+            await super(ResearchQueue, self).finish(
+                job, status, result=result, error=error, **kwargs
+            )
+
+        try:
+            await self.outage.persist(finish, OUTAGE_WAIT_S)
+        except AWAY as exc:
+            logger.warning("job %s could not be closed (%s): a sweep takes it up", job.key, exc)
 
     async def version(self) -> VersionTuple:
         """The server's version, asked once.
@@ -219,6 +262,16 @@ class ResearchQueue(RedisQueue):
                     await self._waiting.aclose()
 
     async def sweep(self, lock: int = 60, abort: float = 0) -> list[str]:
+        """The jobs `_swept` took up; none while Redis is away (`outage` tells)."""
+        try:
+            swept = await self._swept(lock)
+        except AWAY as exc:
+            self.outage.failed(exc)
+            return []
+        self.outage.answered()
+        return swept
+
+    async def _swept(self, lock: int) -> list[str]:
         """Requeue every abandoned job at once; the run's lease decides, not a confirmation.
 
         saq's own sweep aborts each abandoned job and waits for its worker to confirm,

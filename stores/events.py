@@ -119,7 +119,14 @@ class EventLog(Protocol):
         """
         ...
 
-    def emit(self, thread_id: str, name: str, data: Any, lenient: bool = False) -> Awaitable[int]:
+    def emit(
+        self,
+        thread_id: str,
+        name: str,
+        data: Any,
+        lenient: bool = False,
+        key: str | None = None,
+    ) -> Awaitable[int]:
         """Queue an event now, without waiting for its write.
 
         Args:
@@ -127,6 +134,10 @@ class EventLog(Protocol):
             name: the SSE event name.
             data: the payload.
             lenient: store values JSON has no name for as their repr instead of failing.
+            key: the event's identity within the stream: an event emitted again under a
+                key already stored is not stored twice (its first id is returned). The
+                Redis log honours it, where a leg may be retried on another worker; the
+                SQLite log has one writer and ignores it.
 
         Returns:
             An awaitable of the event's id; events of one caller keep the order of emits.
@@ -181,6 +192,7 @@ class QueuedEvent:
     text: str
     created_at: datetime
     done: asyncio.Future[int] = field(repr=False)
+    key: str | None = None
 
 
 class QueuedAppends(ABC):
@@ -196,11 +208,13 @@ class QueuedAppends(ABC):
         if self._closed:
             raise EventLogClosed("the event log is closed")
 
-    def _append(self, thread_id: str, name: str, data: Any, lenient: bool = False) -> QueuedEvent:
+    def _append(
+        self, thread_id: str, name: str, data: Any, lenient: bool = False, key: str | None = None
+    ) -> QueuedEvent:
         self._check_open()
         text = encode(data, lenient)  # a bad payload fails here, alone
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        op = QueuedEvent(thread_id, name, text, datetime.now(UTC), done)
+        op = QueuedEvent(thread_id, name, text, datetime.now(UTC), done, key)
         self._queue(op)
         return op
 
@@ -210,10 +224,15 @@ class QueuedAppends(ABC):
         return Event(await op.done, thread_id, name, op.text, op.created_at)
 
     def emit(
-        self, thread_id: str, name: str, data: Any, lenient: bool = False
+        self,
+        thread_id: str,
+        name: str,
+        data: Any,
+        lenient: bool = False,
+        key: str | None = None,
     ) -> asyncio.Future[int]:
         """Queue an event now, without waiting for its write; the future gives its id.
 
         Events of one caller keep the order in which they were emitted.
         """
-        return self._append(thread_id, name, data, lenient).done
+        return self._append(thread_id, name, data, lenient, key).done

@@ -14,6 +14,17 @@ events of one caller keep the order in which they were emitted. The script names
 stream it appends to, but a batch spans many threads' streams: like the registry, this
 log assumes one Redis server, not a Cluster.
 
+Appends are idempotent: every event carries a key (the emitter's, or a random one), and
+the script stores an event whose key its stream has stored already not again, answering
+with the first id. A batch that redis-py sends again after a dropped connection, or a
+step that a retried leg runs again, so adds nothing twice. The keys of a stream live in a
+hash beside it for `KEYS_TTL_S` after its last append: long enough for any retry.
+
+A leg's events and checkpoint writes are stored in the order they are made, up to the
+first that fails (`ordered`, around each write of the checkpointer): a retry that skips
+a finished step finds the step's events stored, and a retry that runs a step again
+repeats no event that was stored.
+
 Followers are served from memory (`stores.recent_events`), as on SQLite. A stream a leg
 of this process is writing (`writing`: the embedded worker) gets there as it is appended;
 the streams other processes write (a worker's run, followed from an API replica) are
@@ -24,9 +35,10 @@ waited a while without news, so nothing is missed while the shared read is down.
 """
 
 import asyncio
+import secrets
 from collections import Counter
-from collections.abc import AsyncGenerator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -48,16 +60,32 @@ _REMOTE_CHECK_S = BLOCK_MS / 1000
 FOLLOW_BLOCK_S = BLOCK_MS / 1000
 # Events per script call: a larger batch goes in several (each blocks Redis a moment).
 _APPEND_CHUNK = 256
+# How long a stream's event keys are kept after its last append (a retry comes sooner).
+KEYS_TTL_S = 86_400
 
-# Append a batch of events. KEYS: the streams; ARGV[1]: the cap on a stream's length, then
-# four per event: its stream's index in KEYS, name, payload, time. Each event's reply is
-# its stream id, or its own error (`pcall`: one that fails, a key of another type, fails
-# alone, and the events after it are still appended, as separate commands would be).
+# Append a batch of events. KEYS: pairs of a stream and the hash of its events' keys;
+# ARGV[1]: the cap on a stream's length, ARGV[2]: the keys' lifetime, then five per event:
+# its pair's index in KEYS, its key, name, payload, time. Each event's reply is its stream
+# id, `{id}` when its key was stored already, or its own error (`pcall`: one that fails, a
+# key of another type, fails alone, and the events after it are still appended).
 _APPEND = """
 local out = {}
-for i = 2, #ARGV, 4 do
-    out[#out + 1] = redis.pcall('XADD', KEYS[tonumber(ARGV[i])], 'MAXLEN', '~', ARGV[1],
-        '0-*', 'name', ARGV[i + 1], 'data', ARGV[i + 2], 'at', ARGV[i + 3])
+for i = 3, #ARGV, 5 do
+    local stream, seen = KEYS[tonumber(ARGV[i])], KEYS[tonumber(ARGV[i]) + 1]
+    local first = redis.call('HGET', seen, ARGV[i + 1])
+    if first then
+        out[#out + 1] = {first}
+    else
+        local id = redis.pcall('XADD', stream, 'MAXLEN', '~', ARGV[1], '0-*',
+            'name', ARGV[i + 2], 'data', ARGV[i + 3], 'at', ARGV[i + 4])
+        if type(id) == 'string' then
+            redis.call('HSET', seen, ARGV[i + 1], id)
+        end
+        out[#out + 1] = id
+    end
+end
+for k = 2, #KEYS, 2 do
+    redis.call('EXPIRE', KEYS[k], ARGV[2])
 end
 return out
 """
@@ -94,6 +122,10 @@ class RedisEventLog(QueuedAppends):
         self._append_script = client.register_script(_APPEND)
         # Streams a leg of this process is writing (how many legs), and their latest events.
         self._local: Counter[str] = Counter()
+        # Per stream a leg writes: its events not yet known stored, and the failure that
+        # lost one (after it, none of the leg's is stored: what is stored is a prefix).
+        self._unsettled: dict[str, list[asyncio.Future[int]]] = {}
+        self._lost: dict[str, BaseException] = {}
         self._recent = RecentEvents()
         self._watch = StreamWatch(
             self._follow_client,
@@ -108,10 +140,48 @@ class RedisEventLog(QueuedAppends):
     def _key(self, thread_id: str) -> str:
         return f"{self._prefix}{thread_id}"
 
+    def _keys_key(self, thread_id: str) -> str:
+        return f"{self._prefix}{thread_id}:keys"
+
     def _queue(self, op: QueuedEvent) -> None:
+        if op.key is None:
+            op.key = secrets.token_hex(8)
+        if op.thread_id in self._local:
+            pending = self._unsettled.setdefault(op.thread_id, [])
+            pending[:] = [f for f in pending if not f.done()]
+            pending.append(op.done)
         self._appends.add(op)
 
+    @asynccontextmanager
+    async def ordered(self, thread_id: str) -> AsyncIterator[None]:
+        """Around a checkpoint write of a thread a leg of this process runs.
+
+        The write waits until the events queued before it are stored, and is not made
+        when one of them was lost (their failure is raised); when the write fails, the
+        leg's later events are not stored either. With steps that wait for their
+        checkpoint (`durability="sync"`), a thread's events and checkpoints are stored
+        in the order they were made, up to the first that failed.
+        """
+        pending = self._unsettled.get(thread_id, [])
+        await asyncio.gather(*(asyncio.shield(f) for f in pending if not f.cancelled()))
+        if (failure := self._lost.get(thread_id)) is not None:
+            raise failure
+        try:
+            yield
+        except Exception as exc:
+            if thread_id in self._local:
+                self._lost.setdefault(thread_id, exc)
+            raise
+
     async def _write(self, batch: list[QueuedEvent]) -> None:
+        # A leg whose event was lost stores no later one: a retry emits them again in order.
+        kept = []
+        for op in batch:
+            if (failure := self._lost.get(op.thread_id)) is not None:
+                settle(op.done, failure)
+            else:
+                kept.append(op)
+        batch = kept
         chunks = [batch[i : i + _APPEND_CHUNK] for i in range(0, len(batch), _APPEND_CHUNK)]
         outcomes = await asyncio.gather(
             *(self._append_call(chunk) for chunk in chunks), return_exceptions=True
@@ -122,7 +192,12 @@ class RedisEventLog(QueuedAppends):
             replies += [outcome] * len(chunk) if isinstance(outcome, BaseException) else outcome
         for op, reply in zip(batch, replies, strict=True):
             if isinstance(reply, BaseException):
+                if op.thread_id in self._local:
+                    self._lost.setdefault(op.thread_id, reply)
                 settle(op.done, reply)
+                continue
+            if isinstance(reply, list):  # stored already, by an earlier try
+                settle(op.done, _seq(reply[0]))
                 continue
             event_id = _seq(reply)
             if op.thread_id in self._local:
@@ -134,11 +209,15 @@ class RedisEventLog(QueuedAppends):
     def _append_call(self, chunk: list[QueuedEvent]) -> "asyncio.Future[Any]":
         """One call of `_APPEND` for these events (queued now, so the chunks keep order)."""
         index: dict[str, int] = {}
-        args: list[Any] = [self._max_events]
+        keys: list[str] = []
+        args: list[Any] = [self._max_events, KEYS_TTL_S]
         for op in chunk:
-            key = index.setdefault(self._key(op.thread_id), len(index) + 1)
-            args += (key, op.name, op.text, op.created_at.isoformat())
-        return self._commands.call(self._append_script, list(index), args)
+            stream = self._key(op.thread_id)
+            if stream not in index:
+                index[stream] = len(keys) + 1
+                keys += (stream, self._keys_key(op.thread_id))
+            args += (index[stream], op.key, op.name, op.text, op.created_at.isoformat())
+        return self._commands.call(self._append_script, keys, args)
 
     @contextmanager
     def writing(self, *streams: str) -> Iterator[None]:
@@ -151,6 +230,8 @@ class RedisEventLog(QueuedAppends):
             for stream in streams:
                 if self._local[stream] <= 0:
                     del self._local[stream]
+                    self._unsettled.pop(stream, None)  # the next leg starts clean
+                    self._lost.pop(stream, None)
                     if self._watch.follows(stream):  # the watch reads on from memory's end
                         self._watch.changed(stream)
                     else:
@@ -229,7 +310,7 @@ class RedisEventLog(QueuedAppends):
         self._check_open()
         self._recent.forget(thread_id)
         self._watch.restart(thread_id)
-        await self._client.delete(self._key(thread_id))
+        await self._client.delete(self._key(thread_id), self._keys_key(thread_id))
 
     async def ping(self) -> None:
         """Raise when Redis cannot be reached."""

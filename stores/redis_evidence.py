@@ -19,7 +19,9 @@ queue first, as the SQLite store's single writer does, so an earlier `add` never
 after them.
 """
 
+import contextlib
 import logging
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,9 +41,13 @@ from stores.evidence import (
     packed_texts,
     unpack,
 )
+from stores.redis_outage import AWAY, Outage
 from stores.redis_saver import awaited
 
 logger = logging.getLogger(__name__)
+
+# How long a batch of evidence waits for a Redis that is away before it is given up.
+WRITE_WAIT_S = 60.0
 
 # Both scripts: ARGV[1] is the prefix; `bump` keeps the running totals (a count at zero
 # is removed, so nothing is left once every run is gone).
@@ -53,12 +59,19 @@ local function bump(field, by)
 end
 """
 
-# ARGV: prefix, then one group per write: thread, header JSON ('' to leave it), score,
-# record count, the records, text count, then (hash, chars, deflated body) for each text.
+# ARGV: prefix, the batch's token ('' for none), the token of the batch applied before
+# ('' for none: it is forgotten now), then one group per write: thread, header JSON (''
+# to leave it), score, record count, the records, text count, then (hash, chars, deflated
+# body) for each text. A batch whose token is stored (it is sent again after a timeout,
+# and had been applied) is not applied twice: 0.
 _ADD = (
     _TOTALS
     + """
-local i = 2
+if ARGV[3] ~= '' then redis.call('DEL', p .. 'batch:' .. ARGV[3]) end
+if ARGV[2] ~= '' and not redis.call('SET', p .. 'batch:' .. ARGV[2], 1, 'NX', 'EX', 3600) then
+  return 0
+end
+local i = 4
 while i <= #ARGV do
   local tid, header, score = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if header ~= '' and redis.call('SET', p .. 'run:' .. tid, header, 'NX') then
@@ -155,6 +168,9 @@ class RedisEvidenceStore:
         self._client = client
         self._prefix = prefix
         self._add_script = client.register_script(_ADD)
+        self._outage = Outage("the evidence store")
+        # The token of the last batch applied: forgotten by the next, or by `_settled`.
+        self._applied: str | None = None
         self._forget_script = client.register_script(_FORGET)
         self._batches = Batcher(self._write)
 
@@ -185,8 +201,14 @@ class RedisEvidenceStore:
             logger.warning("evidence of %s not kept: %s", thread_id, exc)
 
     async def _write(self, batch: list[_Queued]) -> None:
-        """Write one batch with one script call (atomic); log, never raise, a failure."""
-        args: list[Any] = [self._prefix]
+        """Write one batch with one script call (atomic); log, never raise, a failure.
+
+        While Redis is away the batch is sent again (`WRITE_WAIT_S` at most, the queue
+        waiting behind it): a write that timed out may have been applied, and its token
+        makes the repeat a no-op. Only evidence that was not stored is reported lost.
+        """
+        token = secrets.token_hex(8)
+        args: list[Any] = [self._prefix, token, self._applied or ""]
         headed: set[str] = set()
         for item in batch:
             # The batch lands whole: its first record of a thread brings the header.
@@ -200,10 +222,12 @@ class RedisEvidenceStore:
                 item.texts,
             )
         try:
-            await self._add_script(args=args)
-        except Exception as exc:  # the connection failed: every write of the batch did
+            await self._outage.persist(lambda: self._add_script(args=args), WRITE_WAIT_S)
+        except Exception as exc:  # the connection failed for good: every write of the batch did
             for thread_id in dict.fromkeys(item.thread_id for item in batch):
                 logger.warning("evidence of %s not kept: %s", thread_id, exc)
+            return
+        self._applied = token  # no longer needed once answered: the next batch forgets it
 
     async def put(self, thread_id: str, evidence: Evidence) -> None:
         """Store a whole run's evidence, replacing what the thread had."""
@@ -213,11 +237,13 @@ class RedisEvidenceStore:
         records = [r.model_dump_json() for r in evidence.records]
         args = [
             self._prefix,
+            "",
+            "",
             *self._group(
                 thread_id, header.model_dump_json(), _score(header.created_at), records, texts
             ),
         ]
-        await self._batches.drain()
+        await self._settled()
         pipe = self._client.pipeline(transaction=True)
         await self._forget_script(args=[self._prefix, thread_id], client=pipe)
         await self._add_script(args=args, client=pipe)
@@ -253,12 +279,12 @@ class RedisEvidenceStore:
 
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's evidence, atomically."""
-        await self._batches.drain()
+        await self._settled()
         await self._forget([thread_id])
 
     async def prune(self, older_than: datetime | None, max_bytes: int | None) -> int:
         """Forget old runs' evidence, then the oldest runs' until under `max_bytes`."""
-        await self._batches.drain()
+        await self._settled()
         runs = self._key("runs")
         gone = 0
         if older_than is not None:
@@ -294,4 +320,13 @@ class RedisEvidenceStore:
 
     async def flush(self) -> None:
         """Wait until what is queued is written."""
+        await self._settled()
+
+    async def _settled(self) -> None:
+        """Wait for the queue, then forget the last batch's token: nothing is left over."""
         await self._batches.drain()
+        if self._applied is not None:
+            token, self._applied = self._applied, None
+            # Redis away (a shutdown after it): the token expires on its own.
+            with contextlib.suppress(*AWAY):
+                await awaited(self._client.delete(self._key("batch:", token)))

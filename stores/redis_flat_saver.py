@@ -18,7 +18,7 @@ deleting a thread deletes both.
 import asyncio
 import random
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from itertools import chain
 from typing import Any, TypeVar
 
@@ -63,6 +63,11 @@ from stores.redis_saver import ConformingRedisSaver, awaited, legacy_reader, red
 T = TypeVar("T")
 
 
+@asynccontextmanager
+async def _unordered(thread_id: str) -> AsyncIterator[None]:
+    yield
+
+
 class FlatRedisSaver(BaseCheckpointSaver[str]):
     """A checkpointer on plain Redis keys (see the module docstring)."""
 
@@ -77,6 +82,16 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         # Puts and writes of concurrent runs share pipelines (`drain` waits for what is left).
         self._commands = RedisBatches(client)
         self.loop = asyncio.get_running_loop()
+        # Around each put and write of a thread (`ordered_by`).
+        self._ordered: Callable[[str], AbstractAsyncContextManager[None]] = _unordered
+
+    def ordered_by(self, ordered: Callable[[str], AbstractAsyncContextManager[None]]) -> None:
+        """Make every put and write of a thread happen within `ordered(thread_id)`.
+
+        The event log's `RedisEventLog.ordered`: a step's events are then stored before
+        its writes, and nothing after a write that failed.
+        """
+        self._ordered = ordered
 
     async def drain(self) -> None:
         """Wait until every put and write queued has been stored."""
@@ -117,11 +132,12 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
             configurable.get("checkpoint_id"),
         )
         versions = {channel: str(v) for channel, v in checkpoint["channel_versions"].items()}
-        await self._commands.call(
-            self._put,
-            keys=[keys.blobs, keys.checkpoints, keys.versions, keys.index, THREADS],
-            args=[name, record, encode_versions(versions), thread_id, *chain(*blobs.items())],
-        )
+        async with self._ordered(thread_id):
+            await self._commands.call(
+                self._put,
+                keys=[keys.blobs, keys.checkpoints, keys.versions, keys.index, THREADS],
+                args=[name, record, encode_versions(versions), thread_id, *chain(*blobs.items())],
+            )
         return {
             "configurable": {
                 "thread_id": configurable["thread_id"],
@@ -156,7 +172,10 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
                 f"{task_id}\0{index}".encode(),
                 encode_write(channel, self.serde.dumps_typed(value), task_path),
             )
-        await self._commands.call(self._writes, keys=[keys.writes(name), keys.written], args=args)
+        async with self._ordered(str(configurable["thread_id"])):
+            await self._commands.call(
+                self._writes, keys=[keys.writes(name), keys.written], args=args
+            )
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint asked for (the namespace's latest without an id), in one trip."""

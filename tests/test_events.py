@@ -2,7 +2,7 @@ import asyncio
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import aclosing, closing
+from contextlib import aclosing, asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,24 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "data" / "service.sqlite"
 
 
+@asynccontextmanager
+async def redis_event_log(url: str) -> AsyncIterator[RedisEventLog]:
+    """A Redis log of its own (a fresh prefix) on the test server."""
+    client = Redis.from_url(url)
+    opened = RedisEventLog(client, prefix=f"test:{uuid.uuid4().hex}:")
+    try:
+        yield opened
+    finally:
+        await opened.close()
+        await client.aclose()
+
+
+@pytest.fixture
+async def redis_log(redis_url: str) -> AsyncIterator[RedisEventLog]:
+    async with redis_event_log(redis_url) as opened:
+        yield opened
+
+
 @pytest.fixture(params=["sqlite", "redis"])
 async def log(request: pytest.FixtureRequest, db: Path) -> AsyncIterator[EventLog]:
     """Each behaviour of the protocol, on both implementations."""
@@ -36,13 +54,8 @@ async def log(request: pytest.FixtureRequest, db: Path) -> AsyncIterator[EventLo
         async with open_sqlite(db, SqliteEventLog) as opened:
             yield opened
         return
-    client = Redis.from_url(request.getfixturevalue("redis_url"))
-    redis_log = RedisEventLog(client, prefix=f"test:{uuid.uuid4().hex}:")
-    try:
-        yield redis_log
-    finally:
-        await redis_log.close()
-        await client.aclose()
+    async with redis_event_log(request.getfixturevalue("redis_url")) as opened_log:
+        yield opened_log
 
 
 async def collect(log: EventLog, thread_id: str, after: int = 0) -> list[Event]:
@@ -666,3 +679,57 @@ async def test_appends_go_on_after_the_server_forgot_the_script(
     await here.append("t", "step", {})
     await client.script_flush()  # as a restarted server has
     assert (await here.append("t", "step", {})).id == 2
+
+
+async def test_an_event_emitted_again_under_its_key_is_stored_once(
+    redis_log: RedisEventLog,
+) -> None:
+    first = [redis_log.emit("t", "note", {"n": n}, key=f"step#{n}") for n in range(2)]
+    # A retried leg runs the step again: the same keys, then one event further.
+    again = [redis_log.emit("t", "note", {"n": n}, key=f"step#{n}") for n in range(3)]
+    assert await asyncio.gather(*first) == [1, 2]
+    assert await asyncio.gather(*again) == [1, 2, 3]
+    events = await redis_log.read("t")
+    assert [(e.id, e.data) for e in events] == [(1, {"n": 0}), (2, {"n": 1}), (3, {"n": 2})]
+
+
+async def test_a_leg_stores_nothing_after_a_lost_event_or_a_failed_checkpoint_write(
+    redis_log: RedisEventLog,
+) -> None:
+    with redis_log.writing("t"):
+        assert await redis_log.emit("t", "note", {"n": 0}) == 1
+        async with redis_log.ordered("t"):
+            pass  # a checkpoint write after its events
+        with pytest.raises(ConnectionError):
+            async with redis_log.ordered("t"):
+                raise ConnectionError("the write timed out")
+        later = redis_log.emit("t", "note", {"n": 1})
+        with pytest.raises(ConnectionError):
+            await later
+    # The next leg (a retry) starts clean.
+    with redis_log.writing("t"):
+        assert await redis_log.emit("t", "note", {"n": 1}) == 2
+    assert [e.data for e in await redis_log.read("t")] == [{"n": 0}, {"n": 1}]
+
+
+async def test_a_lost_event_fails_the_checkpoint_write_after_it(
+    redis_log: RedisEventLog, redis_url: str
+) -> None:
+    blocker = Redis.from_url(redis_url)
+    try:
+        with redis_log.writing("t"):
+            await blocker.set(redis_log._key("t"), "not a stream")  # the append fails
+            lost = redis_log.emit("t", "note", {"n": 0})
+            with pytest.raises(Exception, match="WRONGTYPE"):
+                await lost
+            await blocker.delete(redis_log._key("t"))
+            written = False
+            with pytest.raises(Exception, match="WRONGTYPE"):
+                async with redis_log.ordered("t"):
+                    written = True
+            assert not written
+            with pytest.raises(Exception, match="WRONGTYPE"):
+                await redis_log.emit("t", "note", {"n": 1})
+        assert await redis_log.read("t") == []
+    finally:
+        await blocker.aclose()

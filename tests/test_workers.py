@@ -85,6 +85,15 @@ def assert_once_in_order(frames: list[Frame]) -> None:
     assert frames[-1].event == "done"
 
 
+def assert_no_crash_logged(logs: Path) -> None:
+    """Through an outage the workers warn, once per outage; nothing reads as a crash."""
+    for log in sorted(logs.glob("worker*.log")):
+        text = log.read_text()
+        assert "Task exception was never retrieved" not in text, log.name
+        assert "Traceback" not in text, f"{log.name}: {text[text.find('Traceback') - 300 :][:1500]}"
+        assert " ERROR " not in text, f"{log.name}: {text[text.find(' ERROR ') - 200 :][:800]}"
+
+
 async def checkpoint_history(url: str, thread_id: str) -> list[dict[str, Any]]:
     """Each checkpoint's metadata, newest first, read straight from the Redis saver."""
     async with redis_saver(url) as saver:
@@ -215,3 +224,50 @@ async def test_redis_stopped_mid_run_gives_503s_then_the_run_completes(
     assert during.json()["error"]["code"] == "backend_unavailable"
     assert detail["status"] == "completed" and detail["report"], detail.get("error")
     assert_once_in_order(frames)
+    assert_no_crash_logged(tmp_path)
+
+
+# Longer than a command's timeout (`REDIS_TIMEOUT_S`) and the workers' lease: writes in
+# flight when Redis stops fail on the client's side, whether or not Redis applies them
+# once it runs again, and the runs are taken up again.
+STALL_S = 6.0
+
+
+def timeline(frames: list[Frame]) -> list[str]:
+    """A run's events as a client reads them, but for the status a retried leg adds."""
+    return [
+        f"{f.event}:{f.data.get('node', '')}"
+        for f in frames
+        if not (f.event == "status" and f.data.get("recovered"))
+    ]
+
+
+async def test_a_stalled_redis_loses_and_doubles_no_event(
+    environment: dict[str, str], tmp_path: Path
+) -> None:
+    with redis_server() as url:
+        server_pid = int(redis.Redis.from_url(url).info("server")["process_id"])
+        env = environment | {"RESEARCH_REDIS_URL": url, "RESEARCH_SEARCH_DELAY_MS": "300"}
+        async with deployment(env, tmp_path) as (a, b, _):
+            first = (await a.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+            reference = await collect(b, f"/v1/research/{first}/events")
+            started = [
+                (await a.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+                for _ in range(10)
+            ]
+            # Every run past its first step, some in the middle of one.
+            await asyncio.gather(
+                *(collect(b, f"/v1/research/{t}/events", until="node_finished") for t in started)
+            )
+            os.kill(server_pid, signal.SIGSTOP)
+            try:
+                await asyncio.sleep(STALL_S)
+            finally:
+                os.kill(server_pid, signal.SIGCONT)
+            streams = [collect(b, f"/v1/research/{t}/events") for t in started]
+            frames = await asyncio.wait_for(asyncio.gather(*streams), WAIT_S)
+    assert_once_in_order(reference)
+    for stream in frames:
+        assert_once_in_order(stream)
+        assert timeline(stream) == timeline(reference)
+    assert_no_crash_logged(tmp_path)
