@@ -93,9 +93,12 @@ async def test_a_full_disk_answers_507_and_the_service_recovers_when_space_retur
             assert (await client.get(f"/v1/research/{done}/report")).status_code == 200
             assert (await client.get("/v1/research")).status_code == 200
 
-            # The run going on met the full disk: its end waits for room.
+            # The run going on met the full disk: its end waits for room (another run
+            # admitted meanwhile may meet it too: the message must name this one).
             for _ in range(200):
-                if any("waits for room" in r.getMessage() for r in caplog.records):
+                if any(
+                    f"run {going}: its end waits for room" in r.getMessage() for r in caplog.records
+                ):
                     break
                 await asyncio.sleep(0.05)
             else:
