@@ -63,13 +63,10 @@ class ExtractiveEngine:
         aspects = aspects_for(frame, relevance.kind, group=movement is not None)
         points = [aspect_point(a, topic, subject) for a in aspects]
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
-        # The topic's own words find what the subject's name alone does not (the system a
-        # process acts on, the place of an event): one keyword query, second.
-        topic_words = " ".join(content_words(topic, keep_case=True))
+        # (The topic's own keyword query leads every plan: `nodes.supervisor.led_by_topic`.)
         queries = [
             subject,
             movement or "",
-            topic_words,
             *link_queries(relevance.article, subject, probe, (), LINKS_IN_PLAN),
             *names,
             *(a.query.format(s=subject) for a in aspects),

@@ -57,6 +57,7 @@ def researcher_node(subgraph: ResearcherGraph) -> Node:
     async def researcher(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
         """Search and summarise what the step finds; failures are noted, not fatal."""
         step = ResearcherState(
+            topic=state["topic"],
             options=state["options"],
             task_plan=state.get("task_plan"),
             queries_done=state.get("queries_done", []),

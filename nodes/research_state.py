@@ -53,6 +53,7 @@ class ResearcherState(TypedDict, total=False):
     """One research step: the parent's inputs, the work so far, and the parent's update."""
 
     # From the parent graph, read only.
+    topic: str
     options: RunOptions
     task_plan: ResearchPlan | None
     queries_done: list[str]

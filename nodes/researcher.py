@@ -25,6 +25,7 @@ from nodes.research_collect import teller
 from nodes.research_state import COLLECT, MODEL, TOOLS, ResearcherState
 from nodes.searching import Searcher
 from nodes.tool_calls import run_tool_calls, tool_names
+from tools.text import keyword_query
 
 T = TypeVar("T")
 OUT_OF_TIME = "The research step ran out of time; writing from what was found."
@@ -54,8 +55,10 @@ def searcher(state: ResearcherState, runtime: Runtime[Deps]) -> Searcher:
     """
     sources, read = state.get("research_data", []), state.get("pages", {})
     told = teller(state, functools.partial(tell, runtime))
-    deadline = step_deadline()
-    return Searcher(runtime.context, state["options"].max_results, sources, deadline, read, told)
+    deadline, wide = step_deadline(), keyword_query(state.get("topic", ""))
+    return Searcher(
+        runtime.context, state["options"].max_results, sources, deadline, read, told, wide
+    )
 
 
 async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:

@@ -15,6 +15,10 @@ from nodes.sources import to_sources
 
 logger = logging.getLogger(__name__)
 
+# How many results the topic's own keyword query asks for: the pool a run collects holds
+# at least what one keyword query's top results hold, whatever the plan adds.
+WIDE_RESULTS = 20
+
 
 def observation(outcome: QueryOutcome) -> str:
     """What the ReAct loop's model sees of one query: its summary and the results' names."""
@@ -46,8 +50,11 @@ class Searcher:
         deadline: float,
         read: Mapping[str, ReadPage],
         told: Callable[[QueryOutcome], None] | None = None,
+        wide: str = "",
     ) -> None:
+        """`wide`: the query that asks for `WIDE_RESULTS` (the topic's keyword query)."""
         self._deps = deps
+        self._wide = wide.casefold()
         self._told = told
         # Outcomes by the order their queries started; the next one to tell.
         self._started = 0
@@ -94,9 +101,12 @@ class Searcher:
 
     async def _run(self, query: str) -> QueryOutcome:
         deps = self._deps
+        limit = self._max_results
+        if self._wide and query.casefold() == self._wide:
+            limit = max(limit, WIDE_RESULTS)
         async with self._gate:
             try:
-                hits = await deps.search.search(query, self._max_results)
+                hits = await deps.search.search(query, limit)
             except Exception as exc:  # recorded in the note
                 logger.warning("search failed for %r: %s", query, type(exc).__name__)
                 return QueryOutcome(query=query, results=[], summary="", error=describe(exc))

@@ -7,7 +7,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from core.budget import fixed_supervisor_rule
-from core.models import Action, SearchResult
+from core.models import Action, ResearchPlan, SearchResult
 from core.state import ResearchState
 from core.steps import SUPERVISOR
 from engines.base import ModelAccessError, Progress
@@ -15,6 +15,7 @@ from nodes.accounting import accounted
 from nodes.context import Deps
 from nodes.progress import tell
 from nodes.sources import to_sources
+from tools.text import keyword_query
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +30,20 @@ async def _probe(state: ResearchState, deps: Deps) -> list[SearchResult]:
     return to_sources(hits, deps.search.name)
 
 
+def led_by_topic(plan: ResearchPlan, topic: str) -> ResearchPlan:
+    """The plan with the topic's own keyword query first: the plan's queries add to it.
+
+    Whatever the engine made of the question, the words the user typed are searched (and
+    more widely than the rest, `nodes.searching.WIDE_RESULTS`). A plan without queries
+    (nothing to research) stays so.
+    """
+    first = keyword_query(topic)
+    if not plan.search_queries or not first:
+        return plan
+    rest = [q for q in plan.search_queries if q.casefold() != first.casefold()]
+    return plan.model_copy(update={"search_queries": [first, *rest]})
+
+
 @accounted(SUPERVISOR)
 async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Make the plan if there is none; otherwise choose the next action.
@@ -40,7 +55,9 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
     plan = state.get("task_plan")
     if plan is None:
         probe = await _probe(state, deps)
-        plan = await deps.engine.plan(state["topic"], probe, state.get("feedback"))
+        plan = led_by_topic(
+            await deps.engine.plan(state["topic"], probe, state.get("feedback")), state["topic"]
+        )
         approved = state["options"].approval == "none"
         tell(runtime, {"event": "plan", "plan": plan.model_dump(mode="json")})
         update: dict[str, Any] = {

@@ -38,6 +38,11 @@ def content_words(text: str, keep_case: bool = False) -> list[str]:
     return [w for w in found if w.lower() not in STOPWORDS and len(w) > 1]
 
 
+def keyword_query(text: str) -> str:
+    """The content words of `text` as one search query, whatever the question's wording."""
+    return " ".join(content_words(text, keep_case=True))
+
+
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """Snowball (Porter 2) stem of one lower-cased word."""

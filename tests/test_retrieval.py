@@ -1,0 +1,52 @@
+"""Retrieval comes first: the topic's own keyword query leads every plan and is searched wide."""
+
+import hashlib
+
+import pytest
+
+from core.models import ResearchPlan
+from core.urls import normalize_url
+from engines.extractive import ExtractiveEngine
+from graph.builder import ResearchGraph
+from nodes.context import Deps
+from nodes.searching import WIDE_RESULTS
+from nodes.supervisor import led_by_topic
+from tools.local_corpus import LocalCorpus
+from tools.text import keyword_query
+
+from .support import run_graph, start
+
+# One subject, worded as people ask: a bare phrase, questions, a comparison, keywords.
+PHRASINGS = [
+    "the printing press",
+    "Who invented the printing press, and why did it matter?",
+    "printing press versus woodblock printing",
+    "tell me about gutenberg and movable type",
+    "printing press history europe",
+]
+
+
+@pytest.mark.parametrize("topic", PHRASINGS)
+async def test_the_pool_holds_what_the_topics_own_keyword_query_finds(
+    graph: ResearchGraph, corpus: LocalCorpus, topic: str
+) -> None:
+    deps = Deps(engine=ExtractiveEngine(), search=corpus)
+    thread = "t-" + hashlib.sha256(topic.encode()).hexdigest()[:12]
+    values = await run_graph(graph, deps, thread, start(topic))
+    assert values["task_plan"].search_queries[0] == keyword_query(topic)
+    floor = {normalize_url(h.url) for h in await corpus.search(keyword_query(topic), WIDE_RESULTS)}
+    pool = {normalize_url(s.url) for s in values["research_data"]}
+    assert floor, "the keyword query finds something in the fixture corpus"
+    assert floor <= pool, f"missing from the pool: {sorted(floor - pool)}"
+
+
+def test_a_plan_is_led_by_the_topics_words_and_keeps_its_own_queries() -> None:
+    plan = ResearchPlan(
+        theme="Steam",
+        investigation_points=["How it works"],
+        search_queries=["steam engine history", "Steam engines matter", "James Watt"],
+        plan_text="",
+    )
+    led = led_by_topic(plan, "Why did steam engines matter?")
+    assert led.search_queries == ["steam engines matter", "steam engine history", "James Watt"]
+    assert led_by_topic(plan.model_copy(update={"search_queries": []}), "x y").search_queries == []
