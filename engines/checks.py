@@ -223,7 +223,7 @@ def _drifting_claims(
 ) -> list[str]:
     """Cited sentences that neither name the subject nor cite a source about it."""
     _, subject = match_frame(plan.theme)
-    relevance = Relevance(subject, list(by_url.values()))
+    relevance = Relevance(subject, list(by_url.values()), plan.theme)
     drifting = []
     for sentence, refs in claims:
         cited = [by_url.get(normalize_url(definitions.get(n, ""))) for n in refs]

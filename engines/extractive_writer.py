@@ -39,7 +39,7 @@ def write_briefing(
 ) -> str:
     """Compose the briefing: summary, one finding per point, analysis by point, references."""
     _, subject = match_frame(plan.theme)
-    candidates, idf = quotable(sources, Relevance(subject, sources))
+    candidates, idf = quotable(sources, Relevance(subject, sources, plan.theme))
     chosen: list[Candidate] = []
     summary = _summary(candidates, chosen)
     # Points the last review found uncovered accept weaker matches on a rewrite.

@@ -35,6 +35,9 @@ _CREATORS: frozenset[Kind | None] = frozenset({"work", "person", "concept", "org
 # Cosine of two articles' word counts above which they share a matter (Forest and
 # Deforestation 0.57; Europe and Renaissance 0.05).
 SHARED_MATTER = 0.3
+# A source the topic names by its title is about the topic when it matches the topic's
+# words (BM25 over the collected sources) at least this well against the best such one.
+TOPIC_MATCH = 0.5
 
 
 def subject_tokens(text: str) -> list[str]:
@@ -231,6 +234,58 @@ def bare_title(title: str) -> str:
     return re.sub(r"\s*\(.*?\)\s*$", "", title).strip()
 
 
+def bm25(terms: set[str], sources: Sequence[SearchResult]) -> list[float]:
+    """Okapi BM25 of the stemmed `terms` for each source (title counted thrice) in the pool."""
+    documents = [Counter(stems(f"{s.title} {s.title} {s.title} {s.content}")) for s in sources]
+    if not documents:
+        return []
+    average = sum(sum(d.values()) for d in documents) / len(documents) or 1.0
+    df = Counter(t for d in documents for t in terms if d[t])
+    n = len(documents)
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    k1, b = 1.2, 0.75
+    scores = []
+    for d in documents:
+        norm = k1 * (1 - b + b * sum(d.values()) / average)
+        scores.append(sum(idf[t] * d[t] * (k1 + 1) / (d[t] + norm) for t in terms if d[t]))
+    return scores
+
+
+def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str]:
+    """The sources (normalised URLs) whose title the topic names and that match it well.
+
+    However the question is worded, the articles it names ("Tea" and "Coffee" in "tea
+    vs coffee", "Mount Everest" in "where is Mount Everest, and who first climbed it")
+    are what it is about: the topic names the title (`_named`), and the source matches
+    the topic's words (BM25 over the pool) at least `TOPIC_MATCH` as well as the best
+    such source does (an article titled by one common word of the topic, "History" in a
+    run on the history of a country, matches it far less well).
+    """
+    terms = set(stems(topic))
+    titled = [s for s in sources if _named(s, terms)]
+    scores = bm25(terms, sources)
+    by_url = {normalize_url(s.url): score for s, score in zip(sources, scores, strict=True)}
+    best = max((by_url[normalize_url(s.url)] for s in titled), default=0.0)
+    return frozenset(
+        normalize_url(s.url)
+        for s in titled
+        if by_url[normalize_url(s.url)] >= TOPIC_MATCH * best > 0
+    )
+
+
+def _named(source: SearchResult, topic: set[str]) -> bool:
+    """Whether the topic names the source's title: all its words, or a person's surname.
+
+    "Tolstoy" names Leo Tolstoy; "war" does not name the Spanish Civil War.
+    """
+    title = stems(bare_title(source.title))
+    if not title:
+        return False
+    if set(title) <= topic:
+        return True
+    return title[-1] in topic and kind_of(source.content) == "person"
+
+
 def link_queries(
     article: SearchResult | None,
     subject: str,
@@ -276,11 +331,14 @@ class Relevance:
 
     subject: str
     sources: Sequence[SearchResult]
+    # The topic as asked: the articles it names are about it (`named_by_topic`).
+    topic: str = ""
     article: SearchResult | None = field(init=False)
     phrase: list[str] = field(init=False)
     kind: Kind | None = field(init=False)
     _linked: frozenset[str] = field(init=False)
     _matter: Counter[str] = field(init=False)
+    _topical: frozenset[str] = field(init=False)
     # Judged once per source: the review asks again for every claim that cites it.
     _judged: dict[str, float] = field(init=False, default_factory=dict)
 
@@ -289,6 +347,7 @@ class Relevance:
         self.phrase = subject_tokens(matching_phrase(self.subject, self.article))
         self.kind = kind_of(self.article.content) if self.article else None
         self._linked = named_by(self.article, self.sources)
+        self._topical = named_by_topic(self.topic, self.sources) if self.topic else frozenset()
         self._matter = (
             Counter(stems(f"{self.article.title} {self.article.content}"))
             if self.article
@@ -307,6 +366,14 @@ class Relevance:
         return self._judged[key]
 
     def _judge(self, source: SearchResult, key: str) -> float:
+        judged = self._judge_subject(source, key)
+        # The articles the topic names are about it, also where the subject's phrase
+        # misses them (a comparison, keywords, a question with two parts).
+        if judged < TITLED and key in self._topical:
+            return TITLED
+        return judged
+
+    def _judge_subject(self, source: SearchResult, key: str) -> float:
         if not self.phrase:
             return MENTIONS
         if self.article is not None and key == normalize_url(self.article.url):

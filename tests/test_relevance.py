@@ -329,3 +329,68 @@ async def test_a_source_devoted_to_something_else_speaks_only_where_it_names_the
     draft = await ExtractiveEngine().write(plan, [jazz, bossa], None, None)
     assert "wiki/Bossa_nova" in draft  # it names jazz: those sentences count
     assert "relaxed style of samba" not in draft  # this one is about bossa nova alone
+
+
+TEA = page(
+    "Tea",
+    "Tea is an aromatic beverage prepared by pouring hot water over cured tea leaves. "
+    "Tea originated in southwest China, where it was used as a medicinal drink.",
+)
+COFFEE = page(
+    "Coffee",
+    "Coffee is a beverage brewed from roasted coffee beans. Coffee plants are cultivated in "
+    "over 70 countries, and coffee is one of the most traded agricultural commodities.",
+)
+HISTORY = page(
+    "History",
+    "History is the systematic study of the past. Historians study the history of peoples "
+    "and states from written records; history as a discipline began in antiquity.",
+)
+ETHIOPIA = page(
+    "Ethiopia",
+    "Ethiopia is a landlocked country in the Horn of Africa. The history of Ethiopia reaches "
+    "back to the kingdom of Aksum; Ethiopia was never colonised, and Ethiopia's history "
+    "includes the Solomonic dynasty.",
+)
+
+
+def test_the_articles_a_topic_names_are_about_it_however_it_is_worded() -> None:
+    sources = [TEA, COFFEE, VOLCANO]
+    for topic in ("tea vs coffee", "Which is healthier, coffee or tea?", "coffee tea"):
+        _, subject = match_frame(topic)
+        relevance = Relevance(subject, sources, topic)
+        assert relevance.of(TEA) >= TITLED and relevance.of(COFFEE) >= TITLED, topic
+        assert relevance.of(VOLCANO) == OFF, topic
+    # Without the topic, the subject phrase alone finds neither (a comparison's "subject").
+    _, subject = match_frame("tea vs coffee")
+    assert Relevance(subject, sources).of(TEA) < TITLED
+
+
+def test_people_are_named_by_their_surname() -> None:
+    tolstoy = page(
+        "Leo Tolstoy",
+        "Leo Tolstoy was a Russian writer. He is regarded as one of the greatest authors; "
+        "he wrote War and Peace, and his later life was devoted to his faith.",
+    )
+    dostoevsky = page(
+        "Fyodor Dostoevsky",
+        "Fyodor Dostoevsky was a Russian novelist. He wrote Crime and Punishment; his "
+        "novels explore the human psyche, and he was exiled to Siberia.",
+    )
+    topic = "Tolstoy vs Dostoevsky"
+    _, subject = match_frame(topic)
+    relevance = Relevance(subject, [tolstoy, dostoevsky, VOLCANO], topic)
+    assert relevance.of(tolstoy) >= TITLED and relevance.of(dostoevsky) >= TITLED
+    assert relevance.of(VOLCANO) == OFF
+    # A surname names a person; the last word of another title names nothing by itself.
+    civil_war = page("Spanish Civil War", "The Spanish Civil War was fought from 1936 to 1939.")
+    wars = "the causes of World War I"
+    assert Relevance(match_frame(wars)[1], [civil_war], wars).of(civil_war) < TITLED
+
+
+def test_an_article_titled_by_a_common_word_of_the_topic_is_not_about_it() -> None:
+    topic = "the history of Ethiopia"
+    _, subject = match_frame(topic)
+    relevance = Relevance(subject, [ETHIOPIA, HISTORY], topic)
+    assert relevance.of(ETHIOPIA) >= TITLED
+    assert relevance.of(HISTORY) < TITLED
