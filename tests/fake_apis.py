@@ -74,14 +74,15 @@ class FakeAPIs:
         if fault is not None:
             return fault
         query = seen.body["query"]
+        count = seen.body.get("max_results", 5)
         results = [
             {
                 "title": f"{query} result {i}",
                 "url": f"https://news.example/{query.replace(' ', '-')}/{i}",
                 "content": f"Finding {i} about {query}.",
-                "score": round(1 - i / 10, 2),
+                "score": round(1 - i / (count + 1), 2),  # Tavily's scores are in 0..1
             }
-            for i in range(seen.body.get("max_results", 5))
+            for i in range(count)
         ]
         return JSONResponse({"query": query, "results": results, "response_time": 0.01})
 
