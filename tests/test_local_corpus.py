@@ -119,3 +119,31 @@ def test_demo_summaries_become_json_lines_citing_wikipedia(tmp_path: Path) -> No
     row = json.loads(out.read_text())
     assert row["url"] == "https://en.wikipedia.org/wiki/Printing_press"
     assert wikipedia_url("C++ (language)") == "https://en.wikipedia.org/wiki/C%2B%2B_(language)"
+
+
+def test_a_document_the_query_names_by_its_title_is_found(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    articles = {
+        "Capital city": "A capital city is the seat of government. The capital of a capital "
+        "region is its capital; capitals hold the capital's offices.",
+        "Capitalism": "Capitalism is an economic system based on private ownership.",
+        "Mount Everest": "It is the highest mountain above sea level, in the Himalayas.",
+        "Mount Etna": "Mount Etna is an active volcano on the east coast of Sicily.",
+        "Tenzing Norgay": "Tenzing Norgay reached the summit of Everest first, in 1953, with "
+        "Edmund Hillary; Everest's summit had never been reached before.",
+        "History": "History is the systematic study of the past.",
+        "Bicycle": "The history of the bicycle began with the draisine in 1817.",
+    }
+    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
+    (docs / "articles.jsonl").write_text("\n".join(lines))
+    build_index(iter_documents(docs), tmp_path / "i.sqlite")
+    corpus = LocalCorpus(tmp_path / "i.sqlite")
+    # The stemmer makes one word of "capitalism" and "capital": the title decides.
+    assert corpus.search_sync("capitalism", 2)[0].title == "Capitalism"
+    # Two words of a question name an article that says neither of the others.
+    everest = corpus.search_sync("Where is Mount Everest, and who first reached its summit?", 3)
+    assert "Mount Everest" in [h.title for h in everest[:2]]
+    # One common word of a longer query names nothing by itself.
+    assert "History" not in [h.title for h in corpus.search_sync("history of the bicycle", 1)]
+    corpus.close()

@@ -6,16 +6,17 @@ corpora of this size, and the index is one ordinary file.
 """
 
 import asyncio
+import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tools.corpus_files import Document
 from tools.search import Depth, SearchError, SearchHit
-from tools.text import content_words, words
+from tools.text import STOPWORDS, content_words, words
 
 PASSAGE_CHARS = 1500
 _SCHEMA = """
@@ -27,6 +28,16 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 # Title matches count three times as much as body matches.
 _RANK = "bm25(passages, 3.0, 1.0)"
+# The longest run of a query's words looked up as an article's title, and how many
+# titles sharing its stems are compared with it ("Socialism" among the "Social ..." ones).
+TITLE_WORDS = 4
+TITLE_LOOKUP = 100
+# A title's disambiguation: "Go (game)" is named "Go".
+_DISAMBIGUATION = re.compile(r"\s*\(.*?\)\s*$")
+
+
+# A ranked passage: title, body, URL, publication date, BM25 relevance (higher is better).
+Row = tuple[str, str, str, str | None, float]
 
 
 class CorpusMissingError(SearchError):
@@ -126,7 +137,7 @@ class LocalCorpus:
         with self._lock:
             return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
-    def _ranked(self, expression: str, limit: int) -> list[tuple[str, str, str, str | None, float]]:
+    def _ranked(self, expression: str, limit: int) -> list[Row]:
         with self._lock:
             rows = self._db.execute(
                 f"SELECT title, body, url, published, {_RANK} AS rank FROM passages "
@@ -135,31 +146,71 @@ class LocalCorpus:
             ).fetchall()
         return [(t, b, u, p, -r) for t, b, u, p, r in rows]
 
-    def search_sync(self, query: str, max_results: int = 5) -> list[SearchHit]:
-        """Rank passages by BM25 in tiers: the exact phrase, every word, any word.
+    def _titled(self, query: str) -> tuple[list[Row], list[Row]]:
+        """The documents the query names by their title: by all its words, by some.
 
-        One hit per document. Scores are in 0..1 and a better tier always scores higher.
+        A run of the query's words that is a document's whole title (its disambiguation
+        aside) names it: "capitalism" names Capitalism, which BM25 alone ranks below
+        Capital city (the stemmer makes one word of them). Part of a longer query names
+        a title of two words or more ("Mount Everest"); one word of it ("history" of a
+        history of something) names too much. Longest runs first; each document by its
+        best passage.
+        """
+        tokens = [w.replace('"', "") for w in words(query)]
+        content = set(query_terms(query.lower()))
+        whole: list[Row] = []
+        part: list[Row] = []
+        seen: set[str] = set()
+        for n in range(min(TITLE_WORDS, len(tokens)), 0, -1):
+            for start in range(len(tokens) - n + 1):
+                run = tokens[start : start + n]
+                if all(t in STOPWORDS or len(t) < 2 for t in run):
+                    continue
+                for row in self._ranked(f'title : "{" ".join(run)}"', TITLE_LOOKUP):
+                    if row[2] not in seen and words(_DISAMBIGUATION.sub("", row[0])) == run:
+                        seen.add(row[2])
+                        if content <= set(run):
+                            whole.append(row)
+                        elif n > 1:  # one common word of a longer query names too much
+                            part.append(row)
+        return whole, part
+
+    def search_sync(self, query: str, max_results: int = 5) -> list[SearchHit]:
+        """Rank passages in tiers, one hit per document, each tier by BM25.
+
+        The tiers: a document whose title is the query, the exact phrase, every word, a
+        document whose title is part of the query, any word. Scores are in 0..1, the
+        best hit's 1.0, and a better tier always scores higher.
         """
         terms = query_terms(query)
         if not terms:
             return []
-        expressions = [match_expression(terms, "AND")]
+        whole, part = self._titled(query)
         phrase = " ".join(w.replace('"', "") for w in words(query))
-        if len(terms) > 1:
-            expressions = [f'"{phrase}"', *expressions, match_expression(terms, "OR")]
+        tiers: list[Callable[[], list[Row]]] = [
+            lambda: whole,
+            lambda: self._ranked(f'"{phrase}"', max_results * 3) if len(terms) > 1 else [],
+            lambda: self._ranked(match_expression(terms, "AND"), max_results * 3),
+            lambda: part,
+            lambda: (
+                self._ranked(match_expression(terms, "OR"), max_results * 3)
+                if len(terms) > 1
+                else []
+            ),
+        ]
         hits: list[SearchHit] = []
         seen: set[str] = set()
-        for tier, expression in enumerate(expressions):
+        for tier, ranked in enumerate(tiers):
             if len(hits) == max_results:
                 break  # a lower tier could add nothing: no need to ask
-            rows = self._ranked(expression, max_results * 3)
+            rows = ranked()
             best = max((r[4] for r in rows), default=0.0)
             for title, body, url, published, relevance in rows:
                 if url in seen or len(hits) == max_results:
                     continue
                 seen.add(url)
                 share = relevance / best if best > 0 else 0.0
-                score = (len(expressions) - 1 - tier + share) / len(expressions)
+                score = (len(tiers) - 1 - tier + share) / len(tiers)
                 hits.append(
                     SearchHit(
                         title=title,
@@ -169,6 +220,9 @@ class LocalCorpus:
                         published_date=published,
                     )
                 )
+        top = hits[0].score if hits else 0.0
+        if 0 < top < 1:  # the best hit scores 1.0 whichever tier it came from
+            hits = [h.model_copy(update={"score": round(h.score / top, 4)}) for h in hits]
         return hits
 
     async def search(
