@@ -31,17 +31,26 @@ def server(
 
 
 @contextmanager
-def worker(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """`research-agent worker`, once it says it is executing runs; stopped on exit."""
+def worker(
+    env: dict[str, str], log: Path, stop_s: float = 30.0
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`research-agent worker`, once it says it is executing runs; stopped on exit.
+
+    `stop_s`: how long it may take to stop after SIGTERM before the test fails.
+    """
     with _process(
-        [str(CLI), "worker"], env, log, lambda: WORKER_READY in log.read_bytes()
+        [str(CLI), "worker"], env, log, lambda: WORKER_READY in log.read_bytes(), stop_s
     ) as process:
         yield process
 
 
 @contextmanager
 def _process(
-    command: list[str], env: dict[str, str], log: Path, ready: Callable[[], bool]
+    command: list[str],
+    env: dict[str, str],
+    log: Path,
+    ready: Callable[[], bool],
+    stop_s: float = 30.0,
 ) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("ab") as output:
         process = subprocess.Popen(command, env=env, stdout=output, stderr=output)
@@ -55,4 +64,4 @@ def _process(
     finally:
         if process.poll() is None:
             process.terminate()
-            process.wait(timeout=30)
+            process.wait(timeout=stop_s)
