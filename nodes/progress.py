@@ -5,7 +5,7 @@ stream (what a Platform client's `custom` mode reads) and, through `Deps.progres
 the run's event log at once. Every node of the graph announces its start and end
 (`announced`). All of a step's events are thus queued before the step returns, ahead of
 its checkpoint writes: a store that keeps that order (the SQLite file's one writer; the
-Redis checkpointer waits for the log, `FlatRedisSaver.waits_for`) never has a step's
+Redis checkpointer waits for the log, `FlatRedisSaver.ordered_by`) never has a step's
 writes without its events.
 
 `LegProgress` keys each event by the task that emits it (its checkpoint namespace, which
