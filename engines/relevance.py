@@ -262,14 +262,11 @@ def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str
     run on the history of a country, matches it far less well).
     """
     terms = set(stems(topic))
-    titled = [s for s in sources if _named(s, terms)]
-    scores = bm25(terms, sources)
-    by_url = {normalize_url(s.url): score for s, score in zip(sources, scores, strict=True)}
-    best = max((by_url[normalize_url(s.url)] for s in titled), default=0.0)
+    scored = zip(sources, bm25(terms, sources), strict=True)
+    titled = [(source, score) for source, score in scored if _named(source, terms)]
+    best = max((score for _, score in titled), default=0.0)
     return frozenset(
-        normalize_url(s.url)
-        for s in titled
-        if by_url[normalize_url(s.url)] >= TOPIC_MATCH * best > 0
+        normalize_url(source.url) for source, score in titled if score >= TOPIC_MATCH * best > 0
     )
 
 

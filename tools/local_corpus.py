@@ -157,7 +157,7 @@ class LocalCorpus:
         best passage.
         """
         tokens = [w.replace('"', "") for w in words(query)]
-        content = set(query_terms(query.lower()))
+        content = set(query_terms(query))
         whole: list[Row] = []
         part: list[Row] = []
         seen: set[str] = set()
