@@ -12,6 +12,7 @@ lone ones per run.
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from saq import Job
@@ -134,14 +135,8 @@ class ResearchQueue(RedisQueue):
         too, unseen, and the job stayed active until a sweep found it. Beyond the wait it
         is left so, with a warning.
         """
-        try:
-            await self.outage.persist(
-                lambda: super(ResearchQueue, self).retry(job, error), OUTAGE_WAIT_S
-            )
-        except AWAY as exc:
-            logger.warning(
-                "job %s could not be queued again (%s): a sweep takes it up", job.key, exc
-            )
+        retry = super().retry
+        await self._persisted(lambda: retry(job, error), job, "queued again")
 
     async def finish(
         self,
@@ -153,16 +148,17 @@ class ResearchQueue(RedisQueue):
         **kwargs: Any,
     ) -> None:
         """The stock finish; while Redis is away, it waits for it, as `retry` does."""
+        finish = super().finish
+        await self._persisted(
+            lambda: finish(job, status, result=result, error=error, **kwargs), job, "closed"
+        )
 
-        async def finish() -> None:
-            await super(ResearchQueue, self).finish(
-                job, status, result=result, error=error, **kwargs
-            )
-
+    async def _persisted(self, action: Callable[[], Awaitable[None]], job: Job, done: str) -> None:
+        """`action` for `job`, waiting for Redis; past the wait, left to a sweep with a warning."""
         try:
-            await self.outage.persist(finish, OUTAGE_WAIT_S)
+            await self.outage.persist(action, OUTAGE_WAIT_S)
         except AWAY as exc:
-            logger.warning("job %s could not be closed (%s): a sweep takes it up", job.key, exc)
+            logger.warning("job %s could not be %s (%s): a sweep takes it up", job.key, done, exc)
 
     async def version(self) -> VersionTuple:
         """The server's version, asked once.
