@@ -356,11 +356,14 @@ async def test_a_model_call_ends_with_the_runs_time_budget_and_the_step_falls_ba
 
     llm.responder = responder
     deps = Deps(engine=engine_for(llm), search=corpus)
-    values, events = await run(graph, deps, "llm-budget-s", start(min_sources=2, time_budget_s=3))
+    values, events = await run(graph, deps, "llm-budget-s", start(min_sources=2, time_budget_s=5))
 
+    # What the run did, for a failure's message: a draft written without sources is short
+    # enough to stream inside the budget, which is not the case under test.
+    steps = [(e["event"], e.get("step"), e.get("reason"), e.get("chars")) for e in events]
+    assert len(values["research_data"]) >= 2, steps
     fell_back = [e for e in events if e["event"] == "fallback" and e["step"] == "write"]
-    fallbacks = [e for e in events if e["event"] == "fallback"]
-    assert fell_back and "time budget is spent" in fell_back[0]["reason"], fallbacks
+    assert fell_back and "time budget is spent" in fell_back[0]["reason"], steps
     assert values["usage"].seconds < 15  # the stream alone would take 20 s
     # The extractive writer drafted instead, from the same sources.
     assert "[^1]" in split_front_matter(values["final_report"])[1]
