@@ -25,7 +25,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 
-from engines.checks import split_front_matter
+from engines.report_markdown import split_front_matter
 
 # A References heading with nothing under it (the report cites nothing).
 _EMPTY_REFERENCES = re.compile(r"^#{1,6}\s*References\s*\Z", re.MULTILINE)

@@ -23,30 +23,22 @@ from core.models import (
 )
 from core.urls import normalize_url
 from engines.frames import match_frame
+from engines.naming import bare_title
 from engines.relevance import RELATED, Relevance
-from engines.sentences import split_sentences
+from engines.report_markdown import (
+    FOOTNOTE_REF,
+    LABEL,
+    cited_sentences,
+    footnote_urls,
+    sections,
+    split_front_matter,
+)
 from tools.text import stems
 
-# Where a report lists the points its sources do not address.
-GAPS_SECTION = "Open Questions"
 # Below this share of cited sentences about the subject, a draft drifts: it cannot pass.
 DRIFT_LIMIT = 0.8
 REQUIRED_SECTIONS = ("Executive Summary", "Key Findings", "Detailed Analysis", "References")
 SUPPORT_THRESHOLD = 0.7
-
-_FOOTNOTE_REF = re.compile(r"\[\^(\d+)\](?!:)")
-# A definition starts a line (`_footnote_definitions`): no `^` here, so that the search
-# jumps from one "[^" to the next instead of trying every position of the text.
-_FOOTNOTE_DEF = re.compile(r"\[\^(\d+)\]:\s*(.+)$", re.MULTILINE)
-# A link's URL may hold balanced parentheses: [Lift](https://en.wikipedia.org/wiki/Lift_(force)).
-_LINK_URL = re.compile(
-    r"\(((?:https?|file)://(?:[^()\s]|\([^()\s]*\))+)\)|<([^>]+)>|(https?://\S+|file://\S+)"
-)
-_CLAIM_END = re.compile(r"((?:\[\^\d+\])+)")
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$", re.MULTILINE)
-_LABEL = re.compile(r"\*\*(.+?)\*\*")
-_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
-_LEAD_LABEL = re.compile(r"^\*\*.+?\*\*:?\s*")
 
 
 @dataclass
@@ -65,131 +57,6 @@ class DraftChecks:
         return self.on_subject < DRIFT_LIMIT
 
 
-def split_front_matter(markdown: str) -> tuple[str, str]:
-    """Return (front matter, body); front matter is '' when absent."""
-    if markdown.startswith("---\n"):
-        end = markdown.find("\n---\n", 4)
-        if end != -1:
-            return markdown[: end + 5], markdown[end + 5 :].lstrip("\n")
-    return "", markdown
-
-
-def sections(body: str) -> dict[str, str]:
-    """Map each heading's text to the text under it, up to the next heading of any level."""
-    found: dict[str, str] = {}
-    matches = list(_HEADING.finditer(body))
-    for i, match in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
-        found[plain_text(match.group(2).strip())] = body[match.end() : end]
-    return found
-
-
-def has_gaps(markdown: str) -> bool:
-    """Whether the report lists the points its sources did not address (its Open Questions)."""
-    return any(
-        line.startswith("#") and line.lstrip("#").strip() == GAPS_SECTION
-        for line in markdown.splitlines()
-    )
-
-
-def cites_anything(markdown: str) -> bool:
-    """True when the report's body cites at least one source."""
-    _, body = split_front_matter(markdown)
-    return _FOOTNOTE_REF.search(body) is not None
-
-
-def _footnote_definitions(text: str) -> list[re.Match[str]]:
-    """The footnote definitions (`[^N]: ...` at the start of a line), in order.
-
-    What `^` in multiline mode would find, ten times faster on a report of 18 KB: a
-    match that does not start a line is passed over and the search goes on just after
-    its start, so it hides no definition on a later line.
-    """
-    found: list[re.Match[str]] = []
-    position = 0
-    while (match := _FOOTNOTE_DEF.search(text, position)) is not None:
-        start = match.start()
-        if start == 0 or text[start - 1] == "\n":
-            found.append(match)
-            position = match.end()
-        else:
-            position = start + 1
-    return found
-
-
-def footnote_urls(body: str) -> dict[int, str]:
-    """Map footnote numbers to the URL their definition names."""
-    return _urls_of(_footnote_definitions(body))
-
-
-def _urls_of(definitions: list[re.Match[str]]) -> dict[int, str]:
-    urls: dict[int, str] = {}
-    for number, text in (m.groups() for m in definitions):
-        match = _LINK_URL.search(text)
-        if match:
-            urls[int(number)] = next(g for g in match.groups() if g)
-    return urls
-
-
-def strip_unknown_footnotes(draft: str, sources: Sequence[SearchResult]) -> tuple[str, list[int]]:
-    """Remove footnotes that name no collected source (or are never defined); return their numbers.
-
-    A model may invent a source or a number: such a footnote must not survive into the report.
-    """
-    known = {normalize_url(s.url) for s in sources}
-    found = _footnote_definitions(draft)
-    definitions = _urls_of(found)
-    used = {int(n) for n in _FOOTNOTE_REF.findall(draft)}
-    defined = {int(m.group(1)) for m in found}
-    unknown = sorted(
-        {n for n, url in definitions.items() if normalize_url(url) not in known}
-        | (used - defined)
-        | (defined - set(definitions))  # a definition that names no URL at all
-    )
-    if not unknown:
-        return draft, []
-    wanted = {str(n) for n in unknown}
-    cleaned = re.sub(
-        r"^\[\^(\d+)\]:.*(?:\n|$)",
-        lambda m: "" if m.group(1) in wanted else m.group(0),
-        draft,
-        flags=re.MULTILINE,
-    )
-    cleaned = _FOOTNOTE_REF.sub(lambda m: "" if m.group(1) in wanted else m.group(0), cleaned)
-    return cleaned, unknown
-
-
-def cited_sentences(body: str) -> list[tuple[str, list[int]]]:
-    """Sentences of the prose (references excluded) with the footnotes each cites."""
-    pieces, end = [], 0
-    for match in _footnote_definitions(body):
-        pieces.append(body[end : match.start()])
-        end = match.end()
-    prose = "".join(pieces) + body[end:]
-    result: list[tuple[str, list[int]]] = []
-    in_gaps = False
-    for line in prose.splitlines():
-        text = line.strip()
-        if text.startswith("#"):
-            # The open questions name what is not known: no claim there.
-            in_gaps = text.lstrip("#").strip() == GAPS_SECTION
-        if in_gaps:
-            continue
-        # Headings, quotes and italic editorial notes make no claim about the world.
-        if not text or text.startswith(("#", ">")) or (text.startswith("_") and text.endswith("_")):
-            continue
-        text = _LEAD_LABEL.sub("", _BULLET.sub("", text)).strip()
-        # A run of footnotes closes a claim; earlier sentences in the same run are uncited.
-        parts = _CLAIM_END.split(text)
-        for piece, marks in zip(parts[::2], [*parts[1::2], ""], strict=True):
-            refs = [int(n) for n in _FOOTNOTE_REF.findall(marks)]
-            sentences = split_sentences(piece)
-            for i, sentence in enumerate(sentences):
-                if len(stems(sentence)) >= 3:
-                    result.append((sentence.strip(), refs if i == len(sentences) - 1 else []))
-    return result
-
-
 def _support(sentence: str, source_terms: set[str]) -> float:
     words = set(stems(sentence))
     if not words:
@@ -197,14 +64,23 @@ def _support(sentence: str, source_terms: set[str]) -> float:
     return len(words & source_terms) / len(words)
 
 
-def _point_covered(point: str, theme: str, body_sections: dict[str, str], body: str) -> bool:
+def _point_covered(
+    point: str, theme: str, body_sections: dict[str, str], body: str, cited: set[frozenset[str]]
+) -> bool:
+    """Whether cited text addresses the point.
+
+    It does under its heading or label, by quoting the article it names (`cited`: the
+    title stems of the cited sources), or in a cited sentence with most of its own words.
+    """
+    if frozenset(stems(bare_title(point))) in cited:
+        return True
     wanted = point.strip().casefold()
     for heading, text in body_sections.items():
-        if heading.casefold() == wanted and _FOOTNOTE_REF.search(text):
+        if heading.casefold() == wanted and FOOTNOTE_REF.search(text):
             return True
     for line in body.splitlines():
-        labels = [plain_text(m).casefold() for m in _LABEL.findall(line)]
-        if any(label.strip(" :") == wanted for label in labels) and _FOOTNOTE_REF.search(line):
+        labels = [plain_text(m).casefold() for m in LABEL.findall(line)]
+        if any(label.strip(" :") == wanted for label in labels) and FOOTNOTE_REF.search(line):
             return True
     distinctive = set(stems(point)) - set(stems(theme))
     if not distinctive:
@@ -311,13 +187,14 @@ def _check_facts(
 
 
 def _check_completeness(
-    plan: ResearchPlan, body_sections: dict[str, str], body: str
+    plan: ResearchPlan, body_sections: dict[str, str], body: str, cited: list[SearchResult]
 ) -> tuple[_Verdict, list[str]]:
     """Every investigation point is addressed by cited text; return the points that are not."""
+    titles = {frozenset(stems(bare_title(s.title))) for s in cited}
     uncovered = [
         p
         for p in plan.investigation_points
-        if not _point_covered(p, plan.theme, body_sections, body)
+        if not _point_covered(p, plan.theme, body_sections, body, titles)
     ]
     issues = [
         _issue(
@@ -380,7 +257,8 @@ def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult])
     claims = cited_sentences(body)
     form = _check_format(body, body_sections, definitions)
     facts, citations = _check_facts(claims, definitions, by_url)
-    completeness, uncovered = _check_completeness(plan, body_sections, body)
+    cited = [by_url[u] for u in map(normalize_url, definitions.values()) if u in by_url]
+    completeness, uncovered = _check_completeness(plan, body_sections, body, cited)
     drifting = _drifting_claims(claims, definitions, by_url, plan)
     logic, on_subject = _check_logic(claims, body_sections, drifting)
     return DraftChecks(

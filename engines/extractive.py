@@ -15,13 +15,24 @@ from engines.base import Progress
 from engines.checks import check_draft
 from engines.extractive_candidates import capitalise, lead_sentence
 from engines.extractive_writer import uncovered_points, write_briefing
-from engines.frames import aspect_point, aspects_for, match_frame
+from engines.frames import match_frame
 from engines.keyphrases import key_terms, named_entities
-from engines.relevance import OFF, Relevance, group_movement, link_queries, subject_article
+from engines.naming import bare_title
+from engines.relevance import (
+    DEVOTED,
+    OFF,
+    TITLED,
+    Relevance,
+    group_movement,
+    link_queries,
+    subject_article,
+)
 from engines.sentences import split_sentences
 from tools.text import content_words, stems
 
 MAX_QUERIES = 8
+# Investigation points: the titles of the first results about the topic.
+MAX_POINTS = 5
 # Each refinement round: this many gap, name and term queries, and as many more for what
 # the subject's own article names.
 QUERIES_PER_ROUND = 4
@@ -32,12 +43,38 @@ FOLLOW_UPS = 6
 
 
 def _on_topic(
-    subject: str, sources: Sequence[SearchResult]
+    subject: str, sources: Sequence[SearchResult], topic: str = ""
 ) -> tuple[Relevance, set[str], list[SearchResult]]:
     """How the sources relate to the subject, the subject's stems, the sources about it."""
-    relevance = Relevance(subject, sources)
+    relevance = Relevance(subject, sources, topic)
     subject_stems = set(stems(subject)) | set(relevance.phrase)
     return relevance, subject_stems, [s for s in sources if relevance.of(s) > OFF]
+
+
+def _distinct(queries: Sequence[str]) -> list[str]:
+    """The queries in order, each once whatever its case, none empty."""
+    seen: set[str] = set()
+    kept = []
+    for query in (q.strip() for q in queries):
+        if query and query.casefold() not in seen:
+            seen.add(query.casefold())
+            kept.append(query)
+    return kept
+
+
+def outline(subject: str, probe: Sequence[SearchResult], relevance: Relevance) -> list[str]:
+    """The investigation points: what the first results about the topic are about.
+
+    Each source about the topic (`engines.relevance`: devoted to it or closer) gives its
+    title, the most relevant and best ranked first: the subject's own article, the
+    articles the topic names, then the people, events and things that the first results
+    hold to be its parts. With none, the subject itself is the one point.
+    """
+    about = [s for s in probe if relevance.of(s) >= DEVOTED]
+    about.sort(key=lambda s: relevance.of(s) >= TITLED, reverse=True)  # stable: rank kept
+    titles = [bare_title(s.title) for s in about]
+    points = list(dict.fromkeys(t for t in titles if t))[:MAX_POINTS]
+    return points or [capitalise(subject)]
 
 
 class ExtractiveEngine:
@@ -56,20 +93,18 @@ class ExtractiveEngine:
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
-        """Expand the topic by its frame; add the names and key terms of the first results."""
+        """Points from what the first results are about; queries for each, names and terms."""
         frame, subject = match_frame(topic)
-        relevance, subject_stems, on_topic = _on_topic(subject, probe)
-        movement = group_movement(subject)
-        aspects = aspects_for(frame, relevance.kind, group=movement is not None)
-        points = [aspect_point(a, topic, subject) for a in aspects]
+        relevance, subject_stems, on_topic = _on_topic(subject, probe, topic)
+        points = outline(subject, probe, relevance)
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
         # (The topic's own keyword query leads every plan: `nodes.supervisor.led_by_topic`.)
         queries = [
             subject,
-            movement or "",
+            group_movement(subject) or "",
+            *points,
             *link_queries(relevance.article, subject, probe, (), LINKS_IN_PLAN),
             *names,
-            *(a.query.format(s=subject) for a in aspects),
         ]
         queries += [f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=2)]
         if feedback:
@@ -77,10 +112,10 @@ class ExtractiveEngine:
             if focus:
                 points.append(capitalise(split_sentences(feedback)[0].strip()[:200]))
                 queries.insert(1, f"{subject} {focus}")
-        queries = list(dict.fromkeys(q.strip() for q in queries if q.strip()))[:MAX_QUERIES]
+        queries = _distinct(queries)[:MAX_QUERIES]
         plan_text = (
-            f"Investigate {subject} ({relevance.kind or 'kind unknown'}) as a '{frame.name}' "
-            f"question along {len(points)} points; "
+            f"Investigate {subject} ({relevance.kind or 'kind unknown'}, a '{frame.name}' "
+            f"question) through {len(points)} points drawn from the first results; "
             f"search {len(queries)} short queries, then widen with key terms of what is found."
         )
         return ResearchPlan(
@@ -105,7 +140,7 @@ class ExtractiveEngine:
         candidates += [
             f"{subject} {' '.join(content_words(point)[:4])}" for point in uncovered_points(review)
         ]
-        relevance, subject_stems, on_topic = _on_topic(subject, sources)
+        relevance, subject_stems, on_topic = _on_topic(subject, sources, plan.theme)
         candidates += named_entities(on_topic, exclude=subject_stems, limit=6)
         candidates += [
             f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=4)

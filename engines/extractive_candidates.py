@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from core.models import SearchResult
 from engines.kinds import kind_of
-from engines.relevance import MENTIONS, OFF, OWN, RELATED, Relevance, bare_title
+from engines.naming import bare_title
+from engines.relevance import MENTIONS, OFF, OWN, RELATED, Relevance
 from engines.sentences import split_sentences
 from tools.text import cosine, stems, words
 

@@ -8,9 +8,9 @@ outside (sentences, titles, the topic and plan) is written as text (`core.markdo
 from core.markdown import markdown_text
 from core.models import ResearchPlan, SearchResult
 from core.urls import markdown_url, normalize_url
-from engines.checks import GAPS_SECTION
 from engines.extractive_candidates import Candidate
 from engines.relevance import TITLED
+from engines.report_markdown import GAPS_SECTION
 
 MAX_FINDINGS = 5
 # Where the sentences of sources about the subject that fit no point go.

@@ -1,28 +1,39 @@
-"""The extractive writer: a briefing made of sentences quoted from the sources.
+"""The extractive writer: a briefing of sentences quoted from the sources, chosen by relevance.
 
-Extractive multi-document summarisation: the best central sentences about the subject
-make the summary; every other sentence goes to the investigation point it fits best
-(its words, the point's cue words), redundancy removed; each source about the subject
-that nothing quotes yet lends its best sentence; each sentence is cited to its source.
+Query-focused extractive summarisation with maximal marginal relevance: the summary takes
+the sentences most similar to the topic, each section those most similar to its point
+(and to the topic), weighed with their centrality and how much their source is about the
+topic, less their likeness to what is already chosen. Only sources about the topic lend
+sentences (`engines.relevance`); a source about it that no section quotes yet lends its
+best sentences under its own title, so the report draws on everything relevant it found.
+Each sentence is cited to its source.
 """
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from core.models import ResearchPlan, Review, SearchResult
 from core.urls import normalize_url
 from engines.extractive_candidates import Candidate, quotable
-from engines.extractive_report import RELATED_SUBJECTS, may_lead, render
-from engines.frame_cues import PEOPLE_CUES, cues_for_point
-from engines.frames import all_aspects, aspect_point, match_frame
-from engines.relevance import LINKED, RELATED, Relevance
-from tools.text import STOPWORDS, stem, stems
+from engines.extractive_report import may_lead, render
+from engines.frames import match_frame
+from engines.naming import bare_title
+from engines.relevance import DEVOTED, LINKED, RELATED, TITLED, Relevance
+from tools.text import cosine, stems
 
-SUMMARY_SENTENCES = 3
-SENTENCES_PER_POINT = 4
-# Sources about the subject that no point chose may add this many sentences in all.
-MAX_COVERED = 6
-REDUNDANCY_JACCARD = 0.5
+SUMMARY_SENTENCES = 4
+SUMMARY_PER_SOURCE = 2
+SENTENCES_PER_POINT = 5
+# Sources about the topic that no point quoted: at most this many, each under its title.
+MAX_COVERED = 8
+SENTENCES_PER_COVERED = 2
+# Maximal marginal relevance: the weight of relevance against novelty.
+MMR_LAMBDA = 0.7
+# Idf-weighted cosine above which a sentence says again what a chosen one says.
+REDUNDANT = 0.5
+# Share of a point's own words (those not in the topic) a sentence must have to speak to
+# it (`_Point`).
+POINT_WORDS = 0.5
 
 
 def uncovered_points(review: Review | None) -> list[str]:
@@ -34,191 +45,196 @@ def uncovered_points(review: Review | None) -> list[str]:
     ]
 
 
+class _Choice:
+    """The sentences chosen so far, and maximal-marginal-relevance picks of more."""
+
+    def __init__(self, idf: dict[str, float]) -> None:
+        self.idf = idf
+        self.chosen: list[Candidate] = []
+
+    def likeness(self, candidate: Candidate) -> float:
+        """How much of the sentence a chosen one already says (its nearest cosine)."""
+        return max((cosine(candidate.terms, c.terms, self.idf) for c in self.chosen), default=0)
+
+    def pick(
+        self,
+        pool: Sequence[Candidate],
+        score: Callable[[Candidate], float],
+        count: int,
+        per_source: int | None = None,
+    ) -> list[Candidate]:
+        """Up to `count` sentences of `pool` by MMR, none repeating a chosen one."""
+        picks: list[Candidate] = []
+        left = [c for c in pool if c not in self.chosen]
+        relevance = {id(c): score(c) for c in left}
+        taken: Counter[str] = Counter()
+        while left and len(picks) < count:
+            scored = [
+                (MMR_LAMBDA * relevance[id(c)] - (1 - MMR_LAMBDA) * self.likeness(c), c)
+                for c in left
+            ]
+            _, best = max(scored, key=lambda pair: pair[0])
+            left.remove(best)
+            if self.likeness(best) >= REDUNDANT:
+                continue
+            if per_source is not None and taken[best.source.url] >= per_source:
+                continue
+            taken[best.source.url] += 1
+            picks.append(best)
+            self.chosen.append(best)
+        return picks
+
+
 def write_briefing(
     plan: ResearchPlan, sources: Sequence[SearchResult], review: Review | None
 ) -> str:
     """Compose the briefing: summary, one finding per point, analysis by point, references."""
     _, subject = match_frame(plan.theme)
     candidates, idf = quotable(sources, Relevance(subject, sources, plan.theme))
-    chosen: list[Candidate] = []
-    summary = _summary(candidates, chosen)
-    # Points the last review found uncovered accept weaker matches on a rewrite.
+    choice = _Choice(idf)
+    topic = Counter(stems(plan.theme))
+
+    def on_topic(candidate: Candidate) -> float:
+        return 0.5 * cosine(candidate.terms, topic, idf) + 0.5 * candidate.base
+
+    # The summary speaks from the articles the topic names, else from those about it.
+    about = (
+        [c for c in candidates if c.about >= TITLED]
+        or [c for c in candidates if c.topical >= DEVOTED]
+        or candidates
+    )
+    summary = choice.pick(about, on_topic, SUMMARY_SENTENCES, SUMMARY_PER_SOURCE)
     relaxed = set(uncovered_points(review))
-    fits, score = _point_scores(plan, subject, candidates, idf, relaxed)
-    # A sentence goes to the point it fits best; a point nobody chose may then take
-    # the best sentence left over that fits it at all.
-    best_point = {
-        i: max(score, key=lambda p: score[p][i])
-        for i in range(len(candidates))
-        if any(score[p][i] > 0 for p in score)
-    }
+    # After the plan's points, a section for each article the topic names (both sides of
+    # a comparison, both parts of a question), whether or not the plan foresaw it.
+    named = [bare_title(c.source.title) for c in candidates if c.about >= TITLED]
+    points = list(dict.fromkeys([*plan.investigation_points, *named]))
+    summarised = {stems_of_title(c.source) for c in summary}
     by_point: dict[str, list[Candidate]] = {}
-    for point in plan.investigation_points:
-        mine = [i for i, p in best_point.items() if p == point]
-        by_point[point] = _pick(candidates, mine, score[point], chosen)
-    for point in plan.investigation_points:
-        if not by_point[point]:
-            anyone = [i for i in range(len(candidates)) if score[point][i] > 0]
-            by_point[point] = _pick(candidates, anyone, score[point], chosen)
-    _cover_sources(candidates, fits, by_point, chosen)
+    for point, picks in _sections(points, topic, candidates, choice, relaxed).items():
+        # Only a planned point is a gap, and not when the summary quotes its own article.
+        if picks or (
+            point in plan.investigation_points and frozenset(stems(point)) not in summarised
+        ):
+            by_point[point] = _ordered(picks)
+    _cover_sources(candidates, on_topic, by_point, choice)
     return render(plan, summary, by_point)
 
 
-def _jaccard(a: Counter[str], b: Counter[str]) -> float:
-    union = len(a.keys() | b.keys())
-    return len(a.keys() & b.keys()) / union if union else 0.0
+class _Point:
+    """A section's question: which sentences speak to it, and how well they fit.
 
-
-def _fresh(candidate: Candidate, chosen: list[Candidate]) -> bool:
-    """Whether the sentence says something no chosen sentence already says."""
-    return all(_jaccard(candidate.terms, c.terms) < REDUNDANCY_JACCARD for c in chosen)
-
-
-def _summary(candidates: list[Candidate], chosen: list[Candidate]) -> list[Candidate]:
-    """The summary's sentences, added to `chosen`.
-
-    The summary speaks from sources about the subject, never from passing mentions;
-    the subject's own article may give every sentence of it.
+    A sentence speaks to it when it comes from the point's own article (its title is the
+    point), names all of the point, or has enough of the point's own words (those not in
+    the topic; a point the last review found uncovered accepts any one of them).
     """
-    summary: list[Candidate] = []
-    per_source: Counter[str] = Counter()
-    about = [c for c in candidates if c.topical >= 1.0] or candidates
-    for candidate in sorted(about, key=lambda c: c.base, reverse=True):
-        if len(summary) == SUMMARY_SENTENCES:
-            break
-        limit = SUMMARY_SENTENCES if candidate.topical > 1.0 else 1
-        if per_source[candidate.source.url] < limit and _fresh(candidate, chosen):
-            summary.append(candidate)
-            chosen.append(candidate)
-            per_source[candidate.source.url] += 1
-    return summary
+
+    def __init__(self, point: str, topic: Counter[str], idf: dict[str, float], relaxed: bool):
+        self.wanted = Counter(stems(point))
+        self.own_words = set(self.wanted) - set(topic)
+        self.needed = 1 if relaxed else max(1, round(len(self.own_words) * POINT_WORDS))
+        self.query = self.wanted + self.wanted + topic  # the point first, the topic beside it
+        self.idf = idf
+
+    def own_article(self, candidate: Candidate) -> bool:
+        """Whether the sentence comes from the article the point is the title of."""
+        return bool(self.wanted) and stems_of_title(candidate.source) == set(self.wanted)
+
+    def speaks(self, candidate: Candidate) -> bool:
+        """Whether the sentence answers the point (see the class)."""
+        if self.own_article(candidate):
+            return True
+        terms = candidate.terms.keys()
+        return _speaks_to_subject(candidate) and (
+            (bool(self.wanted) and set(self.wanted) <= terms)
+            or (bool(self.own_words) and len(self.own_words & terms) >= self.needed)
+        )
+
+    def fit(self, candidate: Candidate) -> float:
+        """How well the sentence answers the point: likeness, own article, centrality."""
+        return (
+            0.4 * cosine(candidate.terms, self.query, self.idf)
+            + 0.4 * self.own_article(candidate)
+            + 0.2 * candidate.base
+        )
 
 
-def _point_scores(
-    plan: ResearchPlan,
-    subject: str,
+def _sections(
+    points: list[str],
+    topic: Counter[str],
     candidates: list[Candidate],
-    idf: dict[str, float],
+    choice: _Choice,
     relaxed: set[str],
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """How well each candidate fits each point, and its weight there.
+) -> dict[str, list[Candidate]]:
+    """Each point's sentences, most relevant first.
 
-    fits[point][i]: how well candidate i speaks to the point; score[point][i]: its weight
-    there (0 when the fit is below the point's threshold).
+    Each point first takes its own article's sentences, then all points fill up with the
+    sentences that speak to them: a section on chess does not take what the Xiangqi
+    article says of chess before the section on Xiangqi is written.
     """
-    subject_stems = set(stems(subject))
-    fits: dict[str, list[float]] = {}
-    score: dict[str, list[float]] = {}
-    for point in plan.investigation_points:
-        point_terms = set(stems(point)) - subject_stems
-        cues = (*cues_for_point(point), *_frame_cues(plan.theme, point))
-        cue_terms = {stem(w) for w in cues if w not in STOPWORDS}
-        # A point about people takes what the articles on those people say.
-        people = bool(PEOPLE_CUES & set(cues))
-        fits[point] = [
-            _fit(c, point_terms, cue_terms, idf) + (people and c.person) for c in candidates
-        ]
-        threshold = 0.15 if point in relaxed else 0.3
-        score[point] = [
-            # A sentence that neither names the subject nor comes from its own
-            # article only counts at half weight, whatever its cue words.
-            (fit * 0.6 + c.base * 0.4) * min(1.0, c.topical + 0.3)
-            if fit >= threshold and _speaks_to_subject(c)
-            else 0.0
-            for c, fit in zip(candidates, fits[point], strict=True)
-        ]
-    return fits, score
+    asked = {point: _Point(point, topic, choice.idf, point in relaxed) for point in points}
+    picks = {
+        point: choice.pick([c for c in candidates if p.own_article(c)], p.fit, SENTENCES_PER_POINT)
+        for point, p in asked.items()
+    }
+    for point, p in asked.items():
+        room = SENTENCES_PER_POINT - len(picks[point])
+        picks[point] += choice.pick([c for c in candidates if p.speaks(c)], p.fit, room)
+    return picks
 
 
-def _fit(
-    candidate: Candidate, point_terms: set[str], cue_terms: set[str], idf: dict[str, float]
-) -> float:
-    """The point's own words the sentence has (IDF-weighted), plus its cue words."""
-    words = candidate.terms.keys()
-    direct = sum(idf.get(t, 1.0) for t in words & point_terms) / max(
-        sum(idf.get(t, 1.0) for t in point_terms), 1e-9
-    )
-    cues = len(words & cue_terms) / 3
-    return direct + min(cues, 1.0)
-
-
-def _pick(
-    candidates: list[Candidate],
-    indices: list[int],
-    scores: list[float],
-    chosen: list[Candidate],
-) -> list[Candidate]:
-    """The best unchosen, non-redundant sentences among `indices`; the best first."""
-    picks: list[Candidate] = []
-    for i in sorted(indices, key=lambda i: scores[i], reverse=True):
-        if len(picks) == SENTENCES_PER_POINT:
-            break
-        candidate = candidates[i]
-        if candidate not in chosen and _fresh(candidate, chosen):
-            picks.append(candidate)
-            chosen.append(candidate)
-    # The best pick that names the subject leads (it may become the key finding);
-    # the rest read in source order.
-    lead = next((c for c in picks if may_lead(c)), None)
-    rest = [c for c in picks if c is not lead]
-    ordered = sorted(rest, key=lambda c: (c.source.url, c.position))
-    return [lead, *ordered] if lead is not None else ordered
+def stems_of_title(source: SearchResult) -> frozenset[str]:
+    """The stems of a source's title without its disambiguation: what a point names."""
+    return frozenset(stems(bare_title(source.title)))
 
 
 def _speaks_to_subject(candidate: Candidate) -> bool:
-    """Whether a sentence may answer a point.
+    """Whether a sentence may answer a point that is not its own article's title.
 
     It may when it names the subject, or when its source is the subject's article, titled
     by it or linked by it, or is about one of its people. A source devoted to something
     else (a bossa nova article that names jazz) speaks to the subject only where it names
-    it; its best sentence may still close the report (`_cover_sources`).
+    it; under its own title it may say what it is.
     """
     return candidate.named or candidate.about >= LINKED or candidate.person
 
 
+def _ordered(picks: list[Candidate]) -> list[Candidate]:
+    """The best pick that may lead (a key finding) first; the rest in source order."""
+    lead = next((c for c in picks if may_lead(c)), None)
+    rest = sorted((c for c in picks if c is not lead), key=lambda c: (c.source.url, c.position))
+    return [lead, *rest] if lead is not None else rest
+
+
 def _cover_sources(
     candidates: list[Candidate],
-    fits: dict[str, list[float]],
+    on_topic: Callable[[Candidate], float],
     by_point: dict[str, list[Candidate]],
-    chosen: list[Candidate],
+    choice: _Choice,
 ) -> None:
-    """Give each source about the subject that nothing quotes yet its best sentence.
+    """Give each source about the topic that nothing quotes yet a section of its own.
 
-    A briefing should draw on every source that is about its subject (the chemist whose
-    images showed DNA's helix, the magma a volcano erupts), not only on the few that
-    fit the points best. The sentence goes to the point it fits best, if it fits any.
+    A briefing should draw on every source about its topic (the chemist whose images
+    showed DNA's helix, the magma a volcano erupts), not only on those that fit the
+    points; the most relevant sources first, each under its title.
     """
-    quoted = {normalize_url(c.source.url) for c in chosen}
-    best: dict[str, int] = {}
-    for i, candidate in enumerate(candidates):
+    quoted = {normalize_url(c.source.url) for c in choice.chosen}
+    by_source: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
         key = normalize_url(candidate.source.url)
-        if key in quoted or candidate.about < RELATED or candidate in chosen:
-            continue
-        # A sentence that names the subject says why the source belongs in the report.
-        if key not in best or (candidate.named, candidate.base) > (
-            candidates[best[key]].named,
-            candidates[best[key]].base,
-        ):
-            best[key] = i
+        if key not in quoted and candidate.about >= RELATED:
+            by_source.setdefault(key, []).append(candidate)
+    ranked = sorted(
+        by_source.values(), key=lambda group: max(on_topic(c) for c in group), reverse=True
+    )
     added = 0
-    for i in sorted(best.values(), key=lambda i: candidates[i].base, reverse=True):
-        candidate = candidates[i]
-        if added == MAX_COVERED or not _fresh(candidate, chosen):
+    for group in ranked:
+        if added == MAX_COVERED:
+            break
+        heading = bare_title(group[0].source.title)
+        if heading in by_point:
             continue
-        point = max(fits, key=lambda p: fits[p][i], default=RELATED_SUBJECTS)
-        if fits.get(point, [0.0] * len(candidates))[i] <= 0:
-            point = RELATED_SUBJECTS
-        if len(by_point.setdefault(point, [])) >= SENTENCES_PER_POINT + 2:
-            continue
-        by_point[point].append(candidate)
-        chosen.append(candidate)
-        added += 1
-
-
-def _frame_cues(theme: str, point: str) -> tuple[str, ...]:
-    """Cue words of the frame aspect that produced `point`, if it came from the frame."""
-    _, subject = match_frame(theme)
-    for aspect in all_aspects():
-        if aspect_point(aspect, theme, subject).casefold() == point.casefold():
-            return aspect.cues
-    return ()
+        picks = choice.pick(group, on_topic, SENTENCES_PER_COVERED)
+        if picks:
+            by_point[heading] = _ordered(picks)
+            added += 1

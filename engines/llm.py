@@ -24,10 +24,11 @@ from core.models import (
 from engines.asking import BudgetSpent
 from engines.base import Engine, LinkFollower, Progress
 from engines.chat_models import PLACEHOLDER_KEY, chat_model, speaks_openai, token_cap
-from engines.checks import check_draft, cites_anything, strip_unknown_footnotes
+from engines.checks import check_draft
 from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
 from engines.react import ReActTurns
 from engines.recording import record_fallback
+from engines.report_markdown import cites_anything, strip_unknown_footnotes
 from engines.substance import plan_problem
 from prompts import planner, researcher, reviewer, writer
 from tools.api_client import RetryPolicy

@@ -9,7 +9,6 @@ unless the subject is itself a work, a person, a concept or an organisation (whi
 have works named after them).
 """
 
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -19,15 +18,25 @@ from core.models import SearchResult
 from core.urls import normalize_url
 from engines.keyphrases import fold, folded, linked_phrases
 from engines.kinds import Kind, kind_of
+from engines.naming import (
+    SHORT_TITLE,
+    TOPIC_MATCH,
+    bare_title,
+    bm25,
+    mentions,
+    named_by_topic,
+    namesake,
+    subject_tokens,
+)
 from engines.sentences import split_sentences
-from tools.text import STOPWORDS, cosine, stem, stems, words
+from tools.text import STOPWORDS, cosine, stems, words
 
 # How much a source is about the subject (Relevance.of).
 OWN = 1.0  # the subject's own article
 TITLED = 0.9  # its title names the subject ("History of Buddhism")
 LINKED = 0.8  # the subject's article names it, and it names the subject
 DEVOTED = 0.7  # it names the subject in two sentences or more
-RELATED = 0.6  # the subject's article names it, and the two share their vocabulary
+RELATED = 0.6  # it shares the vocabulary of the subject's article, which names it or it names
 MENTIONS = 0.4  # it names the subject in passing: only those sentences count
 OFF = 0.0
 # Sources of these kinds are about the subject through their own works.
@@ -35,55 +44,6 @@ _CREATORS: frozenset[Kind | None] = frozenset({"work", "person", "concept", "org
 # Cosine of two articles' word counts above which they share a matter (Forest and
 # Deforestation 0.57; Europe and Renaissance 0.05).
 SHARED_MATTER = 0.3
-# A source the topic names by its title is about the topic when it matches the topic's
-# words (BM25 over the collected sources) at least this well against the best such one.
-TOPIC_MATCH = 0.5
-
-
-def subject_tokens(text: str) -> list[str]:
-    """Stems of every word, stopwords and single letters kept: "World War I" is not "World War II".
-
-    A follower and the movement are one word here: "Impressionist" and "Impressionism",
-    "Buddhist" and "Buddhism" (`_root`).
-    """
-    return [_root(stem(w)) for w in words(text)]
-
-
-def _root(token: str) -> str:
-    """A stem without "ist" or "ism", when enough is left to tell words apart."""
-    for suffix in ("ist", "ism"):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
-            return token[: -len(suffix)]
-    return token
-
-
-def mentions(text: str, subject: Sequence[str]) -> int:
-    """How often `text` names the subject: the exact phrase, or most words of a long subject.
-
-    "The French Revolution of 1830" and "a second French Revolution" name another
-    instance of the subject's kind, not the subject.
-    """
-    tokens = subject_tokens(text)
-    if len(subject) <= 4:
-        n = len(subject)
-        return sum(
-            tokens[i : i + n] == list(subject)
-            and not (i > 0 and tokens[i - 1] in _ORDINALS)
-            and not (
-                tokens[i + n : i + n + 1] == ["of"] and _YEAR.fullmatch(_at(tokens, i + n + 1))
-            )
-            for i in range(len(tokens) - n + 1)
-        )
-    core = {t for t in subject if t not in STOPWORDS}
-    return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
-
-
-_ORDINALS = frozenset({"second", "third", "fourth", "fifth", "sixth", "another", "new"})
-_YEAR = re.compile(r"\d{3,4}")
-
-
-def _at(tokens: Sequence[str], index: int) -> str:
-    return tokens[index] if index < len(tokens) else ""
 
 
 def _significant(text: str) -> list[str]:
@@ -122,7 +82,32 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             continue
         if closeness >= 0.5 and (best is None or (closeness, -rank) > best):
             best, found = (closeness, -rank), source
-    return found or _movement_article(subject, sources) or _nearest_article(subject, sources)
+    return (
+        found
+        or _abbreviated_article(subject, sources)
+        or _movement_article(subject, sources)
+        or _nearest_article(subject, sources)
+    )
+
+
+def _abbreviated_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
+    """The article whose name the subject abbreviates: its initials, or "(GPS)" in its lead.
+
+    "GPS" is the Global Positioning System, "DNA" the article that opens "Deoxyribonucleic
+    acid (DNA) is ...".
+    """
+    short = subject.strip()
+    if len(short.split()) != 1 or len(short) < 2:
+        return None
+    for source in sources:
+        title = bare_title(source.title)
+        initials = "".join(w[0] for w in title.split() if w[:1].isupper())
+        spelled = rf"{re.escape(title)}\s*\(\s*{re.escape(short)}\s*[),;]"
+        if initials.casefold() == short.casefold() or re.search(
+            spelled, source.content[:300], re.IGNORECASE
+        ):
+            return source
+    return None
 
 
 def _nearest_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
@@ -229,60 +214,6 @@ def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> f
     return frozenset(linked)
 
 
-def bare_title(title: str) -> str:
-    """A title without its disambiguation: "Lift (force)" -> "Lift"."""
-    return re.sub(r"\s*\(.*?\)\s*$", "", title).strip()
-
-
-def bm25(terms: set[str], sources: Sequence[SearchResult]) -> list[float]:
-    """Okapi BM25 of the stemmed `terms` for each source (title counted thrice) in the pool."""
-    documents = [Counter(stems(f"{s.title} {s.title} {s.title} {s.content}")) for s in sources]
-    if not documents:
-        return []
-    average = sum(sum(d.values()) for d in documents) / len(documents) or 1.0
-    df = Counter(t for d in documents for t in terms if d[t])
-    n = len(documents)
-    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-    k1, b = 1.2, 0.75
-    scores = []
-    for d in documents:
-        norm = k1 * (1 - b + b * sum(d.values()) / average)
-        scores.append(sum(idf[t] * d[t] * (k1 + 1) / (d[t] + norm) for t in terms if d[t]))
-    return scores
-
-
-def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str]:
-    """The sources (normalised URLs) whose title the topic names and that match it well.
-
-    However the question is worded, the articles it names ("Tea" and "Coffee" in "tea
-    vs coffee", "Mount Everest" in "where is Mount Everest, and who first climbed it")
-    are what it is about: the topic names the title (`_named`), and the source matches
-    the topic's words (BM25 over the pool) at least `TOPIC_MATCH` as well as the best
-    such source does (an article titled by one common word of the topic, "History" in a
-    run on the history of a country, matches it far less well).
-    """
-    terms = set(stems(topic))
-    scored = zip(sources, bm25(terms, sources), strict=True)
-    titled = [(source, score) for source, score in scored if _named(source, terms)]
-    best = max((score for _, score in titled), default=0.0)
-    return frozenset(
-        normalize_url(source.url) for source, score in titled if score >= TOPIC_MATCH * best > 0
-    )
-
-
-def _named(source: SearchResult, topic: set[str]) -> bool:
-    """Whether the topic names the source's title: all its words, or a person's surname.
-
-    "Tolstoy" names Leo Tolstoy; "war" does not name the Spanish Civil War.
-    """
-    title = stems(bare_title(source.title))
-    if not title:
-        return False
-    if set(title) <= topic:
-        return True
-    return title[-1] in topic and kind_of(source.content) == "person"
-
-
 def link_queries(
     article: SearchResult | None,
     subject: str,
@@ -336,6 +267,11 @@ class Relevance:
     _linked: frozenset[str] = field(init=False)
     _matter: Counter[str] = field(init=False)
     _topical: frozenset[str] = field(init=False)
+    # The titles of the articles the topic names: naming one names the topic.
+    _alternatives: list[tuple[list[str], str]] = field(init=False)
+    _stemmed: dict[str, list[str]] = field(init=False)
+    # How well each source matches the topic's words, against the best (BM25).
+    _matches: dict[str, float] = field(init=False)
     # Judged once per source: the review asks again for every claim that cites it.
     _judged: dict[str, float] = field(init=False, default_factory=dict)
 
@@ -345,15 +281,58 @@ class Relevance:
         self.kind = kind_of(self.article.content) if self.article else None
         self._linked = named_by(self.article, self.sources)
         self._topical = named_by_topic(self.topic, self.sources) if self.topic else frozenset()
+        self._matches = self._topic_matches()
+        titles = {
+            bare_title(s.title) for s in self.sources if normalize_url(s.url) in self._topical
+        }
+        if self.article is not None:  # "Global Positioning System" names "GPS"
+            titles.add(bare_title(self.article.title))
+        self._alternatives = [(folded(t), t) for t in sorted(titles) if words(t)]
+        self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
         self._matter = (
             Counter(stems(f"{self.article.title} {self.article.content}"))
             if self.article
             else Counter()
         )
 
+    def _topic_matches(self) -> dict[str, float]:
+        """How well each source matches the topic's words (BM25), against the best match.
+
+        The best among the articles the topic names: a title word repeated ("Go" in
+        "dinosaurs go extinct") may make a stray article the best match of all.
+        """
+        if not self.topic:
+            return {}
+        scores = dict(
+            zip(
+                (normalize_url(s.url) for s in self.sources),
+                bm25(set(stems(self.topic)), self.sources),
+                strict=True,
+            )
+        )
+        named = self._topical | ({normalize_url(self.article.url)} if self.article else set())
+        best = max((scores[k] for k in named if k in scores), default=0.0)
+        best = best or max(scores.values(), default=0.0) or 1.0
+        return {key: score / best for key, score in scores.items()}
+
     def names(self, text: str) -> bool:
-        """True when `text` names the subject."""
-        return bool(self.phrase) and mentions(text, self.phrase) > 0
+        """True when `text` names the subject, or an article the topic names by its title.
+
+        "Chess" and "Go" name the topic "chess versus go". A title is named word for word,
+        plurals aside ("Invention" is not "invented"); a title of one short word only as
+        written ("Go", not "go"): short words are common words too.
+        """
+        if self.phrase and mentions(text, self.phrase) > 0:
+            return True
+        if not self._alternatives:
+            return False
+        written = folded(text)
+        return any(
+            re.search(rf"\b{re.escape(title)}\b", text) is not None
+            if len(tokens) == 1 and len(title) <= SHORT_TITLE
+            else _phrase_count(written, tokens) > 0 and mentions(text, self._stemmed[title]) > 0
+            for tokens, title in self._alternatives
+        )
 
     def of(self, source: SearchResult) -> float:
         """OWN, TITLED, LINKED, DEVOTED, RELATED, MENTIONS or OFF."""
@@ -368,6 +347,10 @@ class Relevance:
         # misses them (a comparison, keywords, a question with two parts).
         if judged < TITLED and key in self._topical:
             return TITLED
+        # One that names it and matches the whole topic well is about it: the extinction
+        # event in "why did the dinosaurs go extinct".
+        if judged == MENTIONS and self._matches.get(key, 0.0) >= TOPIC_MATCH:
+            return DEVOTED
         return judged
 
     def _judge_subject(self, source: SearchResult, key: str) -> float:
@@ -375,6 +358,8 @@ class Relevance:
             return MENTIONS
         if self.article is not None and key == normalize_url(self.article.url):
             return OWN
+        if self.article is not None and namesake(source.title, self.article.title):
+            return OFF  # "Muhammad Ali of Egypt" when "Muhammad Ali" is the subject's own
         if self.names(source.title):
             if self.kind not in _CREATORS and kind_of(source.content) == "work":
                 return OFF  # a film or novel that takes the subject's name
@@ -386,7 +371,7 @@ class Relevance:
             return LINKED
         if len(naming) >= 2:
             return DEVOTED
-        if linked:
+        if linked or naming:  # and it shares the subject's matter: satellites for GPS
             matter = Counter(stems(f"{source.title} {source.content}"))
             if cosine(self._matter, matter) >= SHARED_MATTER:
                 return RELATED

@@ -11,7 +11,7 @@ from core.budget import budget_reason
 from core.models import ApprovalDecision, Draft
 from core.state import ResearchState
 from core.steps import WRITER
-from engines.checks import cites_anything, has_gaps, split_front_matter
+from engines.report_markdown import cites_anything, has_gaps, split_front_matter
 from nodes.context import Deps
 from nodes.progress import tell
 

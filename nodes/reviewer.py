@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from core.models import CitationCheck, DraftReview, Review, ReviewIssue
 from core.state import ResearchState
 from core.steps import REVIEWER
-from engines.checks import strip_unknown_footnotes
+from engines.report_markdown import strip_unknown_footnotes
 from nodes.accounting import accounted, unless_refused
 from nodes.context import Deps
 from nodes.progress import tell

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from core.models import SearchResult
 from core.urls import normalize_url
-from engines.checks import cited_sentences, footnote_urls, split_front_matter
+from engines.report_markdown import cited_sentences, footnote_urls, split_front_matter
 from engines.sentences import split_sentences
 from stores.evidence import PageRead, Record, SearchCall, content_hash
 from tools.text import stems

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from core.urls import normalize_url
-from engines.checks import cited_sentences, split_front_matter
+from engines.report_markdown import cited_sentences, split_front_matter
 from stores.evidence import ModelCallRecord, Record, content_hash
 
 

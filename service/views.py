@@ -16,7 +16,7 @@ from core.models import CitationCheck, Rerun, ResearchNote, ResearchPlan
 from core.state import ReportStatus
 from core.urls import normalize_url
 from core.usage import RoundRecord
-from engines.checks import footnote_urls, split_front_matter
+from engines.report_markdown import footnote_urls, split_front_matter
 from graph.builder import ResearchGraph
 from service.errors import NotFound
 from service.execution import RunExecutor

@@ -2,7 +2,8 @@ import random
 import re
 
 from core.models import ResearchPlan, SearchResult
-from engines.checks import _footnote_definitions, check_draft, cited_sentences
+from engines.checks import check_draft
+from engines.report_markdown import _footnote_definitions, cited_sentences, footnote_urls
 
 PLAN = ResearchPlan(
     theme="Printing press",
@@ -134,3 +135,17 @@ def test_footnote_definitions_are_found_exactly_where_a_line_starts_with_one() -
         found = _footnote_definitions(text)
         assert [m.groups() for m in found] == reference.findall(text), repr(text)
         assert [m.span() for m in found] == [m.span() for m in reference.finditer(text)]
+
+
+def test_a_reference_resolves_to_the_link_that_ends_it_whatever_its_title_holds() -> None:
+    body = (
+        "A claim.[^1] Another.[^2] A third.[^3]\n\n## References\n\n"
+        "[^1]: [Handbook \\[guide\\](https://phish.example/login)](https://example.org/a)\n"
+        "[^2]: [\\<img src=x onerror=alert(1)\\>](https://example.org/b)\n"
+        "[^3]: <https://example.org/c>\n"
+    )
+    assert footnote_urls(body) == {
+        1: "https://example.org/a",
+        2: "https://example.org/b",
+        3: "https://example.org/c",
+    }

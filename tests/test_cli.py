@@ -19,7 +19,7 @@ from langgraph.types import StateSnapshot
 from app.api import create_app
 from app.settings import Settings
 from core.options import TOPIC_MAX_CHARS
-from engines.checks import sections, split_front_matter
+from engines.report_markdown import sections, split_front_matter
 from graph.builder import build_graph
 from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite

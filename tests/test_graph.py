@@ -7,8 +7,9 @@ from langgraph.types import Command
 
 from core.models import ResearchPlan, Review, SearchResult
 from core.urls import normalize_url
-from engines.checks import REQUIRED_SECTIONS, footnote_urls, sections, split_front_matter
+from engines.checks import REQUIRED_SECTIONS
 from engines.extractive import ExtractiveEngine
+from engines.report_markdown import footnote_urls, sections, split_front_matter
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.local_corpus import LocalCorpus

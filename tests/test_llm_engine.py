@@ -13,11 +13,11 @@ from app.settings import Settings
 from core.models import ResearchPlan, SearchResult
 from core.urls import normalize_url
 from engines.base import ModelAccessError
-from engines.checks import footnote_urls, split_front_matter
 from engines.extractive import ExtractiveEngine
 from engines.llm import LLMEngine
 from engines.llm_config import ROLES, ModelConfig
 from engines.recording import recording
+from engines.report_markdown import footnote_urls, split_front_matter
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.api_client import RetryPolicy

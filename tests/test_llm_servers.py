@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from core.models import ResearchPlan, SearchResult
-from engines.checks import split_front_matter
 from engines.recording import recording
+from engines.report_markdown import split_front_matter
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from prompts.planner import PLAN_SYSTEM

@@ -18,7 +18,7 @@ import pytest
 
 from app.deps import llm_engine
 from app.settings import Settings
-from engines.checks import split_front_matter
+from engines.report_markdown import split_front_matter
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.local_corpus import LocalCorpus

@@ -24,12 +24,35 @@ STOPWORDS = frozenset(
     """.split()
 )
 
+# Words that shape a question rather than name its matter ("how X works", "the causes of
+# X", "X versus Y"): searched like any word, but never what a question is about.
+FORM_WORDS = frozenset(
+    """
+    work works working function functions happen happened made make makes cause causes caused
+    effect effects impact impacts influence role roles history histories origin origins rise
+    fall difference differences different compare compared comparison versus vs pro pros con
+    cons advantage advantages disadvantage disadvantages benefit benefits importance
+    significance meaning overview explained explain introduction basics life legacy invent
+    invented invention inventor discover discovered discovery
+    """.split()
+)
+
 _stemmer = snowballstemmer.stemmer("english")
 
 
+def written_words(text: str) -> list[str]:
+    """The words of `text` as written, apostrophes kept inside words."""
+    return list(_WORD.findall(text))
+
+
+def word_matches(text: str) -> list[re.Match[str]]:
+    """The words of `text` (`written_words`, one for one) with where each stands."""
+    return list(_WORD.finditer(text))
+
+
 def words(text: str) -> list[str]:
-    """Lower-cased words of `text`, apostrophes kept inside words."""
-    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+    """Lower-cased words of `text` (`written_words`, one for one)."""
+    return [w.lower().replace("’", "'") for w in written_words(text)]
 
 
 def content_words(text: str, keep_case: bool = False) -> list[str]:

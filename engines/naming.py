@@ -1,0 +1,226 @@
+"""How a text names a subject, and which articles a topic names by their titles.
+
+Names are compared as stemmed words in order ("World War I" is not "World War II"), as
+written where case tells names apart ("Muhammad Ali Jinnah" is another man than
+"Muhammad Ali"); the words that shape a question ("how X works", "the causes of X") never
+name what it is about.
+"""
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from core.models import SearchResult
+from core.urls import normalize_url
+from engines.kinds import kind_of
+from tools.text import (
+    FORM_WORDS,
+    STOPWORDS,
+    cosine,
+    stem,
+    stems,
+    word_matches,
+    words,
+    written_words,
+)
+
+# A source that names the subject once is about the topic when it matches the topic's
+# words (BM25 over the collected sources) at least this well against the best article the
+# topic names (`engines.relevance`).
+TOPIC_MATCH = 0.5
+# Cosine of word counts above which two articles a topic names share its matter (chess
+# and Go 0.27, earthquakes and plate tectonics 0.08; dinosaurs and Go 0.009).
+SHARED_TOPIC = 0.02
+# An article the topic names must match the topic's words at least this well against the
+# best such one (BM25 over the pool): "Printing" in a run on ukiyo-e prints does not.
+TITLE_MATCH = 0.3
+# A title this short ("Go", "Art") is named only as written, capitalised.
+SHORT_TITLE = 3
+
+
+def subject_tokens(text: str) -> list[str]:
+    """Stems of every word, stopwords and single letters kept: "World War I" is not "World War II".
+
+    A follower and the movement are one word here: "Impressionist" and "Impressionism",
+    "Buddhist" and "Buddhism" (`_root`).
+    """
+    return [_root(stem(w)) for w in words(text)]
+
+
+def _root(token: str) -> str:
+    """A stem without "ist" or "ism", when enough is left to tell words apart."""
+    for suffix in ("ist", "ism"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
+            return token[: -len(suffix)]
+    return token
+
+
+def mentions(text: str, subject: Sequence[str]) -> int:
+    """How often `text` names the subject: the exact phrase, or most words of a long subject.
+
+    "The French Revolution of 1830" and "a second French Revolution" name another
+    instance of the subject's kind, not the subject.
+    """
+    tokens = subject_tokens(text)
+    if len(subject) <= 4:
+        n = len(subject)
+        raw = word_matches(text)  # the same words as `tokens`, as written
+        return sum(
+            tokens[i : i + n] == list(subject)
+            and not (i > 0 and tokens[i - 1] in _ORDINALS)
+            and not (
+                tokens[i + n : i + n + 1] == ["of"] and _YEAR.fullmatch(_at(tokens, i + n + 1))
+            )
+            and not _longer_name(raw, i, n)
+            for i in range(len(tokens) - n + 1)
+        )
+    core = {t for t in subject if t not in STOPWORDS}
+    return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
+
+
+def _longer_name(raw: Sequence[re.Match[str]], start: int, n: int) -> bool:
+    """Whether the name at raw[start:start+n] goes on, after a space, with a capitalised word.
+
+    "Muhammad Ali Jinnah" and "Chess Olympiad" name something else than "Muhammad Ali"
+    and chess; "the Global Positioning System (GPS)" names it.
+    """
+    if start + n >= len(raw):
+        return False
+    last, after = raw[start + n - 1], raw[start + n]
+    between = after.string[last.end() : after.start()]
+    return last.group()[:1].isupper() and after.group()[:1].isupper() and between.isspace()
+
+
+_FORM = frozenset(stem(w) for w in FORM_WORDS)
+_ORDINALS = frozenset({"second", "third", "fourth", "fifth", "sixth", "another", "new"})
+_YEAR = re.compile(r"\d{3,4}")
+
+
+def _at(tokens: Sequence[str], index: int) -> str:
+    return tokens[index] if index < len(tokens) else ""
+
+
+def namesake(title: str, own: str) -> bool:
+    """Whether `title` is another one of the name `own`: it goes on with a name of its own.
+
+    "Muhammad Ali Jinnah" and "Muhammad Ali of Egypt" beside "Muhammad Ali"; not "History
+    of Buddhism" beside "Buddhism" (the name does not lead).
+    """
+    name, rest = bare_title(own), bare_title(title)
+    if not name or not rest.startswith(name) or rest == name:
+        return False
+    after = written_words(rest[len(name) :])
+    if after[:1] == ["of"]:
+        after = after[1:]
+    return bool(after) and after[0][:1].isupper()
+
+
+def bare_title(title: str) -> str:
+    """A title without its disambiguation: "Lift (force)" -> "Lift"."""
+    return re.sub(r"\s*\(.*?\)\s*$", "", title).strip()
+
+
+def bm25(terms: set[str], sources: Sequence[SearchResult]) -> list[float]:
+    """Okapi BM25 of the stemmed `terms` for each source (title counted thrice) in the pool."""
+    documents = [Counter(stems(f"{s.title} {s.title} {s.title} {s.content}")) for s in sources]
+    if not documents:
+        return []
+    average = sum(sum(d.values()) for d in documents) / len(documents) or 1.0
+    df = Counter(t for d in documents for t in terms if d[t])
+    n = len(documents)
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    k1, b = 1.2, 0.75
+    scores = []
+    for d in documents:
+        norm = k1 * (1 - b + b * sum(d.values()) / average)
+        scores.append(sum(idf[t] * d[t] * (k1 + 1) / (d[t] + norm) for t in terms if d[t]))
+    return scores
+
+
+def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str]:
+    """The sources (normalised URLs) whose title the topic names and that match it well.
+
+    However the question is worded, the articles it names ("Tea" and "Coffee" in "tea
+    vs coffee", "Mount Everest" in "where is Mount Everest, and who first climbed it")
+    are what it is about: the topic names the title (`_named`), the source shares a matter
+    with the others (`_coherent`), and it matches the topic's words (BM25 over the pool)
+    at least `TITLE_MATCH` as well as the best such source does (an article titled by one
+    common word of the topic matches it far less well).
+    """
+    terms = set(stems(topic))
+    scored = zip(sources, bm25(terms, sources), strict=True)
+    written = written_words(topic)
+    titled = [(source, score) for source, score in scored if _named(source, terms, written)]
+    titled = _coherent(titled, terms)
+    best = max((score for _, score in titled), default=0.0)
+    kept = [source for source, score in titled if score >= TITLE_MATCH * best > 0]
+    # The head of a longer name the topic gives is another, wider thing: "Power" beside
+    # "Solar power", "Ali" beside "Muhammad Ali"; "Tobacco" stays a part of "Health effects
+    # of smoking tobacco" (whose head is "effects").
+    names = [(set(stems(bare_title(s.title))), _head(bare_title(s.title))) for s in kept]
+    return frozenset(
+        normalize_url(source.url)
+        for source, (name, _) in zip(kept, names, strict=True)
+        if not any(name < other and head in name for other, head in names)
+    )
+
+
+def _head(title: str) -> str:
+    """The stem of a name's head noun: its last word, or the last before "of"."""
+    before_of = re.split(r"\s+of\s+", title, maxsplit=1)[0]
+    found = stems(before_of)
+    return found[-1] if found else ""
+
+
+def _coherent(
+    titled: list[tuple[SearchResult, float]], terms: set[str]
+) -> list[tuple[SearchResult, float]]:
+    """The titled sources that share a matter with the one matching most of the topic.
+
+    The anchor uses the most of the topic's words (then matches it best); the others must
+    share some of its vocabulary. Chess and Go share theirs (board games, players); the
+    game of Go and dinosaurs hardly a word, so "why did the dinosaurs go extinct" names
+    Dinosaur alone.
+    """
+    if len(titled) < 2:
+        return titled
+    words_of = [Counter(stems(f"{s.title} {s.content}")) for s, _ in titled]
+    covers = [len(terms & counts.keys()) for counts in words_of]
+    anchor = max(range(len(titled)), key=lambda i: (covers[i], titled[i][1]))
+    return [
+        pair
+        for i, pair in enumerate(titled)
+        if i == anchor or cosine(words_of[anchor], words_of[i]) >= SHARED_TOPIC
+    ]
+
+
+def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> bool:
+    """Whether the topic names the source's title: all its words, or a person's surname.
+
+    "Tolstoy" names Leo Tolstoy; "war" does not name the Spanish Civil War; "Muhammad
+    Ali" names neither Husayn ibn Ali nor Al-Nasir Muhammad (the topic's name is longer).
+    """
+    title = stems(bare_title(source.title))
+    if not set(title) - _FORM:  # "Work (physics)" in "how GPS works", "Life", "History"
+        return False
+    if set(title) <= topic:
+        return True
+    if title[-1] not in topic or kind_of(source.content) != "person":
+        return False
+    # Where the topic writes the surname inside a longer name, all of it is the title's.
+    name = set(title)
+    for start, word in enumerate(written):
+        if stem(word.lower()) != title[-1]:
+            continue
+        run = [word]
+        for step in (-1, 1):
+            at = start + step
+            while 0 <= at < len(written) and written[at][:1].isupper():
+                if written[at].lower() in STOPWORDS:
+                    break
+                run.append(written[at])
+                at += step
+        if any(stem(w.lower()) not in name for w in run):
+            return False
+    return True

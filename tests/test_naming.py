@@ -1,0 +1,137 @@
+"""How texts name a subject and which articles a topic names: wording never decides alone."""
+
+from core.models import ResearchPlan, SearchResult
+from engines.extractive import ExtractiveEngine
+from engines.frames import match_frame
+from engines.naming import mentions, named_by_topic, subject_tokens
+from engines.relevance import OFF, OWN, RELATED, TITLED, Relevance, subject_article
+from engines.report_markdown import sections, split_front_matter
+
+
+def page(title: str, content: str) -> SearchResult:
+    return SearchResult(
+        title=title, url=f"https://example.org/wiki/{title.replace(' ', '_')}", content=content
+    )
+
+
+BOXER = page(
+    "Muhammad Ali",
+    "Muhammad Ali was an American professional boxer and activist. Muhammad Ali held the "
+    "heavyweight title from 1964 to 1970.",
+)
+RULER = page(
+    "Muhammad Ali of Egypt",
+    "Muhammad Ali was an Ottoman commander who ruled Egypt from 1805 to 1848. Muhammad Ali "
+    "founded a dynasty.",
+)
+STATESMAN = page(
+    "Muhammad Ali Jinnah",
+    "Muhammad Ali Jinnah was a barrister and the founder of Pakistan. Muhammad Ali Jinnah "
+    "led the Muslim League.",
+)
+CALIPH = page(
+    "Ali",
+    "Ali ibn Abi Talib was the fourth caliph. He was born in Mecca, and he was a cousin of "
+    "the prophet.",
+)
+GPS = page(
+    "Global Positioning System",
+    "The Global Positioning System (GPS) is a satellite-based navigation system. The Global "
+    "Positioning System provides positions to users around the world.",
+)
+SATNAV = page(
+    "Satellite navigation",
+    "Satellite navigation is the use of satellites for navigation. There are four satellite "
+    "navigation systems: the United States Global Positioning System (GPS), Russia's GLONASS "
+    "and others. Satellite navigation gives positions to users around the world.",
+)
+WORK = page(
+    "Work (physics)",
+    "In science, work is the energy transferred to an object by a force. Work is measured in "
+    "joules, and work equals force times distance.",
+)
+
+
+def test_a_longer_name_is_someone_else_and_a_bracketed_abbreviation_is_the_name() -> None:
+    name = subject_tokens("Muhammad Ali")
+    assert mentions("Muhammad Ali won the title.", name) == 1
+    assert mentions("Muhammad Ali Jinnah founded Pakistan.", name) == 0
+    gps = subject_tokens("Global Positioning System")
+    assert mentions("the United States Global Positioning System (GPS), Russia's", gps) == 1
+
+
+def test_words_that_shape_a_question_name_no_article() -> None:
+    # "works" is how the question is asked, not what it is about.
+    assert named_by_topic("how GPS works", [WORK, GPS]) == frozenset()
+
+
+def test_a_person_inside_a_longer_name_is_not_the_person_asked_about() -> None:
+    sources = [BOXER, CALIPH, RULER, STATESMAN]
+    named = named_by_topic("who was Muhammad Ali", sources)
+    assert named == {BOXER.url}
+    relevance = Relevance(match_frame("who was Muhammad Ali")[1], sources, "who was Muhammad Ali")
+    assert relevance.of(BOXER) == OWN
+    # Namesakes are other people, however often they repeat the name.
+    assert relevance.of(RULER) == OFF and relevance.of(STATESMAN) == OFF
+    assert relevance.of(CALIPH) == OFF
+
+
+def test_an_abbreviated_subject_finds_its_article_and_its_neighbours() -> None:
+    sources = [WORK, SATNAV, GPS]
+    assert subject_article("GPS", sources) is GPS
+    relevance = Relevance("GPS", sources, "how GPS works")
+    assert relevance.of(GPS) == OWN
+    assert relevance.of(SATNAV) >= RELATED  # names it and shares its matter
+    assert relevance.of(WORK) == OFF
+
+
+CHESS = page(
+    "Chess",
+    "Chess is a board game for two players, played on a board of 64 squares. The objective "
+    "of chess is to checkmate the enemy king. Chess is played by millions of people.",
+)
+GO = page(
+    "Go (game)",
+    "Go is an abstract strategy board game for two players in which the aim is to fence off "
+    "more territory than the opponent. Go was invented in China more than 2,500 years ago.",
+)
+XIANGQI = page(
+    "Xiangqi",
+    "Xiangqi, commonly known as Chinese chess, is a strategy board game for two players. "
+    "Xiangqi is in the same family of games as Western chess and shogi.",
+)
+
+
+async def test_a_comparison_writes_both_sides_and_what_names_either() -> None:
+    topic = "chess versus go"
+    engine = ExtractiveEngine()
+    plan = await engine.plan(topic, [XIANGQI, CHESS, GO], None)
+    assert plan.investigation_points[:2] == ["Chess", "Go"]
+    draft = await engine.write(plan, [XIANGQI, CHESS, GO], None, None)
+    body = split_front_matter(draft)[1]
+    for title in ("Chess", "Go (game)", "Xiangqi"):
+        assert f"[{title}](" in body, title
+    assert "Go was invented in China" in body and "checkmate the enemy king" in body
+    assert "Open Questions" not in sections(body)  # each side is written, none is a gap
+
+
+async def test_a_point_a_human_writes_gets_the_sentences_that_speak_to_it() -> None:
+    plan = ResearchPlan(
+        theme="chess versus go",
+        investigation_points=["Where the games were invented"],
+        search_queries=["chess", "go"],
+    )
+    draft = await ExtractiveEngine().write(plan, [CHESS, GO, XIANGQI], None, None)
+    found = sections(split_front_matter(draft)[1])
+    point = found.get("Where the games were invented", "")
+    finding = [line for line in found["Key Findings"].splitlines() if "invented:**" in line]
+    said = [*point.split(".[^"), *finding]
+    assert point.strip() or finding  # addressed, not a gap
+    # Only sentences with the point's own words ("games", "invented") speak to it.
+    assert all("game" in s or "invent" in s for s in said if s.strip(" \n]0123456789"))
+    assert "checkmate" not in point
+
+
+def test_titled_is_what_the_topic_names_even_in_a_comparison() -> None:
+    relevance = Relevance(match_frame("chess versus go")[1], [CHESS, GO], "chess versus go")
+    assert relevance.of(CHESS) >= TITLED and relevance.of(GO) >= TITLED
