@@ -1,9 +1,10 @@
 """The extractive engine: research without a language model.
 
-It plans by expanding the topic with a topic frame and the key terms of the first
-results, writes by extractive multi-document summarisation (sentences scored against
-each investigation point with TF-IDF, redundancy removed, grouped by point, each cited
-to the source it came from) and reviews with the deterministic checks alone.
+It plans from what the first results about the topic are about (their titles as points,
+the names and key terms they hold as queries), writes by query-focused extractive
+summarisation (`engines.extractive_writer`: sentences chosen by their likeness to the
+topic and to each point, redundancy removed, each cited to the source it came from) and
+reviews with the deterministic checks alone.
 Every sentence of its reports is quoted from a source (a leading pronoun may be replaced
 by the name it stands for), so its fact check is exact.
 """
@@ -17,7 +18,7 @@ from engines.extractive_candidates import capitalise, lead_sentence
 from engines.extractive_writer import uncovered_points, write_briefing
 from engines.frames import match_frame
 from engines.keyphrases import key_terms, named_entities
-from engines.naming import bare_title
+from engines.naming import LONG_PHRASE, bare_title
 from engines.relevance import (
     DEVOTED,
     OFF,
@@ -28,7 +29,7 @@ from engines.relevance import (
     subject_article,
 )
 from engines.sentences import split_sentences
-from tools.text import content_words, stems
+from tools.text import content_words, stems, topic_parts
 
 MAX_QUERIES = 8
 # Investigation points: the titles of the first results about the topic.
@@ -62,19 +63,24 @@ def _distinct(queries: Sequence[str]) -> list[str]:
     return kept
 
 
-def outline(subject: str, probe: Sequence[SearchResult], relevance: Relevance) -> list[str]:
+def outline(
+    subject: str, topic: str, probe: Sequence[SearchResult], relevance: Relevance
+) -> list[str]:
     """The investigation points: what the first results about the topic are about.
 
     Each source about the topic (`engines.relevance`: devoted to it or closer) gives its
     title, the most relevant and best ranked first: the subject's own article, the
     articles the topic names, then the people, events and things that the first results
-    hold to be its parts. With none, the subject itself is the one point.
+    hold to be its parts. With none of those, each thing the question joins is a point
+    (both sides of "capitalism and socialism"), else the subject itself. A long subject
+    that no article names is judged by most of its words, which fits too much: then only
+    the articles the topic names count.
     """
-    about = [s for s in probe if relevance.of(s) >= DEVOTED]
+    bar = TITLED if len(relevance.phrase) > LONG_PHRASE else DEVOTED
+    about = [s for s in probe if relevance.of(s) >= bar]
     about.sort(key=lambda s: relevance.of(s) >= TITLED, reverse=True)  # stable: rank kept
-    titles = [bare_title(s.title) for s in about]
-    points = list(dict.fromkeys(t for t in titles if t))[:MAX_POINTS]
-    return points or [capitalise(subject)]
+    points = [bare_title(s.title) for s in about] or [capitalise(p) for p in topic_parts(topic)]
+    return list(dict.fromkeys(p for p in points if p))[:MAX_POINTS] or [capitalise(subject)]
 
 
 class ExtractiveEngine:
@@ -96,7 +102,7 @@ class ExtractiveEngine:
         """Points from what the first results are about; queries for each, names and terms."""
         frame, subject = match_frame(topic)
         relevance, subject_stems, on_topic = _on_topic(subject, probe, topic)
-        points = outline(subject, probe, relevance)
+        points = outline(subject, topic, probe, relevance)
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
         # (The topic's own keyword query leads every plan: `nodes.supervisor.led_by_topic`.)
         queries = [

@@ -43,6 +43,9 @@ _ANAPHORIC = frozenset(
     "term field two three former latter same work film book album song novel play series "
     "group band company movement game show city country region".split()
 )
+# "As one of the first known theropods, it has ...": an "it" after an opening clause that
+# names nothing stands for what an earlier sentence named.
+_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(?:it|its)\s")
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
@@ -105,7 +108,7 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
     """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote."""
     if position == 0:
         return sentence
-    if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
+    if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence) or _LATE_IT.match(sentence):
         return None
     subject = _subject_phrase(source)
     if _PERSONAL.match(sentence):

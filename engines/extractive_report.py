@@ -13,8 +13,6 @@ from engines.relevance import TITLED
 from engines.report_markdown import GAPS_SECTION
 
 MAX_FINDINGS = 5
-# Where the sentences of sources about the subject that fit no point go.
-RELATED_SUBJECTS = "Related subjects"
 # A key finding comes from a source about the subject (engines.relevance: DEVOTED or
 # closer), not from a sentence that names it in passing (`PASSING`).
 KEY_FINDING_TOPICAL = 0.7
@@ -68,9 +66,7 @@ def render(
     lines += ["", "## Key Findings", ""]
     # Three to five findings, the best sentence of each point.
     findings = {
-        point: picks[0]
-        for point, picks in by_point.items()
-        if picks and may_lead(picks[0]) and point != RELATED_SUBJECTS
+        point: picks[0] for point, picks in by_point.items() if picks and may_lead(picks[0])
     }
     findings = dict(list(findings.items())[:MAX_FINDINGS])
     for point, candidate in findings.items():

@@ -25,8 +25,8 @@ SUMMARY_SENTENCES = 4
 SUMMARY_PER_SOURCE = 2
 SENTENCES_PER_POINT = 5
 # Sources about the topic that no point quoted: at most this many, each under its title.
-MAX_COVERED = 8
-SENTENCES_PER_COVERED = 2
+MAX_COVERED = 12
+SENTENCES_PER_COVERED = 3
 # Maximal marginal relevance: the weight of relevance against novelty.
 MMR_LAMBDA = 0.7
 # Idf-weighted cosine above which a sentence says again what a chosen one says.
@@ -216,16 +216,20 @@ def _cover_sources(
 
     A briefing should draw on every source about its topic (the chemist whose images
     showed DNA's helix, the magma a volcano erupts), not only on those that fit the
-    points; the most relevant sources first, each under its title.
+    points: the sources about it first, then those that name it in passing (with the
+    sentences that name it), the most relevant first, each under its title.
     """
     quoted = {normalize_url(c.source.url) for c in choice.chosen}
     by_source: dict[str, list[Candidate]] = {}
     for candidate in candidates:
         key = normalize_url(candidate.source.url)
-        if key not in quoted and candidate.about >= RELATED:
+        # A source that only mentions the subject lends the sentences that name it.
+        if key not in quoted and (candidate.about >= RELATED or candidate.named):
             by_source.setdefault(key, []).append(candidate)
     ranked = sorted(
-        by_source.values(), key=lambda group: max(on_topic(c) for c in group), reverse=True
+        by_source.values(),
+        key=lambda group: (group[0].about >= RELATED, max(on_topic(c) for c in group)),
+        reverse=True,
     )
     added = 0
     for group in ranked:

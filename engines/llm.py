@@ -28,6 +28,7 @@ from engines.checks import check_draft
 from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
 from engines.react import ReActTurns
 from engines.recording import record_fallback
+from engines.relevance import about_topic
 from engines.report_markdown import cites_anything, strip_unknown_footnotes
 from engines.substance import plan_problem
 from prompts import planner, researcher, reviewer, writer
@@ -205,10 +206,12 @@ class LLMEngine(ReActTurns):
         A draft that cites none of the sources it was given (a small model's usual answer)
         is no report: the extractive writer drafts from the same sources instead.
         """
+        # The sources about the topic, the most relevant first, as every writer judges them.
+        given = about_topic(plan.theme, sources)
         messages: list[BaseMessage] = [
             self._system("writer", writer.SYSTEM),
             HumanMessage(
-                writer.message(plan, sources, review.feedback if review else None, feedback)
+                writer.message(plan, given, review.feedback if review else None, feedback)
             ),
         ]
 

@@ -34,7 +34,7 @@ TOPIC_MATCH = 0.5
 SHARED_TOPIC = 0.02
 # An article the topic names must match the topic's words at least this well against the
 # best such one (BM25 over the pool): "Printing" in a run on ukiyo-e prints does not.
-TITLE_MATCH = 0.3
+TITLE_MATCH = 0.2
 # A title this short ("Go", "Art") is named only as written, capitalised.
 SHORT_TITLE = 3
 
@@ -56,6 +56,10 @@ def _root(token: str) -> str:
     return token
 
 
+# A subject of more words is named by most of them, in any order (`mentions`).
+LONG_PHRASE = 4
+
+
 def mentions(text: str, subject: Sequence[str]) -> int:
     """How often `text` names the subject: the exact phrase, or most words of a long subject.
 
@@ -63,7 +67,7 @@ def mentions(text: str, subject: Sequence[str]) -> int:
     instance of the subject's kind, not the subject.
     """
     tokens = subject_tokens(text)
-    if len(subject) <= 4:
+    if len(subject) <= LONG_PHRASE:
         n = len(subject)
         raw = word_matches(text)  # the same words as `tokens`, as written
         return sum(
@@ -155,22 +159,24 @@ def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str
     titled = _coherent(titled, terms)
     best = max((score for _, score in titled), default=0.0)
     kept = [source for source, score in titled if score >= TITLE_MATCH * best > 0]
-    # The head of a longer name the topic gives is another, wider thing: "Power" beside
-    # "Solar power", "Ali" beside "Muhammad Ali"; "Tobacco" stays a part of "Health effects
-    # of smoking tobacco" (whose head is "effects").
-    names = [(set(stems(bare_title(s.title))), _head(bare_title(s.title))) for s in kept]
+    # A word of a longer name the topic gives is another thing: "Green" and "Power" beside
+    # "Green Revolution" and "Solar power", "Ali" beside "Muhammad Ali"; what follows "of"
+    # may be a subject of its own ("Tobacco" beside "Health effects of smoking tobacco").
+    names = [set(stems(bare_title(s.title))) for s in kept]
+    compounds = [_compound(bare_title(s.title)) for s in kept]
     return frozenset(
         normalize_url(source.url)
-        for source, (name, _) in zip(kept, names, strict=True)
-        if not any(name < other and head in name for other, head in names)
+        for source, name in zip(kept, names, strict=True)
+        if not any(
+            name < other and name <= compound
+            for other, compound in zip(names, compounds, strict=True)
+        )
     )
 
 
-def _head(title: str) -> str:
-    """The stem of a name's head noun: its last word, or the last before "of"."""
-    before_of = re.split(r"\s+of\s+", title, maxsplit=1)[0]
-    found = stems(before_of)
-    return found[-1] if found else ""
+def _compound(title: str) -> set[str]:
+    """The stems of a name's own words: all of it, or what comes before "of"."""
+    return set(stems(re.split(r"\s+of\s+", title, maxsplit=1)[0]))
 
 
 def _coherent(
@@ -195,6 +201,12 @@ def _coherent(
     ]
 
 
+def _same_word(a: str, b: str) -> bool:
+    """The same word, but for an ending of two letters at most ("volcanoes", "volcano")."""
+    short, long = sorted((a, b), key=len)
+    return long.startswith(short) and len(long) - len(short) <= 2
+
+
 def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> bool:
     """Whether the topic names the source's title: all its words, or a person's surname.
 
@@ -205,9 +217,17 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
     if not set(title) - _FORM:  # "Work (physics)" in "how GPS works", "Life", "History"
         return False
     if set(title) <= topic:
-        return True
+        # Word for word, a plural aside: the stemmer makes one of "capitalism" and "Capital".
+        said = [w.lower() for w in written]
+        return all(
+            any(_same_word(w, t) for t in said)
+            for w in words(bare_title(source.title))
+            if w not in STOPWORDS
+        )
     if title[-1] not in topic or kind_of(source.content) != "person":
         return False
+    if words(bare_title(source.title))[-2:-1] == ["the"]:
+        return False  # an epithet is no surname: "great" does not name Herod the Great
     # Where the topic writes the surname inside a longer name, all of it is the title's.
     name = set(title)
     for start, word in enumerate(written):

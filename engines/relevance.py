@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 
 from core.models import SearchResult
 from core.urls import normalize_url
+from engines.frames import match_frame
 from engines.keyphrases import fold, folded, linked_phrases
 from engines.kinds import Kind, kind_of
 from engines.naming import (
+    LONG_PHRASE,
     SHORT_TITLE,
     TOPIC_MATCH,
     bare_title,
@@ -322,7 +324,11 @@ class Relevance:
         plurals aside ("Invention" is not "invented"); a title of one short word only as
         written ("Go", not "go"): short words are common words too.
         """
-        if self.phrase and mentions(text, self.phrase) > 0:
+        # A long phrase is named by most of its words; where the topic names articles,
+        # those say what it is about ("the differences between capitalism and socialism"
+        # is not named by every sentence with "capital" and "social" in it).
+        loose = len(self.phrase) > LONG_PHRASE and bool(self._alternatives)
+        if self.phrase and not loose and mentions(text, self.phrase) > 0:
             return True
         if not self._alternatives:
             return False
@@ -376,3 +382,15 @@ class Relevance:
             if cosine(self._matter, matter) >= SHARED_MATTER:
                 return RELATED
         return MENTIONS if naming else OFF
+
+
+def about_topic(theme: str, sources: Sequence[SearchResult]) -> list[SearchResult]:
+    """The sources about the topic, the most relevant first (as collected where equal).
+
+    What a model is given to write from: the same judgement the extractive writer and the
+    review make, so a model's report draws on the same sources. All of them when none is
+    about the topic (the writer then says what is missing).
+    """
+    relevance = Relevance(match_frame(theme)[1], sources, theme)
+    about = [s for s in sources if relevance.of(s) > OFF]
+    return sorted(about, key=relevance.of, reverse=True) if about else list(sources)

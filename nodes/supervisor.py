@@ -15,7 +15,7 @@ from nodes.accounting import accounted
 from nodes.context import Deps
 from nodes.progress import tell
 from nodes.sources import to_sources
-from tools.text import keyword_query
+from tools.text import keyword_query, topic_parts
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +34,17 @@ def led_by_topic(plan: ResearchPlan, topic: str) -> ResearchPlan:
     """The plan with the topic's own keyword query first: the plan's queries add to it.
 
     Whatever the engine made of the question, the words the user typed are searched (and
-    more widely than the rest, `nodes.searching.WIDE_RESULTS`). A plan without queries
-    (nothing to research) stays so.
+    more widely than the rest, `nodes.searching.WIDE_RESULTS`), then each of the things it
+    joins on its own (`tools.text.topic_parts`). A plan without queries (nothing to
+    research) stays so.
     """
     first = keyword_query(topic)
     if not plan.search_queries or not first:
         return plan
-    rest = [q for q in plan.search_queries if q.casefold() != first.casefold()]
-    return plan.model_copy(update={"search_queries": [first, *rest]})
+    lead = [first, *topic_parts(topic)]  # both sides of "X vs Y", both parts of a question
+    known = {q.casefold() for q in lead}
+    rest = [q for q in plan.search_queries if q.casefold() not in known]
+    return plan.model_copy(update={"search_queries": [*lead, *rest]})
 
 
 @accounted(SUPERVISOR)

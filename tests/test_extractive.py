@@ -259,3 +259,21 @@ async def test_its_names_the_subject_and_an_unresolved_the_term_is_not_quoted() 
     ]
     assert any(c.startswith("Jazz's roots are in blues") for c in claims)
     assert not any(c.startswith("The term was first used") for c in claims)
+
+
+async def test_an_it_after_an_opening_clause_that_names_nothing_is_not_quoted() -> None:
+    source = SearchResult(
+        title="Allosaurus",
+        url="https://example.org/allosaurus",
+        content="Allosaurus is a genus of theropod dinosaur that lived in the late Jurassic. "
+        "As one of the first well-known theropod dinosaurs, it has long attracted attention. "
+        "When Allosaurus was described in 1877, it was compared with living reptiles.",
+    )
+    plan = ResearchPlan(
+        theme="Allosaurus", investigation_points=["Allosaurus"], search_queries=["x"]
+    )
+    claims = [
+        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [source], None, None))
+    ]
+    assert not any("it has long attracted" in c for c in claims)
+    assert any(c.startswith("When Allosaurus was described") for c in claims)

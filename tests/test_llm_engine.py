@@ -536,3 +536,26 @@ async def test_a_research_step_that_runs_out_of_time_ends_with_a_report_from_wha
     assert any("for write:" in f and "time budget is spent" in f for f in fell_back)
     assert any("for review:" in f and "time budget is spent" in f for f in fell_back)
     assert values["report_status"] == ("final" if values["review"].approved else "partial")
+
+
+async def test_the_model_writes_from_the_sources_about_the_topic_the_most_relevant_first(
+    llm: FakeLLM, settings_env: Path
+) -> None:
+    llm.responder = ResearchModel()
+    engine = engine_for(llm)
+    press = SearchResult(
+        title="Printing press",
+        url="https://example.org/press",
+        content="A printing press applies pressure to an inked surface. The printing press "
+        "was introduced to Europe by Johannes Gutenberg.",
+    )
+    turnip = SearchResult(
+        title="Turnip",
+        url="https://example.org/turnip",
+        content="The turnip is a root vegetable grown in temperate climates.",
+    )
+    plan = ResearchPlan(theme="printing press", investigation_points=["Origins"], search_queries=[])
+    await engine.write(plan, [turnip, SOURCE, press], None, None)
+    prompt = next(c.user for c in llm.calls if "Writer of professional" in c.system)
+    assert "Turnip" not in prompt  # about something else: the model is not given it
+    assert prompt.index("Title: Printing press") < prompt.index("Title: Gutenberg")

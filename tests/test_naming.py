@@ -135,3 +135,53 @@ async def test_a_point_a_human_writes_gets_the_sentences_that_speak_to_it() -> N
 def test_titled_is_what_the_topic_names_even_in_a_comparison() -> None:
     relevance = Relevance(match_frame("chess versus go")[1], [CHESS, GO], "chess versus go")
     assert relevance.of(CHESS) >= TITLED and relevance.of(GO) >= TITLED
+
+
+def test_a_word_of_a_longer_name_is_another_thing_but_what_follows_of_may_be_a_subject() -> None:
+    revolution = page(
+        "Green Revolution",
+        "The Green Revolution was a period of agricultural research that raised crop yields. "
+        "The Green Revolution brought high-yielding wheat and rice to farmers.",
+    )
+    colour = page(
+        "Green",
+        "Green is the colour between cyan and yellow. Green is the colour of most plants and "
+        "of farmers' crops in spring.",
+    )
+    topic = "effects of the Green Revolution on agriculture"
+    assert named_by_topic(topic, [colour, revolution]) == {revolution.url}
+    effects = page(
+        "Health effects of smoking tobacco",
+        "Smoking tobacco has serious effects on health. Tobacco smoking causes cancer.",
+    )
+    tobacco = page(
+        "Tobacco",
+        "Tobacco is the leaves of the tobacco plant, used for smoking. Tobacco contains nicotine.",
+    )
+    others = [CHESS, GO, XIANGQI, GPS]  # a pool, so that the topic's words are rare in it
+    named = named_by_topic("health effects of tobacco smoking", [effects, tobacco, *others])
+    assert named == {effects.url, tobacco.url}
+
+
+def test_a_title_is_named_word_for_word_not_by_a_shared_stem() -> None:
+    capitalism = page("Capitalism", "Capitalism is an economic system based on private ownership.")
+    capital = page("Capital (economics)", "In economics, capital goods are used in production.")
+    socialism = page("Socialism", "Socialism is an economic system of social ownership.")
+    volcano = page("Volcano", "A volcano is a rupture in the crust of a planet.")
+    topic = "the differences between capitalism and socialism"
+    named = named_by_topic(topic, [capital, capitalism, socialism, *[CHESS, GO, GPS]])
+    assert named == {capitalism.url, socialism.url}  # "Capital" only shares a stem
+    assert named_by_topic("how do volcanoes erupt", [volcano, CHESS, GO]) == {volcano.url}
+
+
+async def test_with_nothing_about_the_topic_found_yet_each_side_of_a_comparison_is_a_point() -> (
+    None
+):
+    city = page(
+        "Capital city", "A capital city is the seat of a government. Social life there is busy."
+    )
+    plan = await ExtractiveEngine().plan(
+        "the differences between capitalism and socialism", [city], None
+    )
+    assert plan.investigation_points == ["Capitalism", "Socialism"]
+    assert {"capitalism", "socialism"} <= {q.casefold() for q in plan.search_queries}

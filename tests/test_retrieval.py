@@ -12,7 +12,7 @@ from nodes.context import Deps
 from nodes.searching import WIDE_RESULTS
 from nodes.supervisor import led_by_topic
 from tools.local_corpus import LocalCorpus
-from tools.text import keyword_query
+from tools.text import keyword_query, topic_parts
 
 from .support import run_graph, start
 
@@ -50,3 +50,24 @@ def test_a_plan_is_led_by_the_topics_words_and_keeps_its_own_queries() -> None:
     led = led_by_topic(plan, "Why did steam engines matter?")
     assert led.search_queries == ["steam engines matter", "steam engine history", "James Watt"]
     assert led_by_topic(plan.model_copy(update={"search_queries": []}), "x y").search_queries == []
+
+
+@pytest.mark.parametrize(
+    ("topic", "parts"),
+    [
+        ("the differences between capitalism and socialism", ["capitalism", "socialism"]),
+        (
+            "Where is Mount Everest, and who first reached its summit?",
+            ["Mount Everest", "first reached summit"],
+        ),
+        ("chess versus go", ["chess", "go"]),
+        ("pros and cons of nuclear power", []),  # one thing, asked two ways
+        ("the great wall of china", []),
+    ],
+)
+def test_each_thing_a_question_joins_is_searched_on_its_own_too(
+    topic: str, parts: list[str]
+) -> None:
+    assert topic_parts(topic) == parts
+    plan = ResearchPlan(theme=topic, investigation_points=["x"], search_queries=["x"], plan_text="")
+    assert led_by_topic(plan, topic).search_queries == [keyword_query(topic), *parts, "x"]

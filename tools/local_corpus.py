@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tools.corpus_files import Document
 from tools.search import Depth, SearchError, SearchHit
-from tools.text import STOPWORDS, content_words, words
+from tools.text import FORM_WORDS, STOPWORDS, content_words, words
 
 PASSAGE_CHARS = 1500
 _SCHEMA = """
@@ -150,14 +150,17 @@ class LocalCorpus:
         """The documents the query names by their title: by all its words, by some.
 
         A run of the query's words that is a document's whole title (its disambiguation
-        aside) names it: "capitalism" names Capitalism, which BM25 alone ranks below
+        aside, and the words that shape a question, `FORM_WORDS`) names it: "capitalism"
+        names Capitalism, which BM25 alone ranks below
         Capital city (the stemmer makes one word of them). Part of a longer query names
         a title of two words or more ("Mount Everest"); one word of it ("history" of a
         history of something) names too much. Longest runs first; each document by its
         best passage.
         """
         tokens = [w.replace('"', "") for w in words(query)]
-        content = set(query_terms(query))
+        # The words that shape a question ("history", "works") name no title of their own:
+        # "history of jazz" names Jazz as a whole.
+        content = set(query_terms(query)) - FORM_WORDS
         whole: list[Row] = []
         part: list[Row] = []
         seen: set[str] = set()

@@ -33,7 +33,7 @@ FORM_WORDS = frozenset(
     fall difference differences different compare compared comparison versus vs pro pros con
     cons advantage advantages disadvantage disadvantages benefit benefits importance
     significance meaning overview explained explain introduction basics life legacy invent
-    invented invention inventor discover discovered discovery
+    invented invention inventor discover discovered discovery tell describe
     """.split()
 )
 
@@ -64,6 +64,25 @@ def content_words(text: str, keep_case: bool = False) -> list[str]:
 def keyword_query(text: str) -> str:
     """The content words of `text` as one search query, whatever the question's wording."""
     return " ".join(content_words(text, keep_case=True))
+
+
+# Where a question joins the things it asks about: "X and Y", "X vs Y", "X, and who Y".
+_JOINS = re.compile(r"[,;:?!/]|\b(?:and|or|vs|versus|between|compared|than|with)\b", re.IGNORECASE)
+
+
+def topic_parts(text: str) -> list[str]:
+    """The things a question joins, each as a keyword query; none for a question of one.
+
+    "capitalism and socialism" asks about both, "Mount Everest, and who first reached its
+    summit" about the mountain and its first ascent: each part is searched on its own
+    too. The words that shape a question (`FORM_WORDS`) are left out of each part.
+    """
+    parts = []
+    for piece in _JOINS.split(text):
+        kept = [w for w in content_words(piece, keep_case=True) if w.lower() not in FORM_WORDS]
+        if kept:
+            parts.append(" ".join(kept))
+    return list(dict.fromkeys(parts)) if len(parts) > 1 else []
 
 
 @lru_cache(maxsize=65_536)
