@@ -107,11 +107,14 @@ def write_briefing(
     relaxed = set(uncovered_points(review))
     # After the plan's points, a section for each article the topic names (both sides of
     # a comparison, both parts of a question), whether or not the plan foresaw it.
+    planned = list(dict.fromkeys(plan.investigation_points))
     named = [bare_title(c.source.title) for c in candidates if c.about >= TITLED]
-    points = list(dict.fromkeys([*plan.investigation_points, *named]))
+    unplanned = [p for p in dict.fromkeys(named) if p not in planned]
     summarised = {stems_of_title(c.source) for c in summary}
     by_point: dict[str, list[Candidate]] = {}
-    for point, picks in _sections(points, topic, candidates, choice, relaxed).items():
+    sections = _sections(planned, topic, candidates, choice, relaxed)  # the plan's first
+    sections |= _sections(unplanned, topic, candidates, choice, relaxed)
+    for point, picks in sections.items():
         # Only a planned point is a gap, and not when the summary quotes its own article.
         if picks or (
             point in plan.investigation_points and frozenset(stems(point)) not in summarised
@@ -126,15 +129,19 @@ class _Point:
 
     A sentence speaks to it when it comes from the point's own article (its title is the
     point), names all of the point, or has enough of the point's own words (those not in
-    the topic; a point the last review found uncovered accepts any one of them).
+    the topic), weighed by how rare they are among the sources: "Fuji" speaks to Mount
+    Fuji, "Mount" alone does not. A point the last review found uncovered accepts any one.
     """
 
     def __init__(self, point: str, topic: Counter[str], idf: dict[str, float], relaxed: bool):
+        self.idf = idf
         self.wanted = Counter(stems(point))
         self.own_words = set(self.wanted) - set(topic)
-        self.needed = 1 if relaxed else max(1, round(len(self.own_words) * POINT_WORDS))
+        self.needed = 0.0 if relaxed else POINT_WORDS * self._weight(self.own_words)
         self.query = self.wanted + self.wanted + topic  # the point first, the topic beside it
-        self.idf = idf
+
+    def _weight(self, words: set[str]) -> float:
+        return sum(self.idf.get(t, 1.0) for t in words)
 
     def own_article(self, candidate: Candidate) -> bool:
         """Whether the sentence comes from the article the point is the title of."""
@@ -147,7 +154,9 @@ class _Point:
         terms = candidate.terms.keys()
         return _speaks_to_subject(candidate) and (
             (bool(self.wanted) and set(self.wanted) <= terms)
-            or (bool(self.own_words) and len(self.own_words & terms) >= self.needed)
+            or (
+                bool(self.own_words & terms) and self._weight(self.own_words & terms) >= self.needed
+            )
         )
 
     def fit(self, candidate: Candidate) -> float:

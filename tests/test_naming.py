@@ -88,7 +88,8 @@ def test_an_abbreviated_subject_finds_its_article_and_its_neighbours() -> None:
 CHESS = page(
     "Chess",
     "Chess is a board game for two players, played on a board of 64 squares. The objective "
-    "of chess is to checkmate the enemy king. Chess is played by millions of people.",
+    "of chess is to checkmate the enemy king. Chess is played by millions of people. The "
+    "earliest form of chess was invented in India around the sixth century.",
 )
 GO = page(
     "Go (game)",
