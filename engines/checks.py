@@ -22,8 +22,7 @@ from core.models import (
     Severity,
 )
 from core.urls import normalize_url
-from engines.frames import match_frame
-from engines.naming import bare_title
+from engines.naming import title_stems
 from engines.relevance import RELATED, Relevance
 from engines.report_markdown import (
     FOOTNOTE_REF,
@@ -72,7 +71,7 @@ def _point_covered(
     It does under its heading or label, by quoting the article it names (`cited`: the
     title stems of the cited sources), or in a cited sentence with most of its own words.
     """
-    if frozenset(stems(bare_title(point))) in cited:
+    if title_stems(point) in cited:
         return True
     wanted = point.strip().casefold()
     for heading, text in body_sections.items():
@@ -98,8 +97,7 @@ def _drifting_claims(
     plan: ResearchPlan,
 ) -> list[str]:
     """Cited sentences that neither name the subject nor cite a source about it."""
-    _, subject = match_frame(plan.theme)
-    relevance = Relevance(subject, list(by_url.values()), plan.theme)
+    relevance = Relevance.of_topic(plan.theme, list(by_url.values()))
     drifting = []
     for sentence, refs in claims:
         cited = [by_url.get(normalize_url(definitions.get(n, ""))) for n in refs]
@@ -190,7 +188,7 @@ def _check_completeness(
     plan: ResearchPlan, body_sections: dict[str, str], body: str, cited: list[SearchResult]
 ) -> tuple[_Verdict, list[str]]:
     """Every investigation point is addressed by cited text; return the points that are not."""
-    titles = {frozenset(stems(bare_title(s.title))) for s in cited}
+    titles = {title_stems(s.title) for s in cited}
     uncovered = [
         p
         for p in plan.investigation_points

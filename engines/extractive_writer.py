@@ -16,8 +16,7 @@ from core.models import ResearchPlan, Review, SearchResult
 from core.urls import normalize_url
 from engines.extractive_candidates import Candidate, quotable
 from engines.extractive_report import may_lead, render
-from engines.frames import match_frame
-from engines.naming import bare_title
+from engines.naming import bare_title, title_stems
 from engines.relevance import DEVOTED, LINKED, RELATED, TITLED, Relevance
 from tools.text import cosine, stems
 
@@ -69,13 +68,13 @@ class _Choice:
         relevance = {id(c): score(c) for c in left}
         taken: Counter[str] = Counter()
         while left and len(picks) < count:
-            scored = [
-                (MMR_LAMBDA * relevance[id(c)] - (1 - MMR_LAMBDA) * self.likeness(c), c)
-                for c in left
-            ]
-            _, best = max(scored, key=lambda pair: pair[0])
+            likeness = {id(c): self.likeness(c) for c in left}
+            best = max(
+                left,
+                key=lambda c: MMR_LAMBDA * relevance[id(c)] - (1 - MMR_LAMBDA) * likeness[id(c)],
+            )
             left.remove(best)
-            if self.likeness(best) >= REDUNDANT:
+            if likeness[id(best)] >= REDUNDANT:
                 continue
             if per_source is not None and taken[best.source.url] >= per_source:
                 continue
@@ -89,8 +88,7 @@ def write_briefing(
     plan: ResearchPlan, sources: Sequence[SearchResult], review: Review | None
 ) -> str:
     """Compose the briefing: summary, one finding per point, analysis by point, references."""
-    _, subject = match_frame(plan.theme)
-    candidates, idf = quotable(sources, Relevance(subject, sources, plan.theme))
+    candidates, idf = quotable(sources, Relevance.of_topic(plan.theme, sources))
     choice = _Choice(idf)
     topic = Counter(stems(plan.theme))
 
@@ -110,15 +108,13 @@ def write_briefing(
     planned = list(dict.fromkeys(plan.investigation_points))
     named = [bare_title(c.source.title) for c in candidates if c.about >= TITLED]
     unplanned = [p for p in dict.fromkeys(named) if p not in planned]
-    summarised = {stems_of_title(c.source) for c in summary}
+    summarised = {title_stems(c.source.title) for c in summary}
     by_point: dict[str, list[Candidate]] = {}
     sections = _sections(planned, topic, candidates, choice, relaxed)  # the plan's first
     sections |= _sections(unplanned, topic, candidates, choice, relaxed)
     for point, picks in sections.items():
         # Only a planned point is a gap, and not when the summary quotes its own article.
-        if picks or (
-            point in plan.investigation_points and frozenset(stems(point)) not in summarised
-        ):
+        if picks or (point in plan.investigation_points and title_stems(point) not in summarised):
             by_point[point] = _ordered(picks)
     _cover_sources(candidates, on_topic, by_point, choice)
     return render(plan, summary, by_point)
@@ -145,7 +141,7 @@ class _Point:
 
     def own_article(self, candidate: Candidate) -> bool:
         """Whether the sentence comes from the article the point is the title of."""
-        return bool(self.wanted) and stems_of_title(candidate.source) == set(self.wanted)
+        return bool(self.wanted) and title_stems(candidate.source.title) == set(self.wanted)
 
     def speaks(self, candidate: Candidate) -> bool:
         """Whether the sentence answers the point (see the class)."""
@@ -190,11 +186,6 @@ def _sections(
         room = SENTENCES_PER_POINT - len(picks[point])
         picks[point] += choice.pick([c for c in candidates if p.speaks(c)], p.fit, room)
     return picks
-
-
-def stems_of_title(source: SearchResult) -> frozenset[str]:
-    """The stems of a source's title without its disambiguation: what a point names."""
-    return frozenset(stems(bare_title(source.title)))
 
 
 def _speaks_to_subject(candidate: Candidate) -> bool:

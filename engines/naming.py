@@ -125,6 +125,11 @@ def bare_title(title: str) -> str:
     return re.sub(r"\s*\(.*?\)\s*$", "", title).strip()
 
 
+def title_stems(title: str) -> frozenset[str]:
+    """The stems of a title without its disambiguation: what a point or a topic names."""
+    return frozenset(stems(bare_title(title)))
+
+
 def bm25(terms: set[str], sources: Sequence[SearchResult]) -> list[float]:
     """Okapi BM25 of the stemmed `terms` for each source (title counted thrice) in the pool."""
     documents = [Counter(stems(f"{s.title} {s.title} {s.title} {s.content}")) for s in sources]
@@ -152,8 +157,15 @@ def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str
     at least `TITLE_MATCH` as well as the best such source does (an article titled by one
     common word of the topic matches it far less well).
     """
+    return named_among(topic, sources, bm25(set(stems(topic)), sources))
+
+
+def named_among(
+    topic: str, sources: Sequence[SearchResult], scores: Sequence[float]
+) -> frozenset[str]:
+    """`named_by_topic`, given each source's BM25 match of the topic's words (`bm25`)."""
     terms = set(stems(topic))
-    scored = zip(sources, bm25(terms, sources), strict=True)
+    scored = zip(sources, scores, strict=True)
     written = written_words(topic)
     titled = [(source, score) for source, score in scored if _named(source, terms, written)]
     titled = _coherent(titled, terms)
@@ -162,7 +174,7 @@ def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str
     # A word of a longer name the topic gives is another thing: "Green" and "Power" beside
     # "Green Revolution" and "Solar power", "Ali" beside "Muhammad Ali"; what follows "of"
     # may be a subject of its own ("Tobacco" beside "Health effects of smoking tobacco").
-    names = [set(stems(bare_title(s.title))) for s in kept]
+    names = [title_stems(s.title) for s in kept]
     compounds = [_compound(bare_title(s.title)) for s in kept]
     return frozenset(
         normalize_url(source.url)

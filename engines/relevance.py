@@ -26,7 +26,7 @@ from engines.naming import (
     bare_title,
     bm25,
     mentions,
-    named_by_topic,
+    named_among,
     namesake,
     subject_tokens,
 )
@@ -282,8 +282,9 @@ class Relevance:
         self.phrase = subject_tokens(matching_phrase(self.subject, self.article))
         self.kind = kind_of(self.article.content) if self.article else None
         self._linked = named_by(self.article, self.sources)
-        self._topical = named_by_topic(self.topic, self.sources) if self.topic else frozenset()
-        self._matches = self._topic_matches()
+        scores = bm25(set(stems(self.topic)), self.sources) if self.topic else []
+        self._topical = named_among(self.topic, self.sources, scores) if self.topic else frozenset()
+        self._matches = self._topic_matches(scores)
         titles = {
             bare_title(s.title) for s in self.sources if normalize_url(s.url) in self._topical
         }
@@ -297,7 +298,7 @@ class Relevance:
             else Counter()
         )
 
-    def _topic_matches(self) -> dict[str, float]:
+    def _topic_matches(self, bm25_scores: Sequence[float]) -> dict[str, float]:
         """How well each source matches the topic's words (BM25), against the best match.
 
         The best among the articles the topic names: a title word repeated ("Go" in
@@ -305,17 +306,17 @@ class Relevance:
         """
         if not self.topic:
             return {}
-        scores = dict(
-            zip(
-                (normalize_url(s.url) for s in self.sources),
-                bm25(set(stems(self.topic)), self.sources),
-                strict=True,
-            )
-        )
+        urls = (normalize_url(s.url) for s in self.sources)
+        scores = dict(zip(urls, bm25_scores, strict=True))
         named = self._topical | ({normalize_url(self.article.url)} if self.article else set())
         best = max((scores[k] for k in named if k in scores), default=0.0)
         best = best or max(scores.values(), default=0.0) or 1.0
         return {key: score / best for key, score in scores.items()}
+
+    @classmethod
+    def of_topic(cls, theme: str, sources: Sequence[SearchResult]) -> "Relevance":
+        """How much each source is about the topic as asked (its subject by `match_frame`)."""
+        return cls(match_frame(theme)[1], sources, theme)
 
     def names(self, text: str) -> bool:
         """True when `text` names the subject, or an article the topic names by its title.
@@ -391,6 +392,6 @@ def about_topic(theme: str, sources: Sequence[SearchResult]) -> list[SearchResul
     review make, so a model's report draws on the same sources. All of them when none is
     about the topic (the writer then says what is missing).
     """
-    relevance = Relevance(match_frame(theme)[1], sources, theme)
+    relevance = Relevance.of_topic(theme, sources)
     about = [s for s in sources if relevance.of(s) > OFF]
     return sorted(about, key=relevance.of, reverse=True) if about else list(sources)

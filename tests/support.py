@@ -4,8 +4,11 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from core.models import ResearchPlan, SearchResult
 from core.options import RunOptions
 from core.state import initial_state
+from engines.extractive import ExtractiveEngine
+from engines.report_markdown import cited_sentences
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.local_corpus import LocalCorpus
@@ -15,6 +18,20 @@ FIXTURE_CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 TOPIC = "history of the printing press"
 TAVILY_KEY = "tvly-secret-key-123"
 BRAVE_KEY = "brave-secret-key-456"
+
+
+def page(title: str, content: str) -> SearchResult:
+    """A source with an encyclopaedia-style URL made from its title."""
+    return SearchResult(
+        title=title, url=f"https://example.org/wiki/{title.replace(' ', '_')}", content=content
+    )
+
+
+async def quoted(theme: str, point: str, *sources: SearchResult) -> list[str]:
+    """The cited sentences of an extractive briefing on `theme` with one point."""
+    plan = ResearchPlan(theme=theme, investigation_points=[point], search_queries=["x"])
+    draft = await ExtractiveEngine().write(plan, list(sources), None, None)
+    return [claim for claim, _ in cited_sentences(draft)]
 
 
 class FlakyProvider:

@@ -9,6 +9,8 @@ from engines.relevance import subject_article
 from engines.report_markdown import cited_sentences, split_front_matter
 from engines.sentences import split_sentences
 
+from .support import quoted
+
 PRESS = SearchResult(
     title="Printing press",
     url="https://example.org/press",
@@ -137,21 +139,11 @@ async def test_a_category_noun_becomes_the_subject_only_when_the_lead_defines_it
         url="https://example.org/gutenberg",
         content="Johannes Gutenberg was a German inventor who invented the movable-type printing press. The printing press later spread across the world.",
     )
-    plan = ResearchPlan(
-        theme="French Revolution", investigation_points=["Depictions"], search_queries=["x"]
-    )
-    claims = [
-        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [painting], None, None))
-    ]
+    claims = await quoted("French Revolution", "Depictions", painting)
     assert (
         "Liberty Leading the People is sometimes thought to depict the French Revolution." in claims
     )
-    plan = ResearchPlan(
-        theme="printing press", investigation_points=["Spread"], search_queries=["x"]
-    )
-    claims = [
-        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [inventor], None, None))
-    ]
+    claims = await quoted("printing press", "Spread", inventor)
     assert "The printing press later spread across the world." in claims
 
 
@@ -165,13 +157,7 @@ async def test_sentences_whose_pronoun_names_nobody_in_them_are_not_quoted() -> 
             "Clemenceau led France through the last year of World War I and his government signed the peace."
         ),
     )
-    plan = ResearchPlan(
-        theme="World War I", investigation_points=["Politics"], search_queries=["x"]
-    )
-    claims = [
-        c
-        for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [clemenceau], None, None))
-    ]
+    claims = await quoted("World War I", "Politics", clemenceau)
     assert not any("he played" in c for c in claims)
     assert any(c.startswith("Clemenceau led France") for c in claims)
 
@@ -253,10 +239,7 @@ async def test_its_names_the_subject_and_an_unresolved_the_term_is_not_quoted() 
         "and ragtime of the late nineteenth century. The term was first used in print in "
         "Chicago around 1915 by newspaper writers.",
     )
-    plan = ResearchPlan(theme="Jazz", investigation_points=["Origins"], search_queries=["x"])
-    claims = [
-        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [genre], None, None))
-    ]
+    claims = await quoted("Jazz", "Origins", genre)
     assert any(c.startswith("Jazz's roots are in blues") for c in claims)
     assert not any(c.startswith("The term was first used") for c in claims)
 
@@ -269,11 +252,6 @@ async def test_an_it_after_an_opening_clause_that_names_nothing_is_not_quoted() 
         "As one of the first well-known theropod dinosaurs, it has long attracted attention. "
         "When Allosaurus was described in 1877, it was compared with living reptiles.",
     )
-    plan = ResearchPlan(
-        theme="Allosaurus", investigation_points=["Allosaurus"], search_queries=["x"]
-    )
-    claims = [
-        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [source], None, None))
-    ]
+    claims = await quoted("Allosaurus", "Allosaurus", source)
     assert not any("it has long attracted" in c for c in claims)
     assert any(c.startswith("When Allosaurus was described") for c in claims)

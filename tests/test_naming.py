@@ -1,18 +1,13 @@
 """How texts name a subject and which articles a topic names: wording never decides alone."""
 
-from core.models import ResearchPlan, SearchResult
+from core.models import ResearchPlan
 from engines.extractive import ExtractiveEngine
 from engines.frames import match_frame
 from engines.naming import mentions, named_by_topic, subject_tokens
 from engines.relevance import OFF, OWN, RELATED, TITLED, Relevance, subject_article
 from engines.report_markdown import sections, split_front_matter
 
-
-def page(title: str, content: str) -> SearchResult:
-    return SearchResult(
-        title=title, url=f"https://example.org/wiki/{title.replace(' ', '_')}", content=content
-    )
-
+from .support import page
 
 BOXER = page(
     "Muhammad Ali",

@@ -26,14 +26,7 @@ from engines.report_markdown import GAPS_SECTION, cited_sentences, sections, spl
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 
-from .support import run_graph, start
-
-
-def page(title: str, content: str) -> SearchResult:
-    return SearchResult(
-        title=title, url=f"https://example.org/wiki/{title.replace(' ', '_')}", content=content
-    )
-
+from .support import page, quoted, run_graph, start
 
 VOLCANO = page(
     "Volcano",
@@ -228,12 +221,7 @@ async def test_a_pronoun_after_a_place_is_not_taken_for_the_name_it_stands_for()
         "classical sculpture and developed an Early Renaissance style of sculpture. Donatello "
         "worked in Rome, where he studied the ruins of ancient buildings for the Renaissance.",
     )
-    plan = ResearchPlan(
-        theme="the Renaissance", investigation_points=["Key figures"], search_queries=["x"]
-    )
-    claims = [
-        c for c, _ in cited_sentences(await ExtractiveEngine().write(plan, [sculptor], None, None))
-    ]
+    claims = await quoted("the Renaissance", "Key figures", sculptor)
     assert not any(c.startswith("Born in Florence") for c in claims)
     assert any(c.startswith("Donatello worked in Rome") for c in claims)
 
