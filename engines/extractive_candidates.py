@@ -104,6 +104,12 @@ def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
     )
 
 
+def _a_person(source: SearchResult) -> bool:
+    """Whether the article is about the person its title names: its lead names them too."""
+    lead = set(words(lead_sentence(source)))
+    return kind_of(source.content) == "person" and set(words(bare_title(source.title))) <= lead
+
+
 def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str | None:
     """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote."""
     if position == 0:
@@ -111,6 +117,10 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
     if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence) or _LATE_IT.match(sentence):
         return None
     subject = _subject_phrase(source)
+    if (_PERSONAL.match(sentence) or sentence.startswith(("His ", "Her "))) and not _a_person(
+        source
+    ):
+        return None  # "She sank ..." in an article on a sinking means the ship
     if _PERSONAL.match(sentence):
         return _PERSONAL.sub(capitalise(subject), sentence, count=1)
     if _POSSESSIVE.match(sentence):

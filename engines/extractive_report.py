@@ -75,11 +75,15 @@ def render(
         lines.append("_No finding could be supported by the collected sources._")
     lines += ["", "## Detailed Analysis", ""]
     gaps = [point for point, picks in by_point.items() if not picks]
+    analysed = False
     for point, picks in by_point.items():
         rest = picks[1:] if point in findings else picks
         if not rest:
             continue  # its one passage is the key finding, or it is a gap (below)
         lines += [f"### {markdown_text(point)}", "", " ".join(notes.cite(c) for c in rest), ""]
+        analysed = True
+    if not analysed:
+        lines += ["_The collected sources say nothing beyond the passages above._", ""]
     if gaps:
         # Said once, at the end, rather than as empty sections through the report.
         lines += [f"## {GAPS_SECTION}", "", "The collected sources do not address:", ""]

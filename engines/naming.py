@@ -213,10 +213,22 @@ def _coherent(
     ]
 
 
+# Endings that inflect a word without making another: "volcanoes", "sinking", "ruled".
+_INFLECTIONS = ("s", "es", "'s", "d", "ed", "ing", "ings")
+
+
 def _same_word(a: str, b: str) -> bool:
-    """The same word, but for an ending of two letters at most ("volcanoes", "volcano")."""
+    """The same word but for an inflection; a derived word is another ("Titanic", "Titan")."""
     short, long = sorted((a, b), key=len)
-    return long.startswith(short) and len(long) - len(short) <= 2
+    if short.endswith("y") and long in (short[:-1] + "ies", short[:-1] + "ied"):
+        return True
+    stem = short[:-1] if short.endswith("e") and long.endswith("ing") else short  # "making"
+    if not long.startswith(stem):
+        return False
+    ending = long[len(stem) :]
+    if ending[:1] == stem[-1:] and ending[1:] in ("ed", "ing"):  # "stopped", "stopping"
+        ending = ending[1:]
+    return ending == "" or ending in _INFLECTIONS
 
 
 def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> bool:

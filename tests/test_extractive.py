@@ -9,7 +9,7 @@ from engines.relevance import subject_article
 from engines.report_markdown import cited_sentences, split_front_matter
 from engines.sentences import split_sentences
 
-from .support import quoted
+from .support import page, quoted
 
 PRESS = SearchResult(
     title="Printing press",
@@ -255,3 +255,20 @@ async def test_an_it_after_an_opening_clause_that_names_nothing_is_not_quoted() 
     claims = await quoted("Allosaurus", "Allosaurus", source)
     assert not any("it has long attracted" in c for c in claims)
     assert any(c.startswith("When Allosaurus was described") for c in claims)
+
+
+async def test_she_becomes_the_title_only_in_an_article_about_that_person() -> None:
+    sinking = page(
+        "Sinking of the Titanic",
+        "RMS Titanic sank in the North Atlantic Ocean on 15 April 1912 after she struck an "
+        "iceberg. She sank two hours and forty minutes later, with the loss of 1,500 lives.",
+    )
+    curie = page(
+        "Marie Curie",
+        "Marie Curie was a Polish and naturalised-French physicist and chemist. She won the "
+        "1911 Nobel Prize in Chemistry for the discovery of radium and polonium.",
+    )
+    claims = await quoted("the sinking of the Titanic", "Sinking of the Titanic", sinking)
+    assert not any("Sinking of the Titanic sank" in c for c in claims), claims
+    claims = await quoted("Marie Curie", "Marie Curie", curie)
+    assert any(c.startswith("Marie Curie won the 1911 Nobel Prize") for c in claims), claims

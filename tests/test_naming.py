@@ -181,3 +181,15 @@ async def test_with_nothing_about_the_topic_found_yet_each_side_of_a_comparison_
     )
     assert plan.investigation_points == ["Capitalism", "Socialism"]
     assert {"capitalism", "socialism"} <= {q.casefold() for q in plan.search_queries}
+
+
+def test_an_inflected_word_names_a_title_and_a_derived_one_does_not() -> None:
+    sinking = page(
+        "Sinking of the Titanic",
+        "RMS Titanic sank in the North Atlantic Ocean on 15 April 1912 after striking an "
+        "iceberg. The sinking of the Titanic killed more than 1,500 people.",
+    )
+    titans = page("Titans", "The Titans were the pre-Olympian gods of Greek mythology.")
+    others = [CHESS, GO, XIANGQI, GPS]
+    named = named_by_topic("why did the Titanic sink", [titans, sinking, *others])
+    assert named == {sinking.url}  # "sink" is "sinking"; "Titanic" is not "Titans"
