@@ -17,7 +17,7 @@ from engines.checks import check_draft
 from engines.extractive_candidates import capitalise, lead_sentence
 from engines.extractive_writer import uncovered_points, write_briefing
 from engines.frames import match_frame
-from engines.keyphrases import key_terms, named_entities
+from engines.keyphrases import key_terms, link_queries, named_entities
 from engines.naming import LONG_PHRASE, bare_title
 from engines.relevance import (
     DEVOTED,
@@ -25,7 +25,6 @@ from engines.relevance import (
     TITLED,
     Relevance,
     group_movement,
-    link_queries,
     subject_article,
 )
 from engines.sentences import split_sentences

@@ -145,8 +145,8 @@ class _Point:
 
     def speaks(self, candidate: Candidate) -> bool:
         """Whether the sentence answers the point (see the class)."""
-        if self.own_article(candidate):
-            return True
+        if self.own_article(candidate):  # what it is, and what it says of the subject
+            return candidate.position == 0 or _speaks_to_subject(candidate)
         terms = candidate.terms.keys()
         return _speaks_to_subject(candidate) and (
             (bool(self.wanted) and set(self.wanted) <= terms)
@@ -179,7 +179,9 @@ def _sections(
     """
     asked = {point: _Point(point, topic, choice.idf, point in relaxed) for point in points}
     picks = {
-        point: choice.pick([c for c in candidates if p.own_article(c)], p.fit, SENTENCES_PER_POINT)
+        point: choice.pick(
+            [c for c in candidates if p.own_article(c) and p.speaks(c)], p.fit, SENTENCES_PER_POINT
+        )
         for point, p in asked.items()
     }
     for point, p in asked.items():

@@ -5,6 +5,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from core.models import SearchResult
+from engines.naming import bare_title
 from engines.sentences import split_sentences
 from tools.text import STOPWORDS, content_words, stem, stems, words
 
@@ -136,3 +137,36 @@ def named_entities(sources: Sequence[SearchResult], exclude: set[str], limit: in
                     continue
                 counts[name] += weight * (1 + 0.5 * (len(words) - 1))
     return sorted(counts, key=lambda name: counts[name], reverse=True)[:limit]
+
+
+def link_queries(
+    article: SearchResult | None,
+    subject: str,
+    sources: Sequence[SearchResult],
+    done: Sequence[str],
+    limit: int,
+) -> list[str]:
+    """Phrases of the subject's own article to search for as subjects of their own.
+
+    What the article names first (its lava and magma, its circulatory system, its
+    Buddha) is what a briefing on the subject draws on next; compounds and names come
+    first, then the article's order. Each query is the subject and one such
+    phrase ("volcano magma chamber"): anchored, never the phrase alone. A phrase is
+    skipped when a source of that title is collected or it was searched.
+    """
+    if article is None or limit <= 0:
+        return []
+    have = {tuple(folded(bare_title(s.title))) for s in sources}
+    named = set(folded(subject)) | set(folded(bare_title(article.title)))
+    searched = {q.casefold() for q in done}
+    ranked: list[tuple[bool, str]] = []
+    for phrase in linked_phrases(article.content):
+        rest = [w for w in phrase.split() if fold(w) not in named]
+        query = f"{subject} {' '.join(rest)}"
+        if not rest or tuple(folded(phrase)) in have or query.casefold() in searched:
+            continue
+        # A compound or a name ("magma chamber", "the Buddha") is a thing of its own; a
+        # single common word ("surface", "average") far less often.
+        ranked.append((len(rest) > 1 or rest[0][:1].isupper(), query))
+    ranked.sort(key=lambda pair: not pair[0])  # stable: first appearance breaks ties
+    return [query for _, query in ranked[:limit]]

@@ -268,3 +268,33 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
         if any(stem(w.lower()) not in name for w in run):
             return False
     return True
+
+
+def surnames(titles: set[str], sources: Sequence[SearchResult]) -> dict[str, set[str]]:
+    """The surnames of the people among `titles` that no other collected person bears.
+
+    "Dostoevsky" names Fyodor Dostoevsky; "Curie" names neither Marie nor Pierre Curie
+    when both were collected.
+    """
+    people = {
+        bare_title(s.title): words(bare_title(s.title))
+        for s in sources
+        if len(words(bare_title(s.title))) > 1 and kind_of(s.content) == "person"
+    }
+    bearers = Counter(name[-1] for name in people.values())
+    return {
+        people[t][-1]: set(people[t])
+        for t in titles
+        if t in people and bearers[people[t][-1]] == 1 and len(people[t][-1]) > SHORT_TITLE
+    }
+
+
+def by_surname(text: str, surname: str, name: set[str]) -> bool:
+    """Whether `text` names the person by the surname, not inside another's name."""
+    for found in re.finditer(rf"\b{re.escape(surname)}\b", text, re.IGNORECASE):
+        if not found.group()[:1].isupper():
+            continue
+        before = re.findall(r"[\w'’-]+", text[: found.start()])[-1:]
+        if not before or not before[0][:1].isupper() or before[0].lower() in name | STOPWORDS:
+            return True  # not "Pierre Curie" for Marie Curie; "When Curie" is hers
+    return False

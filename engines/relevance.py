@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from core.models import SearchResult
 from core.urls import normalize_url
 from engines.frames import match_frame
-from engines.keyphrases import fold, folded, linked_phrases
+from engines.keyphrases import folded
 from engines.kinds import Kind, kind_of
 from engines.naming import (
     LONG_PHRASE,
@@ -25,10 +25,12 @@ from engines.naming import (
     TOPIC_MATCH,
     bare_title,
     bm25,
+    by_surname,
     mentions,
     named_among,
     namesake,
     subject_tokens,
+    surnames,
 )
 from engines.sentences import split_sentences
 from tools.text import STOPWORDS, cosine, stems, words
@@ -216,37 +218,18 @@ def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> f
     return frozenset(linked)
 
 
-def link_queries(
-    article: SearchResult | None,
-    subject: str,
-    sources: Sequence[SearchResult],
-    done: Sequence[str],
-    limit: int,
-) -> list[str]:
-    """Phrases of the subject's own article to search for as subjects of their own.
+def _modifies(title: str, head: str, topic: str) -> bool:
+    """Whether the topic writes `title` just before `head`, as its modifier: "ocean tides".
 
-    What the article names first (its lava and magma, its circulatory system, its
-    Buddha) is what a briefing on the subject draws on next; compounds and names come
-    first, then the article's order. Each query is the subject and one such
-    phrase ("volcano magma chamber"): anchored, never the phrase alone. A phrase is
-    skipped when a source of that title is collected or it was searched.
+    An ocean's article is about the topic "ocean tides", but a sentence that names an
+    ocean does not name the topic, nor is the Indian Ocean's article about it.
     """
-    if article is None or limit <= 0:
-        return []
-    have = {tuple(folded(bare_title(s.title))) for s in sources}
-    named = set(folded(subject)) | set(folded(bare_title(article.title)))
-    searched = {q.casefold() for q in done}
-    ranked: list[tuple[bool, str]] = []
-    for phrase in linked_phrases(article.content):
-        rest = [w for w in phrase.split() if fold(w) not in named]
-        query = f"{subject} {' '.join(rest)}"
-        if not rest or tuple(folded(phrase)) in have or query.casefold() in searched:
-            continue
-        # A compound or a name ("magma chamber", "the Buddha") is a thing of its own; a
-        # single common word ("surface", "average") far less often.
-        ranked.append((len(rest) > 1 or rest[0][:1].isupper(), query))
-    ranked.sort(key=lambda pair: not pair[0])  # stable: first appearance breaks ties
-    return [query for _, query in ranked[:limit]]
+    written, before, after = folded(topic), folded(title), folded(head)
+    n, m = len(before), len(after)
+    return any(
+        written[i : i + n] == before and written[i + n : i + n + m] == after
+        for i in range(len(written) - n - m + 1)
+    )
 
 
 def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
@@ -272,6 +255,8 @@ class Relevance:
     # The titles of the articles the topic names: naming one names the topic.
     _alternatives: list[tuple[list[str], str]] = field(init=False)
     _stemmed: dict[str, list[str]] = field(init=False)
+    # Of the people the topic names, those no other collected person shares a surname with.
+    _surnames: dict[str, set[str]] = field(init=False)
     # How well each source matches the topic's words, against the best (BM25).
     _matches: dict[str, float] = field(init=False)
     # Judged once per source: the review asks again for every claim that cites it.
@@ -289,8 +274,10 @@ class Relevance:
             bare_title(s.title) for s in self.sources if normalize_url(s.url) in self._topical
         }
         if self.article is not None:  # "Global Positioning System" names "GPS"
-            titles.add(bare_title(self.article.title))
+            own = bare_title(self.article.title)
+            titles = {t for t in titles if not _modifies(t, own, self.topic)} | {own}
         self._alternatives = [(folded(t), t) for t in sorted(titles) if words(t)]
+        self._surnames = surnames(titles, self.sources)
         self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
         self._matter = (
             Counter(stems(f"{self.article.title} {self.article.content}"))
@@ -339,7 +326,7 @@ class Relevance:
             if len(tokens) == 1 and len(title) <= SHORT_TITLE
             else _phrase_count(written, tokens) > 0 and mentions(text, self._stemmed[title]) > 0
             for tokens, title in self._alternatives
-        )
+        ) or any(by_surname(text, surname, name) for surname, name in self._surnames.items())
 
     def of(self, source: SearchResult) -> float:
         """OWN, TITLED, LINKED, DEVOTED, RELATED, MENTIONS or OFF."""

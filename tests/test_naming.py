@@ -7,7 +7,7 @@ from engines.naming import mentions, named_by_topic, subject_tokens
 from engines.relevance import OFF, OWN, RELATED, TITLED, Relevance, subject_article
 from engines.report_markdown import sections, split_front_matter
 
-from .support import page
+from .support import page, quoted
 
 BOXER = page(
     "Muhammad Ali",
@@ -193,3 +193,74 @@ def test_an_inflected_word_names_a_title_and_a_derived_one_does_not() -> None:
     others = [CHESS, GO, XIANGQI, GPS]
     named = named_by_topic("why did the Titanic sink", [titans, sinking, *others])
     assert named == {sinking.url}  # "sink" is "sinking"; "Titanic" is not "Titans"
+
+
+def test_a_word_that_modifies_the_subject_does_not_name_it() -> None:
+    tide = page(
+        "Tide",
+        "Tides are the periodic rise and fall of sea level caused by the Moon and the Sun. "
+        "Tides are measured by tide gauges.",
+    )
+    ocean = page(
+        "Ocean",
+        "The ocean is the body of salt water that covers most of the Earth. Its sea level "
+        "rises and falls with the tides that the Moon and the Sun raise.",
+    )
+    indian = page(
+        "Indian Ocean",
+        "The Indian Ocean is the third-largest ocean. The Indian Ocean borders Asia and Africa.",
+    )
+    river = page("Zambezi", "The Zambezi is a river. The Zambezi flows into the Indian Ocean.")
+    sources = [tide, ocean, indian, river, CHESS, GO, GPS]
+    relevance = Relevance("ocean tides", sources, "how do ocean tides work")
+    assert relevance.of(tide) == OWN and relevance.of(ocean) >= TITLED  # the topic names both
+    assert relevance.of(indian) < TITLED and relevance.of(river) == OFF
+    assert not relevance.names("The Zambezi flows into the Indian Ocean.")
+
+
+async def test_an_article_that_only_names_the_subject_lends_what_it_is_and_what_it_says_of_it() -> (
+    None
+):
+    tide = page(
+        "Tide",
+        "Tides are the periodic rise and fall of sea level caused by the Moon and the Sun.",
+    )
+    sea = page(
+        "Sea of Japan",
+        "The Sea of Japan is the marginal sea between the Japanese archipelago and Korea. "
+        "The sea has no large islands, bays or capes. Like the Mediterranean, it has almost no "
+        "tides due to its enclosure. Its weak tides barely change the sea level. Few rivers "
+        "discharge into the sea.",
+    )
+    claims = await quoted("how do ocean tides work", "Sea of Japan", tide, sea)
+    assert any(c.startswith("The Sea of Japan is the marginal sea") for c in claims), claims
+    assert not any("large islands" in c or "Few rivers" in c for c in claims), claims
+
+
+def test_a_person_the_topic_names_is_named_by_a_surname_no_one_else_collected_bears() -> None:
+    tolstoy = page(
+        "Leo Tolstoy",
+        "Leo Tolstoy was a Russian writer. He wrote War and Peace, and he is regarded as one "
+        "of the greatest authors.",
+    )
+    dostoevsky = page(
+        "Fyodor Dostoevsky",
+        "Fyodor Dostoevsky was a Russian novelist. He wrote Crime and Punishment, and he "
+        "explored the human psyche.",
+    )
+    topic = "Tolstoy vs Dostoevsky"
+    relevance = Relevance(match_frame(topic)[1], [tolstoy, dostoevsky, CHESS, GO], topic)
+    assert relevance.names("In 1880 Dostoevsky finished The Brothers Karamazov.")
+    assert relevance.names("When Tolstoy died, crowds gathered at the station.")
+    assert not relevance.names("Anna Dostoevsky kept her husband's papers.")
+    marie = page(
+        "Marie Curie",
+        "Marie Curie was a Polish physicist. She won two Nobel Prizes, and she discovered radium.",
+    )
+    pierre = page(
+        "Pierre Curie",
+        "Pierre Curie was a French physicist. He shared the Nobel Prize, and he studied magnetism.",
+    )
+    relevance = Relevance("Marie Curie", [marie, pierre, CHESS, GO], "who was Marie Curie")
+    assert relevance.names("Marie Curie won the prize.")
+    assert not relevance.names("Curie studied the magnetism of crystals.")  # Pierre's, or hers?

@@ -7,7 +7,7 @@ from core.urls import markdown_url, normalize_url
 from engines.checks import check_draft
 from engines.extractive import FOLLOW_UPS, ExtractiveEngine
 from engines.frames import match_frame
-from engines.keyphrases import fold, linked_phrases
+from engines.keyphrases import fold, link_queries, linked_phrases
 from engines.kinds import kind_of
 from engines.relevance import (
     LINKED,
@@ -18,7 +18,6 @@ from engines.relevance import (
     TITLED,
     Relevance,
     group_movement,
-    link_queries,
     named_by,
     subject_article,
 )

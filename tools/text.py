@@ -77,12 +77,19 @@ def topic_parts(text: str) -> list[str]:
     summit" about the mountain and its first ascent: each part is searched on its own
     too. The words that shape a question (`FORM_WORDS`) are left out of each part.
     """
-    parts = []
+    parts: list[str] = []
     for piece in _JOINS.split(text):
         kept = [w for w in content_words(piece, keep_case=True) if w.lower() not in FORM_WORDS]
+        if kept and parts and _BACK_REFERENCE.search(piece):
+            kept = [parts[0], *kept]  # "who discovered its structure": DNA's structure
         if kept:
             parts.append(" ".join(kept))
     return list(dict.fromkeys(parts)) if len(parts) > 1 else []
+
+
+# A later part of a question that speaks of the first part's subject ("... and who first
+# reached its summit").
+_BACK_REFERENCE = re.compile(r"\b(?:its|it|their|they|them|his|he|him|her|she)\b", re.IGNORECASE)
 
 
 @lru_cache(maxsize=65_536)
