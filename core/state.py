@@ -95,7 +95,8 @@ def union_queries(left: list[str] | None, right: list[str] | None) -> list[str]:
 
 
 # final: a draft passed review; partial: the budget ended first (the best draft is kept);
-# insufficient: the report cites nothing (the sources do not cover the subject).
+# insufficient: the report cites nothing, or its sources leave half of the subject's words
+# unsaid (they do not cover the subject).
 ReportStatus = Literal["final", "partial", "insufficient"]
 
 

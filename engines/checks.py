@@ -23,7 +23,7 @@ from core.models import (
 )
 from core.urls import normalize_url
 from engines.naming import title_stems
-from engines.relevance import RELATED, Relevance
+from engines.relevance import DEVOTED, RELATED, Relevance
 from engines.report_markdown import (
     FOOTNOTE_REF,
     LABEL,
@@ -32,7 +32,7 @@ from engines.report_markdown import (
     sections,
     split_front_matter,
 )
-from tools.text import stems
+from tools.text import FORM_WORDS, content_words, stem, stems
 
 # Below this share of cited sentences about the subject, a draft drifts: it cannot pass.
 DRIFT_LIMIT = 0.8
@@ -107,6 +107,22 @@ def _drifting_claims(
         if all(relevance.of(s) < RELATED for s in sources):
             drifting.append(sentence)
     return drifting
+
+
+def unfound_words(theme: str, sources: Sequence[SearchResult]) -> tuple[list[str], list[str]]:
+    """The subject's words, and those of them no source about the topic uses.
+
+    "electric" in "pros and cons of electric cars" when the only source about it is the
+    article on cars: what retrieval found does not hold the subject, however well the
+    report quotes it. The words that shape a question count for nothing.
+    """
+    relevance = Relevance.of_topic(theme, sources)
+    used: set[str] = set()
+    for source in sources:
+        if relevance.of(source) >= DEVOTED:
+            used.update(stems(f"{source.title} {source.content}"))
+    wanted = list(dict.fromkeys(w for w in content_words(relevance.subject) if w not in FORM_WORDS))
+    return wanted, [w for w in wanted if stem(w) not in used]
 
 
 def _issue(kind: IssueType, severity: Severity, description: str, location: str) -> ReviewIssue:

@@ -83,7 +83,8 @@ def render(
         lines += [f"### {markdown_text(point)}", "", " ".join(notes.cite(c) for c in rest), ""]
         analysed = True
     if not analysed:
-        lines += ["_The collected sources say nothing beyond the passages above._", ""]
+        said = "say nothing beyond the passages above" if summary else "say little about this topic"
+        lines += [f"_The collected sources {said}._", ""]
     if gaps:
         # Said once, at the end, rather than as empty sections through the report.
         lines += [f"## {GAPS_SECTION}", "", "The collected sources do not address:", ""]

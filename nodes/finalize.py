@@ -11,6 +11,7 @@ from core.budget import budget_reason
 from core.models import ApprovalDecision, Draft
 from core.state import ResearchState
 from core.steps import WRITER
+from engines.checks import unfound_words
 from engines.report_markdown import cites_anything, has_gaps, split_front_matter
 from nodes.context import Deps
 from nodes.progress import tell
@@ -92,15 +93,16 @@ def front_matter(
 NO_QUERIES = "the plan has no search queries, so nothing was researched: add queries to the plan"
 
 
-def insufficient(search: str) -> str:
-    """Why a report that cites nothing is partial, and what would help."""
+def insufficient(search: str, unfound: list[str] | None = None) -> str:
+    """Why a report is insufficient (the words of the subject no source used), and what helps."""
     where = (
         "set a web search key (TAVILY_API_KEY or BRAVE_API_KEY) or index documents about "
         "it (`research-agent corpus index`)"
         if search == "local"
         else "rephrase the topic, or name the subject as its sources would"
     )
-    return f"the collected sources do not cover this subject: {where}"
+    said = f" (no source about it says {', '.join(repr(w) for w in unfound)})" if unfound else ""
+    return f"the collected sources do not cover this subject{said}: {where}"
 
 
 def _no_draft(state: ResearchState) -> Draft:
@@ -135,13 +137,16 @@ async def finalize(
     no_research = plan is not None and not plan.search_queries and not state.get("drafts")
     # A halted run (the model refused to serve it) is partial whatever the fallback wrote.
     approved = draft.review is not None and draft.review.approved and not state.get("halted")
-    # A report that cites nothing is never final, however it came about.
-    uncovered = not cites_anything(draft.markdown)
+    # A report that cites nothing is never final, however it came about; nor is one whose
+    # sources leave half of the subject's words unsaid (what it quotes is about another thing).
+    topic = plan.theme if plan is not None else state["topic"]
+    subject, unfound = unfound_words(topic, state.get("research_data", []))
+    uncovered = not cites_anything(draft.markdown) or 2 * len(unfound) >= max(len(subject), 1)
     status = "insufficient" if uncovered else "final" if approved else "partial"
     stopped = (
         NO_QUERIES
         if no_research
-        else insufficient(runtime.context.search.name)
+        else insufficient(runtime.context.search.name, unfound)
         if uncovered
         else None
         if approved

@@ -1,5 +1,8 @@
 """Relevance of sources to the subject, the kinds of things articles define, and drift."""
 
+import json
+from pathlib import Path
+
 from langgraph.types import Command
 
 from core.models import ResearchPlan, SearchResult
@@ -24,6 +27,8 @@ from engines.relevance import (
 from engines.report_markdown import GAPS_SECTION, cited_sentences, sections, split_front_matter
 from graph.builder import ResearchGraph
 from nodes.context import Deps
+from tools.corpus_files import iter_documents
+from tools.local_corpus import LocalCorpus, build_index
 
 from .support import page, quoted, run_graph, start
 
@@ -371,3 +376,39 @@ def test_an_article_titled_by_a_common_word_of_the_topic_is_not_about_it() -> No
     relevance = Relevance(subject, [ETHIOPIA, HISTORY], topic)
     assert relevance.of(ETHIOPIA) >= TITLED
     assert relevance.of(HISTORY) < TITLED
+
+
+async def test_a_report_whose_sources_leave_the_subject_half_unsaid_is_insufficient(
+    graph: ResearchGraph, tmp_path: Path
+) -> None:
+    documents = [
+        (
+            "Car",
+            "A car, or an automobile, is a motor vehicle with four wheels. Most definitions of "
+            "cars say that they run primarily on roads and mainly transport people. There are "
+            "over a billion cars in use worldwide, more every year.",
+        ),
+        ("Truck", "A truck is a motor vehicle designed to transport cargo, larger than a car."),
+        (
+            "Electric guitar",
+            "An electric guitar is a guitar that requires external amplification to be heard.",
+        ),
+    ]
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(
+        "".join(
+            json.dumps({"title": t, "url": f"https://example.org/{t}", "text": x}) + "\n"
+            for t, x in documents
+        )
+    )
+    build_index(iter_documents(corpus), tmp_path / "index.sqlite")
+    search = LocalCorpus(tmp_path / "index.sqlite")
+    try:
+        deps = Deps(engine=ExtractiveEngine(), search=search)
+        asked = await run_graph(graph, deps, "electric", start("pros and cons of electric cars"))
+        plain = await run_graph(graph, deps, "plain", start("pros and cons of cars"))
+    finally:
+        search.close()
+    assert asked["report_status"] == "insufficient" and "'electric'" in asked["stop_reason"]
+    assert "[^1]" in asked["final_report"]  # what was found is kept, and said to fall short
+    assert plain["report_status"] == "final", plain["stop_reason"]

@@ -30,7 +30,7 @@ FORM_WORDS = frozenset(
     """
     work works working function functions happen happened made make makes cause causes caused
     effect effects impact impacts influence role roles history histories origin origins rise
-    fall difference differences different compare compared comparison versus vs pro pros con
+    fall differ differs difference differences different compare compared comparison versus vs pro pros con
     cons advantage advantages disadvantage disadvantages benefit benefits importance
     significance meaning overview explained explain introduction basics life legacy invent
     invented invention inventor discover discovered discovery tell describe
