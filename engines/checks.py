@@ -32,7 +32,7 @@ from engines.report_markdown import (
     sections,
     split_front_matter,
 )
-from tools.text import FORM_WORDS, content_words, stem, stems
+from tools.text import FORM_WORDS, STOPWORDS, content_words, stem, stems
 
 # Below this share of cited sentences about the subject, a draft drifts: it cannot pass.
 DRIFT_LIMIT = 0.8
@@ -94,10 +94,9 @@ def _drifting_claims(
     claims: list[tuple[str, list[int]]],
     definitions: dict[int, str],
     by_url: dict[str, SearchResult],
-    plan: ResearchPlan,
+    relevance: Relevance,
 ) -> list[str]:
     """Cited sentences that neither name the subject nor cite a source about it."""
-    relevance = Relevance.of_topic(plan.theme, list(by_url.values()))
     drifting = []
     for sentence, refs in claims:
         cited = [by_url.get(normalize_url(definitions.get(n, ""))) for n in refs]
@@ -114,15 +113,28 @@ def unfound_words(theme: str, sources: Sequence[SearchResult]) -> tuple[list[str
 
     "electric" in "pros and cons of electric cars" when the only source about it is the
     article on cars: what retrieval found does not hold the subject, however well the
-    report quotes it. The words that shape a question count for nothing.
+    report quotes it. The words that shape a question ("pros and cons of"), and what a
+    preposition adds after the subject's head phrase ("on the body" in "the effects of
+    caffeine on the body"), count for nothing.
     """
     relevance = Relevance.of_topic(theme, sources)
     used: set[str] = set()
     for source in sources:
         if relevance.of(source) >= DEVOTED:
             used.update(stems(f"{source.title} {source.content}"))
-    wanted = list(dict.fromkeys(w for w in content_words(relevance.subject) if w not in FORM_WORDS))
+    words = relevance.subject.split()
+    while words and (words[0].lower() in FORM_WORDS or words[0].lower() in STOPWORDS):
+        words = words[1:]  # "pros and cons of"
+    head = _PREPOSITION.split(" ".join(words), maxsplit=1)[0]  # not "on the body"
+    wanted = list(dict.fromkeys(w for w in content_words(head) if w not in FORM_WORDS))
     return wanted, [w for w in wanted if stem(w) not in used]
+
+
+# Where a subject's head phrase ends and what places it begins: "caffeine | on the body".
+_PREPOSITION = re.compile(
+    r"\s+(?:of|on|in|for|to|from|at|by|about|during|under|over|through|across|among|against)\s+",
+    re.IGNORECASE,
+)
 
 
 def _issue(kind: IssueType, severity: Severity, description: str, location: str) -> ReviewIssue:
@@ -223,9 +235,12 @@ def _check_completeness(
 
 
 def _check_logic(
-    claims: list[tuple[str, list[int]]], body_sections: dict[str, str], drifting: list[str]
+    claims: list[tuple[str, list[int]]],
+    body_sections: dict[str, str],
+    drifting: list[str],
+    relevance: Relevance,
 ) -> tuple[_Verdict, float]:
-    """Nothing said twice, no empty section, what is cited is about the subject.
+    """Nothing said twice, no empty section, a summary naming the subject, cited text on it.
 
     Return the verdict and the share of cited sentences about the subject; drift lowers
     the logic score.
@@ -248,6 +263,12 @@ def _check_logic(
         and name != "Detailed Analysis"
     ]
     issues += [_issue("logic", "medium", f"Section '{name}' is empty.", name) for name in empty]
+    summary = body_sections.get("Executive Summary", "")
+    # A summary that never names what was asked answers another question.
+    astray = bool(cited_sentences(summary)) and not relevance.names(plain_text(summary))
+    if astray:
+        problem = f"The executive summary never names the subject ({relevance.subject})."
+        issues.append(_issue("logic", "high", problem, "Executive Summary"))
     cited = sum(bool(refs) for _, refs in claims)
     on_subject = 1 - len(drifting) / cited if cited else 1.0
     if on_subject < DRIFT_LIMIT:
@@ -256,7 +277,7 @@ def _check_logic(
             f"e.g. '{drifting[0][:120]}'"
         )
         issues.append(_issue("logic", "high", problem, "body"))
-    logic = max(0.0, 1 - repeats / max(len(claims), 1) - 0.25 * len(empty)) * min(
+    logic = max(0.0, 1 - repeats / max(len(claims), 1) - 0.25 * (len(empty) + astray)) * min(
         1.0, on_subject / DRIFT_LIMIT
     )
     return _Verdict(logic, issues), on_subject
@@ -273,8 +294,9 @@ def check_draft(draft: str, plan: ResearchPlan, sources: Sequence[SearchResult])
     facts, citations = _check_facts(claims, definitions, by_url)
     cited = [by_url[u] for u in map(normalize_url, definitions.values()) if u in by_url]
     completeness, uncovered = _check_completeness(plan, body_sections, body, cited)
-    drifting = _drifting_claims(claims, definitions, by_url, plan)
-    logic, on_subject = _check_logic(claims, body_sections, drifting)
+    relevance = Relevance.of_topic(plan.theme, list(by_url.values()))
+    drifting = _drifting_claims(claims, definitions, by_url, relevance)
+    logic, on_subject = _check_logic(claims, body_sections, drifting, relevance)
     return DraftChecks(
         scores=ReviewScores(
             fact_check=round(facts.score, 4),

@@ -149,3 +149,34 @@ def test_a_reference_resolves_to_the_link_that_ends_it_whatever_its_title_holds(
         2: "https://example.org/b",
         3: "https://example.org/c",
     }
+
+
+def test_a_summary_that_never_names_the_subject_lowers_the_logic_score() -> None:
+    wu = SearchResult(
+        title="Chien-Shiung Wu",
+        url="https://example.org/wu",
+        content="Chien-Shiung Wu was an experimental physicist, called the Chinese Marie Curie.",
+    )
+    curie = SearchResult(
+        title="Marie Curie",
+        url="https://example.org/curie",
+        content="Marie Curie was a Polish physicist and chemist who discovered radium.",
+    )
+    plan = ResearchPlan(
+        theme="the life of Marie Curie", investigation_points=["Marie Curie"], search_queries=["x"]
+    )
+
+    def draft(summary: str) -> str:
+        return GOOD.replace(
+            GOOD.split("## Executive Summary\n\n")[1].split("\n")[0], summary
+        ).replace("(https://example.org/press)", "(https://example.org/wu)")
+
+    astray = check_draft(
+        draft("Chien-Shiung Wu was an experimental physicist.[^1]"), plan, [wu, curie]
+    )
+    assert any("never names the subject" in i.description for i in astray.issues)
+    named = check_draft(
+        draft("Chien-Shiung Wu was called the Chinese Marie Curie.[^1]"), plan, [wu, curie]
+    )
+    assert not any("never names the subject" in i.description for i in named.issues)
+    assert astray.scores.logic < named.scores.logic
