@@ -115,10 +115,10 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
 
 
 async def _disconnect(queue: "Queue") -> None:
-    """Close the queue's connections; a Redis already gone has nothing left to close."""
-    from redis.exceptions import ConnectionError as RedisConnectionError
+    """Close the queue's connections; a Redis gone or stalled has nothing left to close."""
+    from stores.redis_outage import AWAY
 
-    with contextlib.suppress(RedisConnectionError, OSError):
+    with contextlib.suppress(*AWAY):
         await queue.disconnect()
 
 

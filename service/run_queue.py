@@ -253,9 +253,24 @@ class ResearchWorker(Worker[Any]):
         """The outage its upkeep and its queue report to."""
         return cast(ResearchQueue, self.queue).outage
 
+    async def stop(self) -> None:
+        """The stock stop, with the jobs it stops handed back by one try each.
+
+        saq waits for every job's task to end (asyncio's `wait_for` waits out the
+        cancellations it asks for, whatever saq's deadline says), and a stopped job's
+        retry waits for Redis (`ResearchQueue.retry`): a stop while Redis was away lasted
+        as long as the outage. A job not handed back is left to a sweep (its lease lapses).
+        """
+        cast(ResearchQueue, self.queue).stopping = True
+        await super().stop()
+
     async def abort(self, abort_threshold: float) -> None:
-        """The stock round of aborts; none while Redis is away."""
-        async with self.outage.tolerated():
+        """The stock round of aborts; none while Redis is away.
+
+        A round with no job running long enough asks Redis nothing: it shows nothing of
+        whether Redis is back (the next schedule or record renewal does).
+        """
+        async with self.outage.tolerated(confirms=False):
             await super().abort(abort_threshold)
 
     async def schedule(self, lock: int = 1) -> None:

@@ -127,6 +127,9 @@ class ResearchQueue(RedisQueue):
         self._commands = RedisBatches(redis)
         # Redis being away, as this process's queue and its worker's upkeep see it.
         self.outage = Outage("the run queue")
+        # Set once its worker stops: a job's retry or finish then tries Redis once and
+        # leaves the job to a sweep, rather than hold the stop for up to OUTAGE_WAIT_S.
+        self.stopping = False
 
     async def retry(self, job: Job, error: str | None) -> None:
         """The stock retry; while Redis is away, it waits for it (up to `OUTAGE_WAIT_S`).
@@ -156,7 +159,7 @@ class ResearchQueue(RedisQueue):
     async def _persisted(self, action: Callable[[], Awaitable[None]], job: Job, done: str) -> None:
         """`action` for `job`, waiting for Redis; past the wait, left to a sweep with a warning."""
         try:
-            await self.outage.persist(action, OUTAGE_WAIT_S)
+            await self.outage.persist(action, 0.0 if self.stopping else OUTAGE_WAIT_S)
         except AWAY as exc:
             logger.warning("job %s could not be %s (%s): a sweep takes it up", job.key, done, exc)
 

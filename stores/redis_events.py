@@ -35,6 +35,7 @@ waited a while without news, so nothing is missed while the shared read is down.
 """
 
 import asyncio
+import functools
 import secrets
 from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
@@ -48,6 +49,7 @@ from stores.batching import Batcher, settle
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.recent_events import RecentEvents
 from stores.redis_batches import RedisBatches
+from stores.redis_outage import Outage
 from stores.redis_saver import awaited
 from stores.redis_watch import BLOCK_MS, StreamWatch
 
@@ -58,6 +60,8 @@ _LOCAL_CHECK_S = 1.0
 _REMOTE_CHECK_S = BLOCK_MS / 1000
 # What the watch's connection must allow for beyond a plain command's timeout.
 FOLLOW_BLOCK_S = BLOCK_MS / 1000
+# How long a follower waits for a Redis that stopped answering before its stream ends.
+FOLLOW_OUTAGE_S = 60.0
 # Events per script call: a larger batch goes in several (each blocks Redis a moment).
 _APPEND_CHUNK = 256
 # How long a stream's event keys are kept after its last append (a retry comes sooner).
@@ -136,6 +140,7 @@ class RedisEventLog(QueuedAppends):
             skip=lambda stream: stream in self._local,
         )
         self._closed = False
+        self._outage = Outage("event log followers")
 
     def _key(self, thread_id: str) -> str:
         return f"{self._prefix}{thread_id}"
@@ -259,14 +264,24 @@ class RedisEventLog(QueuedAppends):
         return self._events(thread_id, entries)
 
     async def follow(self, thread_id: str, after: int = 0) -> AsyncGenerator[Event, None]:
-        """Yield the events after `after`, then new ones as they come, until `done`."""
+        """Yield the events after `after`, then new ones as they come, until `done`.
+
+        While Redis is away the follower waits for it (one warning per outage, not a
+        traceback per follower); away longer than `FOLLOW_OUTAGE_S`, the stream ends
+        without `done`, for its client to reconnect from its last event id.
+        """
         self._check_open()
         position = after
         self._watch.add(thread_id, after)
         try:
             while True:
                 self._check_open()
-                for event in await self._next(thread_id, position):
+                events = await self._outage.waited(
+                    functools.partial(self._next, thread_id, position), FOLLOW_OUTAGE_S
+                )
+                if events is None:
+                    return
+                for event in events:
                     position = event.id
                     yield event
                     if event.name == TERMINAL_EVENT:

@@ -52,14 +52,26 @@ class Outage:
             logger.warning("%s: Redis answers again after %.1f s", self._what, away)
 
     @asynccontextmanager
-    async def tolerated(self) -> AsyncIterator[None]:
-        """Around one round of periodic work: Redis being away ends the round quietly."""
+    async def tolerated(self, confirms: bool = True) -> AsyncIterator[None]:
+        """Around one round of periodic work: Redis being away ends the round quietly.
+
+        `confirms`: a round that ends well shows Redis answers; not so for one that may
+        end without asking it anything (saq's aborts, when no job runs long enough).
+        """
         try:
             yield
         except AWAY as exc:
             self.failed(exc)
             return
-        self.answered()
+        if confirms:
+            self.answered()
+
+    async def waited(self, action: Callable[[], Awaitable[T]], longest_s: float) -> T | None:
+        """`persist`, but None where it would raise: Redis was away for `longest_s`."""
+        try:
+            return await self.persist(action, longest_s)
+        except AWAY:
+            return None
 
     async def persist(self, action: Callable[[], Awaitable[T]], longest_s: float) -> T:
         """`action()`, tried again while Redis is away, for up to `longest_s` seconds.

@@ -26,6 +26,7 @@ from .processes import server, worker
 from .redis_server import redis_server
 from .servers import free_port
 from .sse import Frame, collect
+from .sse import frames as sse_frames
 from .support import TOPIC
 
 pytestmark = pytest.mark.slow
@@ -90,8 +91,8 @@ def assert_once_in_order(frames: list[Frame]) -> None:
 
 
 def assert_no_crash_logged(logs: Path) -> None:
-    """Through an outage the workers warn, once per outage; nothing reads as a crash."""
-    for log in sorted(logs.glob("worker*.log")):
+    """Through an outage the workers and APIs warn, once per outage; nothing reads as a crash."""
+    for log in sorted([*logs.glob("worker*.log"), *logs.glob("api*.log")]):
         text = log.read_text()
         assert "Task exception was never retrieved" not in text, log.name
         assert "Traceback" not in text, f"{log.name}: {text[text.find('Traceback') - 300 :][:1500]}"
@@ -238,6 +239,19 @@ STALL_S = 6.0
 STOP_AFTER_STALL_S = 120.0
 
 
+async def watch(client: httpx.AsyncClient, url: str, connected: asyncio.Event) -> list[Frame]:
+    """`collect` until `done`, setting `connected` once the first event arrived."""
+    seen: list[Frame] = []
+    async with client.stream("GET", url) as response:
+        assert response.status_code == 200, await response.aread()
+        async for frame in sse_frames(response):
+            seen.append(frame)
+            connected.set()
+            if frame.event == "done":
+                break
+    return seen
+
+
 def timeline(frames: list[Frame]) -> list[str]:
     """A run's events as a client reads them, but for the status a retried leg adds."""
     return [
@@ -267,6 +281,13 @@ async def test_a_stalled_redis_loses_and_doubles_no_event(
             await asyncio.gather(
                 *(collect(b, f"/v1/research/{t}/events", until="node_finished") for t in started)
             )
+            # Followers watching through the stall: their streams wait for Redis.
+            connected = [asyncio.Event() for _ in started]
+            live = [
+                asyncio.ensure_future(watch(a, f"/v1/research/{t}/events", up))
+                for t, up in zip(started, connected, strict=True)
+            ]
+            await asyncio.wait_for(asyncio.gather(*(up.wait() for up in connected)), WAIT_S)
             os.kill(server_pid, signal.SIGSTOP)
             try:
                 await asyncio.sleep(STALL_S)
@@ -274,8 +295,9 @@ async def test_a_stalled_redis_loses_and_doubles_no_event(
                 os.kill(server_pid, signal.SIGCONT)
             streams = [collect(b, f"/v1/research/{t}/events") for t in started]
             frames = await asyncio.wait_for(asyncio.gather(*streams), WAIT_S)
+            watched = await asyncio.wait_for(asyncio.gather(*live), WAIT_S)
     assert_once_in_order(reference)
-    for stream in frames:
+    for stream in [*frames, *watched]:
         assert_once_in_order(stream)
         assert timeline(stream) == timeline(reference)
     assert_no_crash_logged(tmp_path)
