@@ -146,9 +146,10 @@ class QueueLauncher:
         while True:
             await asyncio.sleep(self._lease)
             try:
-                if lost := await self.adopt_lost(registry, self._lease):
-                    logger.warning("queued %d lost runs again: %s", len(lost), lost)
-            except Exception as exc:  # Redis away for a moment: try again next period
+                async with self._queue.outage.tolerated():  # away: told once, tried next period
+                    if lost := await self.adopt_lost(registry, self._lease):
+                        logger.warning("queued %d lost runs again: %s", len(lost), lost)
+            except Exception as exc:
                 logger.warning("could not look for lost runs: %s", exc)
 
     async def stop(self, thread_id: str) -> None:
