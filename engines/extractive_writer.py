@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 
 from core.models import ResearchPlan, Review, SearchResult
 from core.urls import normalize_url
-from engines.extractive_candidates import Candidate, quotable
+from engines.extractive_candidates import Candidate, capitalise, quotable
 from engines.extractive_report import may_lead, render
 from engines.naming import bare_title, title_stems
 from engines.relevance import DEVOTED, LINKED, RELATED, TITLED, Relevance
-from tools.text import cosine, stems
+from tools.text import compared_parts, cosine, stems
 
 SUMMARY_SENTENCES = 4
 SUMMARY_PER_SOURCE = 2
@@ -102,6 +102,7 @@ def write_briefing(
         or candidates
     )
     summary = choice.pick(about, on_topic, SUMMARY_SENTENCES, SUMMARY_PER_SOURCE)
+    compared = _compared(plan.theme, sources, candidates, on_topic, choice)
     relaxed = set(uncovered_points(review))
     # After the plan's points, a section for each article the topic names (both sides of
     # a comparison, both parts of a question), whether or not the plan foresaw it.
@@ -116,6 +117,7 @@ def write_briefing(
         # Only a planned point is a gap, and not when the summary quotes its own article.
         if picks or (point in plan.investigation_points and title_stems(point) not in summarised):
             by_point[point] = _ordered(picks)
+    by_point.update(compared)
     _cover_sources(candidates, on_topic, by_point, choice)
     return render(plan, summary, by_point)
 
@@ -188,6 +190,28 @@ def _sections(
         room = SENTENCES_PER_POINT - len(picks[point])
         picks[point] += choice.pick([c for c in candidates if p.speaks(c)], p.fit, room)
     return picks
+
+
+def _compared(
+    theme: str,
+    sources: Sequence[SearchResult],
+    candidates: list[Candidate],
+    on_topic: Callable[[Candidate], float],
+    choice: _Choice,
+) -> dict[str, list[Candidate]]:
+    """For a comparison, a section of the sentences that name every side at once.
+
+    What differs and what is shared is said where a source speaks of both ("warm
+    beverages encompass coffee, tea and hot chocolate"); none such, no section.
+    """
+    parts = compared_parts(theme)
+    if len(parts) < 2:
+        return {}
+    sides = [Relevance(part, sources, part) for part in parts]
+    both = [c for c in candidates if all(side.names(c.text) for side in sides)]
+    picks = choice.pick(both, on_topic, SENTENCES_PER_POINT)
+    heading = capitalise(f"{', '.join(parts[:-1])} and {parts[-1]} side by side")
+    return {heading: _ordered(picks)} if picks else {}
 
 
 def _speaks_to_subject(candidate: Candidate) -> bool:

@@ -264,3 +264,21 @@ def test_a_person_the_topic_names_is_named_by_a_surname_no_one_else_collected_be
     relevance = Relevance("Marie Curie", [marie, pierre, CHESS, GO], "who was Marie Curie")
     assert relevance.names("Marie Curie won the prize.")
     assert not relevance.names("Curie studied the magnetism of crystals.")  # Pierre's, or hers?
+
+
+async def test_a_comparison_puts_what_speaks_of_both_sides_at_once_side_by_side() -> None:
+    games = page(
+        "Board game",
+        "A board game is a game played with pieces on a board. Go and chess are both played "
+        "by two players, but Go has no pieces that move once placed. Board games are old.",
+    )
+    claims = await quoted("chess versus go", "Chess", CHESS, GO, games)
+    draft_says_both = [c for c in claims if "Go" in c and "chess" in c]
+    assert draft_says_both, claims
+    plan = await ExtractiveEngine().plan("chess versus go", [CHESS, GO, games], None)
+    draft = await ExtractiveEngine().write(plan, [CHESS, GO, games], None, None)
+    assert "Chess and go side by side" in draft
+    alone = await ExtractiveEngine().write(
+        plan.model_copy(update={"theme": "chess and go"}), [CHESS, GO, games], None, None
+    )
+    assert "side by side" not in alone  # two things asked about, not compared

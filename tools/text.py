@@ -87,6 +87,22 @@ def topic_parts(text: str) -> list[str]:
     return list(dict.fromkeys(parts)) if len(parts) > 1 else []
 
 
+def compared_parts(text: str) -> list[str]:
+    """The things a topic compares ("chess versus go", "how does X differ from Y"); else none.
+
+    The question's form shapes a section (what the sources say of both at once); what is
+    searched is the same either way (`topic_parts`).
+    """
+    if not _COMPARING.search(text):
+        return []
+    return topic_parts(re.sub(r"\bfrom\b", ",", text))  # "X differs from Y"
+
+
+_COMPARING = re.compile(
+    r"\b(?:vs\.?|versus|compared?|comparing|comparison|differ\w*|between|than)\b", re.IGNORECASE
+)
+
+
 # A later part of a question that speaks of the first part's subject ("... and who first
 # reached its summit").
 _BACK_REFERENCE = re.compile(r"\b(?:its|it|their|they|them|his|he|him|her|she)\b", re.IGNORECASE)
