@@ -13,10 +13,11 @@ _CITATION_MARK = re.compile(r"\[\d+\]|\[citation needed\]", re.IGNORECASE)
 
 def _ends_with_abbreviation(chunk: str) -> bool:
     last = chunk.rstrip().rsplit(maxsplit=1)[-1] if chunk.strip() else ""
-    token = last.rstrip(".").lower().lstrip("(\"'“")
+    word = last.rstrip(".").lstrip("(\"'“")
     # A single capital letter followed by a period is an initial ("J. R. R. Tolkien"),
-    # except "I", which ends sentences as a numeral ("World War I.") far more often.
-    return token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha() and token != "i")
+    # except "I", which ends sentences as a numeral ("World War I.") far more often; a
+    # lower-case one is a unit ("3,776 m. It is the highest").
+    return word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper() and word != "I")
 
 
 def split_sentences(text: str) -> list[str]:

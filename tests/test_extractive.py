@@ -89,6 +89,11 @@ def test_sentences_split_after_abbreviations_and_initials_only_where_they_end() 
         "He wrote e.g. The Hobbit.",
         "Printing began c. 1440 in Mainz.",
     ]
+    # A lower-case letter before the full stop is a unit, not an initial.
+    assert split_sentences("Its summit is 3,776 m. It is the highest peak in Japan.") == [
+        "Its summit is 3,776 m.",
+        "It is the highest peak in Japan.",
+    ]
 
 
 def test_names_are_found_in_the_sources_but_not_the_subject() -> None:
