@@ -161,7 +161,7 @@ def demo(topic: str, out_file: Path | None) -> None:
 
 @app.command(short_help="Run the HTTP service and the web page.")
 @click.option("--host", help="Address to listen on (default: the setting, 127.0.0.1).")
-@click.option("--port", type=int, help="Port (default: the setting, 8000).")
+@click.option("--port", type=click.IntRange(1, 65535), help="Port (default: the setting, 8000).")
 @click.option(
     "--no-worker",
     is_flag=True,

@@ -116,18 +116,50 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
             f"listening on {bind} needs API keys: set RESEARCH_API_KEYS (key1,key2), or "
             "listen on 127.0.0.1 only (--host 127.0.0.1, RESEARCH_HOST=127.0.0.1)"
         )
+    port = port or settings.port
+    _check_port(bind, port)
     _check_before_start(settings)
     if not settings.api_keys:
         err.print("no API keys are configured: listening on 127.0.0.1 only")
     app = create_app(settings)
     settle_heap()
-    uvicorn.run(
-        app,
-        host=bind,
-        port=port or settings.port,
-        log_level="info",
-        http=guarded_protocol(settings),
+    config = uvicorn.Config(
+        app, host=bind, port=port, log_level="info", http=guarded_protocol(settings)
     )
+    _announced_server()(config).run()
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse, in one line, a port another process holds (uvicorn would say so mid start-up)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            fail(
+                f"cannot listen on {host}:{port} ({exc.strerror or exc}): another process "
+                "may hold it; pick another port with --port N or RESEARCH_PORT"
+            )
+
+
+def _announced_server() -> type:
+    """The uvicorn server class, saying where to open the service once it listens."""
+    import uvicorn
+
+    class Announced(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                host = self.config.host
+                shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+                shown = f"[{shown}]" if ":" in shown else shown
+                url = f"http://{shown}:{self.config.port}"
+                out.print(f"open {url}/  (API reference: {url}/docs)", soft_wrap=True)
+
+    return Announced
 
 
 def _check_before_start(settings: Settings) -> None:

@@ -4,6 +4,7 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from stores.sqlite_writer import open_sqlite
 
 from .fake_llm import FakeLLM, Reply
 from .llm_script import ResearchModel
+from .processes import server as serve_process
 from .redis_server import redis_server
 from .servers import free_port, serve_port
 from .sse import frames
@@ -576,3 +578,19 @@ def test_run_says_which_thread_starts_before_the_research(cli_env: dict[str, str
     lines = result.stderr.splitlines()
     assert lines[0] == f"thread first-line · researching {topic!r}"
     assert lines[1].startswith("engine extractive · search local")
+
+
+def test_serve_on_a_port_in_use_or_out_of_range_says_so_and_where_it_listens_otherwise(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        assert_one_line_error(cli(cli_env, "serve", "--port", str(taken)), "--port", "in use")
+    refused = cli(cli_env, "serve", "--port", "99999")
+    assert refused.returncode == 2 and "99999 is not in the range" in refused.stderr
+    port = free_port()
+    with serve_process(cli_env, port, tmp_path / "serve.log"):
+        said = (tmp_path / "serve.log").read_text()
+    assert f"open http://127.0.0.1:{port}/" in said, said
