@@ -12,8 +12,10 @@ from rich.markup import escape
 from app.settings import Settings
 
 BAD_INPUT = 2
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+# Never hard-wrapped (a pipe is 80 columns to rich): ids, paths and commands stay whole
+# for copy and paste, and a terminal wraps long lines itself.
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
 
 
 def fail(message: str) -> NoReturn:
@@ -55,3 +57,12 @@ def print_report(report: str) -> None:
     """Write the report to stdout byte for byte (no markup, no wrapping, no emoji codes)."""
     sys.stdout.write(report if report.endswith("\n") else report + "\n")
     sys.stdout.flush()
+
+
+def interrupted_before_start(thread_id: str) -> NoReturn:
+    """Say that a run stopped before its thread existed: there is nothing to resume."""
+    err.print(
+        f"\n[yellow]interrupted[/] before thread {escape(thread_id)} was created: nothing "
+        "was saved; start it again with `research-agent run`"
+    )
+    raise click.exceptions.Exit(130) from None

@@ -7,6 +7,7 @@ client would, and answers an approval through the manager.
 """
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from app.cli_approval import ask_in_terminal
-from app.cli_common import err, fail, print_report
+from app.cli_common import err, fail, interrupted_before_start, print_report
 from app.cli_progress import ProgressPrinter
 from app.deps import EngineSetupError
 from app.runtime import Runtime, open_runtime, running_worker
@@ -116,8 +117,12 @@ async def research(
     thread_id: str,
     out_file: Path | None,
     interactive: bool,
+    started: threading.Event | None = None,
 ) -> None:
-    """Start thread `thread_id` through the run service, follow it, print its report."""
+    """Start thread `thread_id` through the run service, follow it, print its report.
+
+    `started` is set once the thread exists (a Ctrl-C after it leaves a thread to resume).
+    """
     async with _runtime(settings) as runtime:
         try:
             record = await runtime.manager.start(LOCAL_OWNER, request, thread_id)
@@ -125,6 +130,8 @@ async def research(
             fail(
                 f"thread {thread_id!r} already exists: use `research-agent resume {thread_id}` or another --thread"
             )
+        if started is not None:
+            started.set()
         deps = runtime.executor.deps
         err.print(f"engine {deps.engine.name} · search {deps.search.name}")
         error = await _follow(runtime, record.thread_id, 0, interactive)
@@ -174,11 +181,19 @@ def resume(thread_id: str, out_file: Path | None) -> None:
     until_interrupted(_resume(load_settings(), thread_id, out_file), thread_id)
 
 
-def until_interrupted(work: Coroutine[Any, Any, None], thread_id: str) -> None:
-    """Run `work`; on Ctrl-C say how to pick the thread up again instead of a traceback."""
+def until_interrupted(
+    work: Coroutine[Any, Any, None], thread_id: str, started: threading.Event | None = None
+) -> None:
+    """Run `work`; on Ctrl-C say how to pick the thread up again instead of a traceback.
+
+    `started`: for a new thread, set once it exists; interrupted before, nothing was saved
+    and there is nothing to resume.
+    """
     try:
         asyncio.run(work)
     except KeyboardInterrupt:
+        if started is not None and not started.is_set():
+            interrupted_before_start(thread_id)
         err.print(
             f"\n[yellow]interrupted[/]: continue with `research-agent resume {escape(thread_id)}`"
         )

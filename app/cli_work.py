@@ -7,6 +7,7 @@ it starts before it loads them.
 """
 
 import asyncio
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from rich.markup import escape
 
-from app.cli_common import err, explain, fail, load_settings, out
+from app.cli_common import err, explain, fail, interrupted_before_start, load_settings, out
 from app.heap import settle_heap
 from app.settings import Settings
 from core.options import ResearchRequest, RunOptions
@@ -43,10 +44,14 @@ def _research(
         except CorpusMissingError as exc:
             fail(str(exc))
     err.print(f"thread {escape(thread_id)} · researching {escape(repr(request.topic))}")
-    from app.cli_runs import research, until_interrupted
-
+    try:  # loading LangGraph takes a moment: a Ctrl-C meanwhile leaves nothing behind
+        from app.cli_runs import research, until_interrupted
+    except KeyboardInterrupt:
+        interrupted_before_start(thread_id)
     interactive = request.options.approval != "none"
-    until_interrupted(research(settings, request, thread_id, out_file, interactive), thread_id)
+    started = threading.Event()
+    work = research(settings, request, thread_id, out_file, interactive, started)
+    until_interrupted(work, thread_id, started)
 
 
 def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -> None:

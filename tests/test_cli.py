@@ -594,3 +594,43 @@ def test_serve_on_a_port_in_use_or_out_of_range_says_so_and_where_it_listens_oth
     with serve_process(cli_env, port, tmp_path / "serve.log"):
         said = (tmp_path / "serve.log").read_text()
     assert f"open http://127.0.0.1:{port}/" in said, said
+
+
+def test_output_to_a_pipe_is_never_hard_wrapped(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    env = {k: v for k, v in cli_env.items() if k != "COLUMNS"}  # a pipe: rich assumes 80
+    result = cli(env, "run", TOPIC, "--out", str(tmp_path / "r.md"))
+    assert result.returncode == 0, result.stderr
+    done = [line for line in result.stderr.splitlines() if line.startswith("done ·")]
+    assert done and re.search(r"thread [0-9a-f]{32} · status \w+ · \d+ sources$", done[0]), (
+        result.stderr
+    )
+    assert max(map(len, result.stderr.splitlines())) > 80  # long lines stay long
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.3])
+def test_ctrl_c_leaves_a_thread_to_resume_or_says_nothing_was_saved(
+    cli_env: dict[str, str], after_s: float
+) -> None:
+    process = subprocess.Popen(
+        [str(CLI), "run", TOPIC],
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    assert process.stderr is not None
+    first = process.stderr.readline()  # "thread ID · researching ..."
+    found = re.search(r"thread ([0-9a-f]{32})", first)
+    assert found, first
+    time.sleep(after_s)  # Ctrl-C while LangGraph loads, or while the stores open
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=HANG_TIMEOUT_S)
+    assert process.returncode in (0, 130), rest
+    shown = cli(cli_env, "show", found.group(1))
+    if "nothing was saved" in rest:
+        assert "unknown thread" in shown.stderr, shown.stderr
+    else:
+        assert process.returncode == 0 or f"research-agent resume {found.group(1)}" in rest, rest
+        assert shown.returncode == 0, shown.stderr
+    assert "Aborted!" not in rest and "Traceback" not in rest, rest
