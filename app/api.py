@@ -23,7 +23,7 @@ from app import (
 from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
-from app.errors import install_error_handlers
+from app.errors import JSONLine, install_error_handlers
 from app.metrics import ServiceMetrics
 from app.report_html import RenderedReports
 from app.retention import keep_evidence_within
@@ -71,6 +71,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,  # served by `mount_web`, under the page's kind of policy
         redoc_url=None,
+        default_response_class=JSONLine,
     )
     app.state.settings = settings
     app.state.auth = auth

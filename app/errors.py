@@ -35,6 +35,14 @@ _STATUS: dict[type[ResearchError], tuple[int, str]] = {
 }
 
 
+class JSONLine(JSONResponse):
+    """A JSON answer ending with a newline: what follows `curl` starts on a line of its own."""
+
+    def render(self, content: Any) -> bytes:
+        """The JSON, then a newline."""
+        return super().render(content) + b"\n"
+
+
 class ErrorDetail(BaseModel):
     """What went wrong: a stable code, a message that says what to fix, details."""
 
@@ -98,8 +106,8 @@ def error_response(
 ) -> JSONResponse:
     """An error answer in the shape the path's clients expect."""
     if path.startswith(PLATFORM_PREFIXES):
-        return JSONResponse({"detail": message}, status, headers=headers)
-    return JSONResponse(error_body(code, message, details), status, headers=headers)
+        return JSONLine({"detail": message}, status, headers=headers)
+    return JSONLine(error_body(code, message, details), status, headers=headers)
 
 
 async def _research_error(request: Request, exc: Exception) -> JSONResponse:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.dependencies import Manager, Owner, StoredThread
 from app.edge import StrictJSONRoute
-from app.errors import ERROR_RESPONSES
+from app.errors import ERROR_RESPONSES, JSONLine
 from app.routes_research import StartAnswer, links
 from service.citations import SourceView
 from service.run_diff import RunDiff
@@ -73,7 +73,7 @@ async def export(thread_id: StoredThread, owner: Owner, manager: Manager) -> JSO
     """The run whole (record, state, events, evidence): `research-agent import` reads it."""
     archive = await manager.export_run(await manager.get(owner, thread_id))
     name = f"research-{public_id(thread_id)}.json"
-    return JSONResponse(
+    return JSONLine(
         archive.model_dump(mode="json"),
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )

@@ -5,13 +5,13 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from app.dependencies import Manager, Metrics, Owner, Reports, StoredThread, Streams
 from app.edge import StrictJSONRoute
-from app.errors import ERROR_RESPONSES
+from app.errors import ERROR_RESPONSES, JSONLine
 from app.sse import sse_frame
 from core.models import (
     REPORT_MAX_CHARS,
@@ -256,7 +256,7 @@ async def report(
         raise InvalidState("there is no report yet: follow the events until 'report'")
     accept = request.headers.get("accept", "")
     if "application/json" in accept:
-        return JSONResponse(
+        return JSONLine(
             {"status": found.status, "report": found.markdown, "sources": found.sources}
         )
     if "text/html" in accept:

@@ -387,3 +387,16 @@ async def test_more_sse_clients_than_a_default_redis_pool_all_get_every_event(
     ids = [f.id for f in streams[0]]
     assert ids == list(range(1, len(ids) + 1)) and streams[0][-1].event == "done"
     assert all([f.id for f in frames] == ids for frames in streams)
+
+
+async def test_every_json_answer_ends_with_a_newline(service: Service) -> None:
+    async with service() as client:
+        answers = [
+            await client.post("/v1/research", json={"topic": TOPIC}),  # a model, 202
+            await client.get("/v1/research/0123456789abcdef0123456789abcdef"),  # an error, 404
+            await client.post("/v1/research", json={"topic": ""}),  # a validation error, 422
+            await client.get("/healthz"),
+        ]
+    for answer in answers:
+        assert answer.headers["content-type"].startswith("application/json"), answer.text
+        assert answer.content.endswith(b"}\n"), answer.content[-40:]
