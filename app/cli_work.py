@@ -134,7 +134,10 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     config = uvicorn.Config(
         app, host=bind, port=port, log_level="info", http=guarded_protocol(settings)
     )
-    _announced_server()(config).run()
+    server = _announced_server()(config)
+    server.run()
+    if not server.started:  # as uvicorn.run: a start-up that failed is not a clean exit
+        raise SystemExit(3)
 
 
 def _check_port(host: str, port: int) -> None:
