@@ -1,5 +1,6 @@
 """A small Server-Sent Events reader over httpx, for the API tests."""
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -40,13 +41,19 @@ async def collect(
     until: str = "done",
     headers: dict[str, str] | None = None,
     limit: int | None = None,
+    connected: asyncio.Event | None = None,
 ) -> list[Frame]:
-    """Stream `url` until an event named `until` (or `limit` frames), then disconnect."""
+    """Stream `url` until an event named `until` (or `limit` frames), then disconnect.
+
+    `connected` is set once the first event arrived.
+    """
     seen: list[Frame] = []
     async with client.stream("GET", url, headers=headers) as response:
         assert response.status_code == 200, await response.aread()
         async for frame in frames(response):
             seen.append(frame)
+            if connected is not None:
+                connected.set()
             if frame.event == until or (limit is not None and len(seen) >= limit):
                 break
     return seen

@@ -5,6 +5,8 @@ from core.models import ResearchPlan, SearchResult
 from engines.checks import check_draft
 from engines.report_markdown import _footnote_definitions, cited_sentences, footnote_urls
 
+from .support import page
+
 PLAN = ResearchPlan(
     theme="Printing press",
     investigation_points=["Origins of printing press", "Impact of printing press"],
@@ -152,15 +154,12 @@ def test_a_reference_resolves_to_the_link_that_ends_it_whatever_its_title_holds(
 
 
 def test_a_summary_that_never_names_the_subject_lowers_the_logic_score() -> None:
-    wu = SearchResult(
-        title="Chien-Shiung Wu",
-        url="https://example.org/wu",
-        content="Chien-Shiung Wu was an experimental physicist, called the Chinese Marie Curie.",
+    wu = page(
+        "Chien-Shiung Wu",
+        "Chien-Shiung Wu was an experimental physicist, called the Chinese Marie Curie.",
     )
-    curie = SearchResult(
-        title="Marie Curie",
-        url="https://example.org/curie",
-        content="Marie Curie was a Polish physicist and chemist who discovered radium.",
+    curie = page(
+        "Marie Curie", "Marie Curie was a Polish physicist and chemist who discovered radium."
     )
     plan = ResearchPlan(
         theme="the life of Marie Curie", investigation_points=["Marie Curie"], search_queries=["x"]
@@ -169,7 +168,7 @@ def test_a_summary_that_never_names_the_subject_lowers_the_logic_score() -> None
     def draft(summary: str) -> str:
         return GOOD.replace(
             GOOD.split("## Executive Summary\n\n")[1].split("\n")[0], summary
-        ).replace("(https://example.org/press)", "(https://example.org/wu)")
+        ).replace("(https://example.org/press)", f"({wu.url})")
 
     astray = check_draft(
         draft("Chien-Shiung Wu was an experimental physicist.[^1]"), plan, [wu, curie]

@@ -250,10 +250,9 @@ async def test_its_names_the_subject_and_an_unresolved_the_term_is_not_quoted() 
 
 
 async def test_an_it_after_an_opening_clause_that_names_nothing_is_not_quoted() -> None:
-    source = SearchResult(
-        title="Allosaurus",
-        url="https://example.org/allosaurus",
-        content="Allosaurus is a genus of theropod dinosaur that lived in the late Jurassic. "
+    source = page(
+        "Allosaurus",
+        "Allosaurus is a genus of theropod dinosaur that lived in the late Jurassic. "
         "As one of the first well-known theropod dinosaurs, it has long attracted attention. "
         "When Allosaurus was described in 1877, it was compared with living reptiles.",
     )

@@ -26,7 +26,6 @@ from .processes import server, worker
 from .redis_server import redis_server
 from .servers import free_port
 from .sse import Frame, collect
-from .sse import frames as sse_frames
 from .support import TOPIC
 
 pytestmark = pytest.mark.slow
@@ -239,19 +238,6 @@ STALL_S = 6.0
 STOP_AFTER_STALL_S = 120.0
 
 
-async def watch(client: httpx.AsyncClient, url: str, connected: asyncio.Event) -> list[Frame]:
-    """`collect` until `done`, setting `connected` once the first event arrived."""
-    seen: list[Frame] = []
-    async with client.stream("GET", url) as response:
-        assert response.status_code == 200, await response.aread()
-        async for frame in sse_frames(response):
-            seen.append(frame)
-            connected.set()
-            if frame.event == "done":
-                break
-    return seen
-
-
 def timeline(frames: list[Frame]) -> list[str]:
     """A run's events as a client reads them, but for the status a retried leg adds."""
     return [
@@ -284,7 +270,7 @@ async def test_a_stalled_redis_loses_and_doubles_no_event(
             # Followers watching through the stall: their streams wait for Redis.
             connected = [asyncio.Event() for _ in started]
             live = [
-                asyncio.ensure_future(watch(a, f"/v1/research/{t}/events", up))
+                asyncio.ensure_future(collect(a, f"/v1/research/{t}/events", connected=up))
                 for t, up in zip(started, connected, strict=True)
             ]
             await asyncio.wait_for(asyncio.gather(*(up.wait() for up in connected)), WAIT_S)
