@@ -10,7 +10,7 @@ import asyncio
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from rich.markup import escape
@@ -19,6 +19,9 @@ from app.cli_common import err, explain, fail, interrupted_before_start, load_se
 from app.heap import settle_heap
 from app.settings import Settings
 from core.options import ResearchRequest, RunOptions
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 async def _check_store(settings: Settings) -> None:
@@ -156,7 +159,7 @@ def _check_port(host: str, port: int) -> None:
             )
 
 
-def _announced_server() -> type:
+def _announced_server() -> "type[uvicorn.Server]":
     """The uvicorn server class, saying where to open the service once it listens."""
     import uvicorn
 

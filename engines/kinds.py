@@ -8,6 +8,7 @@ and the writer tells a film named after the subject from the subject itself.
 """
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from engines.sentences import split_sentences
@@ -117,6 +118,7 @@ def definition_kind(lead: str) -> Kind | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # asked of the same article by every sentence and every judgement
 def kind_of(text: str) -> Kind | None:
     """The kind of thing `text` (an article, its lead first) is about; None if unsure.
 

@@ -224,12 +224,7 @@ def _modifies(title: str, head: str, topic: str) -> bool:
     An ocean's article is about the topic "ocean tides", but a sentence that names an
     ocean does not name the topic, nor is the Indian Ocean's article about it.
     """
-    written, before, after = folded(topic), folded(title), folded(head)
-    n, m = len(before), len(after)
-    return any(
-        written[i : i + n] == before and written[i + n : i + n + m] == after
-        for i in range(len(written) - n - m + 1)
-    )
+    return _phrase_count(folded(topic), [*folded(title), *folded(head)]) > 0
 
 
 def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
