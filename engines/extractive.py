@@ -17,7 +17,7 @@ from engines.checks import check_draft
 from engines.extractive_candidates import capitalise, lead_sentence
 from engines.extractive_writer import uncovered_points, write_briefing
 from engines.frames import match_frame
-from engines.keyphrases import key_terms, link_queries, named_entities
+from engines.keyphrases import key_terms, named_entities
 from engines.naming import LONG_PHRASE, bare_title
 from engines.relevance import (
     DEVOTED,
@@ -25,7 +25,6 @@ from engines.relevance import (
     TITLED,
     Relevance,
     group_movement,
-    subject_article,
 )
 from engines.sentences import split_sentences
 from tools.text import content_words, stems, topic_parts
@@ -108,7 +107,7 @@ class ExtractiveEngine:
             subject,
             group_movement(subject) or "",
             *points,
-            *link_queries(relevance.article, subject, probe, (), LINKS_IN_PLAN),
+            *relevance.link_queries(probe, (), LINKS_IN_PLAN),
             *names,
         ]
         queries += [f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=2)]
@@ -155,7 +154,7 @@ class ExtractiveEngine:
             for q in dict.fromkeys(c.strip() for c in candidates)
             if q and q.casefold() not in done_keys
         ][:QUERIES_PER_ROUND]
-        links = link_queries(relevance.article, subject, sources, [*done, *fresh], LINKS_PER_ROUND)
+        links = relevance.link_queries(sources, [*done, *fresh], LINKS_PER_ROUND)
         return [*fresh, *links]
 
     def follow_up(
@@ -163,7 +162,7 @@ class ExtractiveEngine:
     ) -> list[str]:
         """What the subject's own article names, now that it may have been found."""
         _, subject = match_frame(plan.theme)
-        return link_queries(subject_article(subject, sources), subject, sources, done, FOLLOW_UPS)
+        return Relevance(subject, sources, plan.theme).link_queries(sources, done, FOLLOW_UPS)
 
     async def decide(self, progress: Progress) -> RoutingDecision:
         """Rewrite only when new sources arrived since the last draft; else stop."""

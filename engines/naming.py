@@ -63,37 +63,78 @@ LONG_PHRASE = 4
 def mentions(text: str, subject: Sequence[str]) -> int:
     """How often `text` names the subject: the exact phrase, or most words of a long subject.
 
-    "The French Revolution of 1830" and "a second French Revolution" name another
-    instance of the subject's kind, not the subject.
+    A coordination names it too: "Greek religion and mythology" names Greek mythology,
+    "Marie and Pierre Curie" names Marie Curie (`_coordinated`). "The French Revolution of
+    1830" and "a second French Revolution" name another instance of the subject's kind,
+    not the subject.
     """
     tokens = subject_tokens(text)
     if len(subject) <= LONG_PHRASE:
-        n = len(subject)
         raw = word_matches(text)  # the same words as `tokens`, as written
         return sum(
-            tokens[i : i + n] == list(subject)
-            and not (i > 0 and tokens[i - 1] in _ORDINALS)
-            and not (
-                tokens[i + n : i + n + 1] == ["of"] and _YEAR.fullmatch(_at(tokens, i + n + 1))
-            )
-            and not _longer_name(raw, i, n)
-            for i in range(len(tokens) - n + 1)
+            not (i > 0 and tokens[i - 1] in _ORDINALS)
+            and not (tokens[end : end + 1] == ["of"] and _YEAR.fullmatch(_at(tokens, end + 1)))
+            and not _longer_name(raw, end - 1)
+            for i, end in _phrase_at(tokens, list(subject))
         )
     core = {t for t in subject if t not in STOPWORDS}
     return int(len(core & set(tokens)) >= math.ceil(len(core) * 2 / 3))
 
 
-def _longer_name(raw: Sequence[re.Match[str]], start: int, n: int) -> bool:
-    """Whether the name at raw[start:start+n] goes on, after a space, with a capitalised word.
+def _phrase_at(tokens: list[str], phrase: list[str]) -> list[tuple[int, int]]:
+    """Where `phrase` starts and ends in `tokens`: word for word, or split by a coordination.
+
+    Two words joined by "and"/"or" share what stands before or after them: "Greek
+    religion and mythology" is Greek religion and Greek mythology, "Marie and Pierre
+    Curie" is Marie Curie and Pierre Curie. So a phrase is also found with one word and
+    a conjunction inside it ("religion and", "and Pierre").
+    """
+    n, found = len(phrase), []
+    for i in range(len(tokens) - n + 1):
+        if tokens[i : i + n] == phrase:
+            found.append((i, i + n))
+            continue
+        for split in range(1, n):
+            inserted = tokens[i + split : i + split + 2]
+            if (
+                len(inserted) == 2
+                and _coordinated(inserted)
+                and tokens[i : i + split] == phrase[:split]
+                and tokens[i + split + 2 : i + n + 2] == phrase[split:]
+            ):
+                found.append((i, i + n + 2))
+                break
+    return found
+
+
+def phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
+    """How often `phrase` occurs in `tokens`, word for word."""
+    n, wanted = len(phrase), list(phrase)
+    return sum(list(tokens[i : i + n]) == wanted for i in range(len(tokens) - n + 1))
+
+
+def _coordinated(inserted: Sequence[str]) -> bool:
+    """Whether two words are a word and a conjunction, in either order ("religion and")."""
+    first, second = inserted
+    return (first in _CONJUNCTIONS) != (second in _CONJUNCTIONS) and not (
+        {first, second} & (STOPWORDS - _CONJUNCTIONS)
+    )
+
+
+_CONJUNCTIONS = frozenset({"and", "or"})
+
+
+def _longer_name(raw: Sequence[re.Match[str]], last: int) -> bool:
+    """Whether the name ending at raw[last] goes on, after a space, with a capitalised word.
 
     "Muhammad Ali Jinnah" and "Chess Olympiad" name something else than "Muhammad Ali"
     and chess; "the Global Positioning System (GPS)" names it.
     """
-    if start + n >= len(raw):
+    if last + 1 >= len(raw):
         return False
-    last, after = raw[start + n - 1], raw[start + n]
-    between = after.string[last.end() : after.start()]
-    return last.group()[:1].isupper() and after.group()[:1].isupper() and between.isspace()
+    end, after = raw[last], raw[last + 1]
+    between = after.string[end.end() : after.start()]
+    return end.group()[:1].isupper() and after.group()[:1].isupper() and between.isspace()
 
 
 _FORM = frozenset(stem(w) for w in FORM_WORDS)

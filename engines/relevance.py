@@ -13,11 +13,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 
 from core.models import SearchResult
 from core.urls import normalize_url
 from engines.frames import match_frame
-from engines.keyphrases import folded
+from engines.keyphrases import folded, link_queries
 from engines.kinds import Kind, kind_of
 from engines.naming import (
     LONG_PHRASE,
@@ -29,6 +30,7 @@ from engines.naming import (
     mentions,
     named_among,
     namesake,
+    phrase_count,
     subject_tokens,
     surnames,
 )
@@ -213,7 +215,7 @@ def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> f
         # "Silk" is named by "Silk Road" only as part of the subject's own name.
         if source is article or not title or set(title) <= own_name:
             continue
-        if _phrase_count(text, title):
+        if phrase_count(text, title):
             linked.add(normalize_url(source.url))
     return frozenset(linked)
 
@@ -224,13 +226,7 @@ def _modifies(title: str, head: str, topic: str) -> bool:
     An ocean's article is about the topic "ocean tides", but a sentence that names an
     ocean does not name the topic, nor is the Indian Ocean's article about it.
     """
-    return _phrase_count(folded(topic), [*folded(title), *folded(head)]) > 0
-
-
-def _phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
-    """How often `phrase` occurs in `tokens`, word for word."""
-    n, wanted = len(phrase), list(phrase)
-    return sum(list(tokens[i : i + n]) == wanted for i in range(len(tokens) - n + 1))
+    return phrase_count(folded(topic), [*folded(title), *folded(head)]) > 0
 
 
 @dataclass
@@ -241,6 +237,9 @@ class Relevance:
     sources: Sequence[SearchResult]
     # The topic as asked: the articles it names are about it (`named_by_topic`).
     topic: str = ""
+    # Named only as the titles the topic names are (`names`): a side's "Capitalism" is not
+    # named by "capital", though both stem to "capit", nor its "Go" by "go through".
+    as_written: bool = False
     article: SearchResult | None = field(init=False)
     phrase: list[str] = field(init=False)
     kind: Kind | None = field(init=False)
@@ -254,6 +253,10 @@ class Relevance:
     _surnames: dict[str, set[str]] = field(init=False)
     # How well each source matches the topic's words, against the best (BM25).
     _matches: dict[str, float] = field(init=False)
+    # With no article of the subject's own ("tea vs coffee", a question in two parts), each
+    # article the topic names stands as a subject of its own: what is about one of them is
+    # about the topic.
+    _sides: list["Relevance"] = field(init=False)
     # Judged once per source: the review asks again for every claim that cites it.
     _judged: dict[str, float] = field(init=False, default_factory=dict)
 
@@ -279,6 +282,8 @@ class Relevance:
             if self.article
             else Counter()
         )
+        sides = [] if self.article is not None or not self.topic else self._alternatives
+        self._sides = [Relevance(title, self.sources, as_written=True) for _, title in sides]
 
     def _topic_matches(self, bm25_scores: Sequence[float]) -> dict[str, float]:
         """How well each source matches the topic's words (BM25), against the best match.
@@ -300,6 +305,20 @@ class Relevance:
         """How much each source is about the topic as asked (its subject by `match_frame`)."""
         return cls(match_frame(theme)[1], sources, theme)
 
+    def link_queries(
+        self, sources: Sequence[SearchResult], done: Sequence[str], limit: int
+    ) -> list[str]:
+        """What the subject's own article names, as queries (`keyphrases.link_queries`).
+
+        With no article of its own, what each side's article names, taken in turn: both
+        sides of a comparison, both parts of a question in two.
+        """
+        if not self._sides:
+            return link_queries(self.article, self.subject, sources, done, limit)
+        each = [side.link_queries(sources, done, limit) for side in self._sides]
+        turns = (query for row in zip_longest(*each) for query in row if query)
+        return list(dict.fromkeys(turns))[:limit]
+
     def names(self, text: str) -> bool:
         """True when `text` names the subject, or an article the topic names by its title.
 
@@ -311,7 +330,7 @@ class Relevance:
         # those say what it is about ("the differences between capitalism and socialism"
         # is not named by every sentence with "capital" and "social" in it).
         loose = len(self.phrase) > LONG_PHRASE and bool(self._alternatives)
-        if self.phrase and not loose and mentions(text, self.phrase) > 0:
+        if self.phrase and not loose and not self.as_written and mentions(text, self.phrase) > 0:
             return True
         if not self._alternatives:
             return False
@@ -319,7 +338,7 @@ class Relevance:
         return any(
             re.search(rf"\b{re.escape(title)}\b", text) is not None
             if len(tokens) == 1 and len(title) <= SHORT_TITLE
-            else _phrase_count(written, tokens) > 0 and mentions(text, self._stemmed[title]) > 0
+            else phrase_count(written, tokens) > 0 and mentions(text, self._stemmed[title]) > 0
             for tokens, title in self._alternatives
         ) or any(by_surname(text, surname, name) for surname, name in self._surnames.items())
 
@@ -332,6 +351,8 @@ class Relevance:
 
     def _judge(self, source: SearchResult, key: str) -> float:
         judged = self._judge_subject(source, key)
+        if self._sides:  # a side's own article is one the topic names: TITLED
+            judged = max(judged, min(TITLED, max(side.of(source) for side in self._sides)))
         # The articles the topic names are about it, also where the subject's phrase
         # misses them (a comparison, keywords, a question with two parts).
         if judged < TITLED and key in self._topical:

@@ -282,3 +282,39 @@ async def test_a_comparison_puts_what_speaks_of_both_sides_at_once_side_by_side(
         plan.model_copy(update={"theme": "chess and go"}), [CHESS, GO, games], None, None
     )
     assert "side by side" not in alone  # two things asked about, not compared
+
+
+def test_a_coordination_names_each_of_its_members() -> None:
+    mythology = subject_tokens("Greek mythology")
+    curie = subject_tokens("Marie Curie")
+    assert mentions("Zeus is a god of ancient Greek religion and mythology.", mythology) == 1
+    assert mentions("Radium was found by Marie and Pierre Curie in 1898.", curie) == 1
+    # Other words between them are not a coordination.
+    assert mentions("A Greek poet wrote of mythology.", mythology) == 0
+    assert mentions("Marie met the Curie family in Paris.", curie) == 0
+
+
+def test_with_no_article_of_its_own_each_side_of_a_comparison_has_its_neighbours() -> None:
+    kasparov = page(
+        "Garry Kasparov",
+        "Garry Kasparov is a Russian grandmaster who was World Chess Champion from 1985 to "
+        "2000. Kasparov played Chess against the computer Deep Blue in 1997.",
+    )
+    insects = page(
+        "Pupa",
+        "Insects that go through a pupal stage go through four stages. A pupa does not feed.",
+    )
+    extra = page(
+        "Weiqi players",
+        "Professional players of Go (game) train from childhood in China, Japan and Korea.",
+    )
+    topic = "chess versus go"
+    sources = [CHESS, GO, XIANGQI, kasparov, insects, extra, GPS]
+    relevance = Relevance(match_frame(topic)[1], sources, topic)
+    assert relevance.article is None  # neither side's title is the subject
+    assert relevance.of(kasparov) > OFF  # names Chess twice: about one side
+    assert relevance.of(insects) == OFF  # "go through" is not the game
+    # Each side's article is followed: both get link queries, in turn.
+    queries = relevance.link_queries(sources, (), 4)
+    assert any(q.startswith("Chess ") for q in queries)
+    assert any(q.startswith("Go ") for q in queries)
