@@ -42,8 +42,9 @@ class ProgressPrinter:
             err.print(f"  [dim]search[/] {escape(repr(event['query']))}: {outcome}")
         elif kind == "plan":
             plan = event["plan"]
+            edited = " (edited)" if event.get("edited") else ""
             err.print(
-                f"[cyan]●[/] plan: {len(plan['investigation_points'])} points, {len(plan['search_queries'])} queries"
+                f"[cyan]●[/] plan{edited}: {len(plan['investigation_points'])} points, {len(plan['search_queries'])} queries"
             )
         elif kind == "review":
             verdict = "passed" if event["approved"] else "needs work"

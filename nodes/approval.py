@@ -3,14 +3,20 @@
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from core.models import ApprovalDecision
 from core.state import ResearchState
+from nodes.context import Deps
+from nodes.progress import tell
 
 
-def approve_plan(state: ResearchState) -> dict[str, Any]:
-    """Interrupt with the plan; approve keeps it, edit replaces it, reject re-plans with feedback."""
+def approve_plan(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """Interrupt with the plan; approve keeps it, edit replaces it, reject re-plans with feedback.
+
+    An edited plan is told again (`plan` with `edited`): the searches that follow are its.
+    """
     plan = state.get("task_plan")
     if plan is None:
         raise ValueError("nothing to approve: no plan")
@@ -25,6 +31,9 @@ def approve_plan(state: ResearchState) -> dict[str, Any]:
             "messages": [HumanMessage(content="Plan approved.")],
         }
     if answer.decision == "edit" and answer.plan is not None:
+        tell(
+            runtime, {"event": "plan", "plan": answer.plan.model_dump(mode="json"), "edited": True}
+        )
         return {
             **record,
             "task_plan": answer.plan,

@@ -114,8 +114,17 @@ class ThreadReads:
         return thread_view(record, await self.snapshot(record.thread_id))
 
     async def report(self, thread_id: str) -> ReportView | None:
-        """The thread's report, None before there is one."""
-        return report_view(dict((await self.snapshot(thread_id)).values or {}))
+        """The thread's report, None before there is one.
+
+        At the report gate (approval `plan_and_report`), the draft that waits for sign-off:
+        the reviewer reads it as the report it will be (its front matter gives its status).
+        """
+        snapshot = await self.snapshot(thread_id)
+        values = dict(snapshot.values or {})
+        asked = pending_interrupt(snapshot)
+        if not values.get("final_report") and asked is not None and asked.get("type") == "report":
+            values |= {"final_report": asked.get("report"), "report_status": asked.get("status")}
+        return report_view(values)
 
     async def notes(self, thread_id: str) -> list[ResearchNote]:
         """The thread's research notes: one per search query."""

@@ -301,8 +301,37 @@ async def test_an_edited_plan_is_the_one_researched(service: Service) -> None:
         assert answer.status_code == 200, answer.text
         detail = await wait_for_status(client, thread_id, TERMINAL)
         notes = (await client.get(f"/v1/research/{thread_id}/notes")).json()
+        events = await collect(client, f"/v1/research/{thread_id}/events")
     assert detail["plan"]["search_queries"] == ["Gutenberg Bible Mainz", "movable type Korea"]
     assert [n["query"] for n in notes][:2] == ["Gutenberg Bible Mainz", "movable type Korea"]
+    # The edited plan is told again, marked, so a timeline shows what was run.
+    told = [f.data for f in events if f.event == "plan"]
+    assert [bool(p.get("edited")) for p in told] == [False, True]
+    assert told[1]["plan"]["search_queries"] == edited["search_queries"]
+
+
+async def test_at_the_report_gate_the_report_is_the_draft_waiting_for_sign_off(
+    service: Service,
+) -> None:
+    async with service() as client:
+        thread_id = (
+            await client.post(
+                "/v1/research", json={"topic": TOPIC, "options": {"approval": "plan_and_report"}}
+            )
+        ).json()["thread_id"]
+        before = await client.get(f"/v1/research/{thread_id}/report")
+        await collect(client, f"/v1/research/{thread_id}/events", until="approval_required")
+        await client.post(f"/v1/research/{thread_id}/resume", json={"decision": "approve"})
+        detail = await wait_for_status(client, thread_id, {"waiting_for_approval"} | TERMINAL)
+        assert detail["approval"]["type"] == "report"
+        draft = await client.get(
+            f"/v1/research/{thread_id}/report", headers={"Accept": "application/json"}
+        )
+        html = await client.get(f"/v1/research/{thread_id}/report", headers={"Accept": "text/html"})
+    assert before.status_code == 409  # no draft yet: nothing to show
+    assert draft.status_code == 200 and draft.json()["report"] == detail["approval"]["report"]
+    assert draft.json()["status"] == detail["approval"]["status"] and draft.json()["sources"]
+    assert html.status_code == 200 and "<h2" in html.text
 
 
 async def test_a_rejected_plan_comes_back_replanned_for_approval(service: Service) -> None:

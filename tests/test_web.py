@@ -11,6 +11,7 @@ import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -118,7 +119,10 @@ async def start_run(
 
 
 async def wait_for_status(page: Page, status: str) -> None:
-    await expect(page.locator("#run-status")).to_have_text(status, timeout=WAIT_MS)
+    """Wait until the badge stands for `status` (the API's word; the badge says it plainly)."""
+    await expect(page.locator("#run-status")).to_have_attribute(
+        "data-status", status, timeout=WAIT_MS
+    )
 
 
 async def test_a_run_whose_sources_were_insufficient_says_so_in_its_badges(
@@ -126,11 +130,12 @@ async def test_a_run_whose_sources_were_insufficient_says_so_in_its_badges(
 ) -> None:
     thread_id = await start_run(page, server, topic="zyxwv frobnication", min_sources=1)
     await wait_for_status(page, "insufficient")
+    await expect(page.locator("#run-status")).to_have_text("too little found")
     item = page.locator(f'#threads .thread[data-thread-id="{thread_id}"] .status')
-    await expect(item).to_have_text("insufficient", timeout=WAIT_MS)
+    await expect(item).to_have_text("too little found", timeout=WAIT_MS)
     await page.reload()  # from the list and the detail, not only from the live events
     await wait_for_status(page, "insufficient")
-    await expect(item).to_have_text("insufficient", timeout=WAIT_MS)
+    await expect(item).to_have_text("too little found", timeout=WAIT_MS)
     # The report says so in its first line, and has no empty References heading.
     report = page.locator("#report")
     await expect(report.locator(".report-summary .report-status")).to_have_text(
@@ -150,7 +155,7 @@ async def test_a_run_whose_budget_ends_before_a_draft_passes_says_partial(
         thread_id = await start_run(page, base, min_sources=1)
         await wait_for_status(page, "partial")
         item = page.locator(f'#threads .thread[data-thread-id="{thread_id}"] .status')
-        await expect(item).to_have_text("partial", timeout=WAIT_MS)
+        await expect(item).to_have_text("partial report", timeout=WAIT_MS)
         report = page.locator("#report")
         await expect(report.locator(".report-summary .report-status")).to_have_text(
             "partial", timeout=WAIT_MS
@@ -175,6 +180,7 @@ async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_li
 ) -> None:
     await start_run(page, server, approval="plan")
     await wait_for_status(page, "waiting_for_approval")
+    await expect(page.locator("#run-status")).to_have_text("waiting for your approval")
     panel = page.locator("#approval-panel")
     await expect(panel).to_be_visible()
     queries = panel.locator("input.plan-query")
@@ -183,8 +189,23 @@ async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_li
     await page.click("#edit-approve")
 
     await wait_for_status(page, "completed")
+    await expect(page.locator("#run-status")).to_have_text("finished")
     await expect(panel).to_be_hidden()
+    # A finished run shows its report first; how it ran is folded below it.
+    report = page.locator("#report")
+    await expect(report.locator("h1")).to_be_visible(timeout=WAIT_MS)
+    progress = page.locator("#progress-panel")
+    await expect(progress).not_to_have_attribute("open", "")
     timeline = page.locator("#timeline")
+    await expect(timeline).to_be_hidden()
+    report_top = (await report.bounding_box() or {"y": 0.0})["y"]
+    progress_top = (await progress.bounding_box() or {"y": 0.0})["y"]
+    assert report_top < progress_top
+    await progress.locator("summary").first.click()
+    # The edited plan is a step of its own, with the query as edited.
+    edited = timeline.locator("li.step[data-kind=plan][data-edited=true]")
+    await expect(edited).to_have_count(1)
+    await expect(edited).to_contain_text("Gutenberg Bible Mainz")
     for kind in ("plan", "searches", "draft", "review", "report"):
         await expect(timeline.locator(f"li.step[data-kind={kind}]").first).to_be_visible()
     # The searches are folded into one step that counts them, and open on a click.
@@ -195,10 +216,16 @@ async def test_plan_approval_with_an_edited_query_to_a_report_whose_footnotes_li
     await expect(timeline.locator("li.step[data-kind=search]").first).to_contain_text(
         "Gutenberg Bible Mainz"
     )
-    assert await page.locator("#sources li.source").count() >= 3
+    # The sources the report cites are listed first; the others are folded under them.
+    cited = {
+        await a.get_attribute("href") for a in await page.locator("#sources li.source a").all()
+    }
+    assert len(cited) >= 3
+    references = {
+        await a.get_attribute("href") for a in await report.locator("a[href^=http]").all()
+    }
+    assert cited <= {unquote(str(r)) for r in references} | references
 
-    report = page.locator("#report")
-    await expect(report.locator("h1")).to_be_visible(timeout=WAIT_MS)
     # One line says how the report stands; the front matter's details stay folded.
     await expect(report.locator(".report-summary")).to_contain_text("sources")
     await expect(report.locator(".report-summary .report-status")).to_have_text("final")
@@ -237,7 +264,7 @@ async def test_a_source_titled_with_markup_shows_as_text_and_runs_nothing(
 ) -> None:
     await start_run(page, server)
     await wait_for_status(page, "completed")
-    probe = page.locator("#sources li.source", has_text=XSS_TITLE)
+    probe = page.locator("ul.sources li.source", has_text=XSS_TITLE)  # cited or not
     await expect(probe).to_have_count(1)
     await expect(probe.locator("a")).to_have_text(XSS_TITLE)
     assert await page.locator("#sources img, #report img, #timeline img").count() == 0
@@ -268,7 +295,7 @@ async def test_a_reload_mid_run_rebuilds_the_timeline_without_duplicates(
     texts = await steps.evaluate_all("ns => ns.map(n => n.textContent)")
     assert len(texts) == len(set(texts)), "a step shown twice"
     hrefs = [
-        await a.get_attribute("href") for a in await page.locator("#sources li.source a").all()
+        await a.get_attribute("href") for a in await page.locator("ul.sources li.source a").all()
     ]
     assert len(hrefs) == len(set(hrefs)), "a source shown twice"
     assert detail["status"] == "completed"
@@ -285,6 +312,7 @@ async def test_at_phone_width_nothing_scrolls_sideways(
         "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
     assert overflow <= 0, f"{overflow} px of horizontal scroll at 390 px"
+    await page.screenshot(path=str(SHOTS / "phone.png"), full_page=True)
 
 
 async def test_the_past_research_list_and_its_buttons(
@@ -333,9 +361,12 @@ async def test_the_report_gate_shows_the_report_and_signs_it_off(
     await start_run(page, server, approval="plan_and_report")
     await wait_for_status(page, "waiting_for_approval")
     await page.click("#approve")  # the plan
-    await expect(page.locator("#approval-report-preview")).to_contain_text(
-        "## Executive Summary", timeout=WAIT_MS
-    )
+    # The draft under review reads as the report will: rendered, front matter folded.
+    preview = page.locator("#approval-report-preview")
+    await expect(preview.locator("h2", has_text="Executive Summary")).to_be_visible(timeout=WAIT_MS)
+    await expect(preview.locator(".report-meta")).to_be_hidden()
+    await expect(page.locator("#report-empty")).to_contain_text("once you approve")
+    await page.screenshot(path=str(SHOTS / "report-approval.png"), full_page=True)
     await wait_for_status(page, "waiting_for_approval")
     await page.click("#approve")  # the report
     await wait_for_status(page, "completed")

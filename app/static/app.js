@@ -13,16 +13,24 @@ import { createRecords } from "./records.js";
   // Statuses that get their own timeline line (queued/running would only be noise).
   const TIMELINE_STATUSES = new Set(["paused", "waiting_for_approval", "completed", "failed", "cancelled"]);
   const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+  // What each status is called on the page (a badge; its title says more).
+  const STATUS_WORDS = {
+    queued: "queued", running: "running", waiting_for_approval: "waiting for your approval",
+    paused: "paused", completed: "finished", failed: "failed", cancelled: "cancelled",
+    partial: "partial report", insufficient: "too little found",
+  };
   const STATUS_LABELS = {
-    queued: "Queued", running: "Running", waiting_for_approval: "Waiting for approval",
-    paused: "Paused", completed: "Completed", failed: "Failed", cancelled: "Cancelled",
-    partial: "Completed with a partial report: the budget ended before a draft passed review",
-    insufficient: "Completed, but the sources found do not cover the subject: the report cites nothing",
+    queued: "Queued", running: "Running", waiting_for_approval: "Waiting for your approval",
+    paused: "Paused", completed: "Finished", failed: "Failed", cancelled: "Cancelled",
+    partial: "Finished with a partial report: the budget ended before a draft passed review",
+    insufficient: "Finished, but the sources found do not cover the subject: the report cites nothing",
   };
   /** What a badge says: a completed run whose report is not final says how it stands. */
   const shownStatus = (status, report) =>
     (status === "completed" && (report === "partial" || report === "insufficient") ? report : status);
   const numbers = new Intl.NumberFormat("en-US");
+  const APPROVAL_WORDS = { none: "none", plan: "the plan", plan_and_report: "the plan and the report" };
+  const REPORT_EMPTY = "The report appears here when the run has one.";
 
   const $ = (selector) => document.querySelector(selector);
 
@@ -287,6 +295,7 @@ import { createRecords } from "./records.js";
       pendingApproval: null, approvalKey: null, draftVersion: null, hasReport: false,
       report: "none", // none | loading | loaded
       pauseRequested: false, sources: 0, rerun: null,
+      cited: null, // once the report is loaded: the URLs it cites
     };
     state.view = view;
     resetRunDom();
@@ -307,7 +316,7 @@ import { createRecords } from "./records.js";
   }
 
   function resetRunDom() {
-    for (const id of ["#timeline", "#sources", "#report", "#plan-points", "#plan-queries", "#approval-report-preview"]) {
+    for (const id of ["#timeline", "#sources", "#sources-other", "#report", "#plan-points", "#plan-queries", "#approval-report-preview"]) {
       $(id).replaceChildren();
     }
     for (const id of ["#run-topic", "#run-options", "#usage", "#source-count"]) $(id).textContent = "";
@@ -316,6 +325,9 @@ import { createRecords } from "./records.js";
     $("#live-draft").hidden = true;
     $("#live-title").hidden = true;
     $("#report-empty").hidden = false;
+    $("#report-empty").textContent = REPORT_EMPTY;
+    $("#sources-more").hidden = true;
+    $("#progress-panel").open = true;
     $("#approval-panel").hidden = true;
     $("#copy-report").disabled = true;
     $("#download-report").disabled = true;
@@ -329,7 +341,7 @@ import { createRecords } from "./records.js";
     document.title = `${detail.topic} · Research agent`;
     const o = detail.options || {};
     $("#run-options").textContent =
-      `${o.max_iterations} iterations · ${o.min_sources} sources min · approval: ${o.approval}`;
+      `${o.max_iterations} iterations · ${o.min_sources} sources min · approval: ${APPROVAL_WORDS[o.approval] || o.approval}`;
     view.reportStatus = detail.report_status;
     setStatus(view, detail.status);
     const seconds = Object.values(detail.usage?.nodes || {}).reduce((sum, n) => sum + (n.seconds || 0), 0);
@@ -339,7 +351,7 @@ import { createRecords } from "./records.js";
   }
 
   function setBadge(node, status) {
-    node.textContent = status;
+    node.textContent = STATUS_WORDS[status] || status;
     node.dataset.status = status;
     node.title = STATUS_LABELS[status] || "";
   }
@@ -513,7 +525,7 @@ import { createRecords } from "./records.js";
           ? `the report (${data.status || "draft"})`
           : `the plan (${planSize(data.plan)})`);
         break;
-      case "plan": planStep(data.plan || {}); break;
+      case "plan": planStep(data.plan || {}, Boolean(data.edited)); break;
       case "note": searchStep(data); break;
       case "draft": addStep("draft", `Draft ${data.version}`, `${numbers.format(data.chars || 0)} characters written`); break;
       case "review": reviewStep(data); break;
@@ -676,11 +688,13 @@ import { createRecords } from "./records.js";
     return li;
   }
 
-  function planStep(plan) {
+  /** The plan's step; an edited plan is a step of its own: its queries are the ones run. */
+  function planStep(plan, edited) {
     const queries = plan.search_queries || [];
     const list = el("ul", "step-list", ...queries.map((q) => el("li", "", q)));
-    addStep("plan", "Plan", `${plan.theme ? `${plan.theme}: ` : ""}${planSize(plan)}`,
-      queries.length ? list : null);
+    const li = addStep("plan", edited ? "Plan, as you edited it" : "Plan",
+      `${plan.theme ? `${plan.theme}: ` : ""}${planSize(plan)}`, queries.length ? list : null);
+    if (edited) li.dataset.edited = "true";
   }
 
   function searchStep(note) {
@@ -737,6 +751,7 @@ import { createRecords } from "./records.js";
     let parsed = null;
     try { parsed = new URL(url); } catch { /* not a URL: shown as text */ }
     const li = el("li", "source");
+    li.dataset.url = sameUrl(url);
     if (parsed && (parsed.protocol === "http:" || parsed.protocol === "https:")) {
       const link = el("a", "", title);
       link.href = parsed.href;
@@ -746,9 +761,34 @@ import { createRecords } from "./records.js";
     } else {
       li.append(el("span", "source-title", title), " ", el("span", "domain", url));
     }
-    $("#sources").append(li);
+    const cited = !view.cited || view.cited.has(li.dataset.url);
+    $(cited ? "#sources" : "#sources-other").append(li);
     view.sources += 1;
-    $("#source-count").textContent = `(${view.sources})`;
+    countSources(view);
+  }
+
+  /** A URL as the report and the events both write it ("Go_(game)" and "Go_%28game%29"). */
+  function sameUrl(url) {
+    try { return decodeURI(new URL(url).href).replace(/\/$/, ""); } catch { return String(url); }
+  }
+
+  /** Once the report is in: the sources it cites first, the rest folded under them. */
+  function arrangeSources(view) {
+    const links = [...$("#report").querySelectorAll("a[href^='http']")];
+    view.cited = new Set(links.map((a) => sameUrl(a.href)));
+    for (const li of [...$("#sources").children]) {
+      if (!view.cited.has(li.dataset.url)) $("#sources-other").append(li);
+    }
+    countSources(view);
+  }
+
+  function countSources(view) {
+    const other = $("#sources-other").children.length;
+    $("#source-count").textContent = view.cited
+      ? `(${view.sources - other} cited of ${view.sources} collected)`
+      : `(${view.sources})`;
+    $("#sources-more").hidden = other === 0;
+    $("#sources-more-title").textContent = `${plural(other, "more source")} collected, not cited`;
   }
 
   function liveToken(view, data) {
@@ -783,6 +823,9 @@ import { createRecords } from "./records.js";
       showReportHtml($("#report"), html);
       view.report = "loaded";
       view.hasReport = true;
+      arrangeSources(view);
+      // A finished run opens on its report: how it ran is folded below.
+      if (TERMINAL.has(view.status)) $("#progress-panel").open = false;
       clearLiveDraft();
       $("#report-empty").hidden = true;
       $("#copy-report").disabled = false;
@@ -893,7 +936,7 @@ import { createRecords } from "./records.js";
     $("#approval-report").hidden = isPlan;
     $("#edit-approve").hidden = !isPlan;
     if (isPlan) fillPlan(payload.plan || {});
-    else fillReportPreview(payload);
+    else fillReportPreview(view, payload);
     $("#approval-title").textContent = isPlan ? "Approve the research plan" : "Approve the report";
     $("#approval-panel").hidden = false;
   }
@@ -917,12 +960,21 @@ import { createRecords } from "./records.js";
     return input;
   }
 
-  function fillReportPreview(payload) {
+  /** The draft under review, rendered as the report will be (GET .../report gives it at this gate). */
+  async function fillReportPreview(view, payload) {
     $("#approval-report-status").textContent =
-      `The ${payload.status || "draft"} report below waits for your sign-off (Markdown source).`;
-    // The report under review is not the thread's report until approved: GET .../report
-    // answers 409 at this gate, so the payload's Markdown is shown, as text.
-    $("#approval-report-preview").replaceChildren(el("pre", "markdown-preview", payload.report || ""));
+      `The ${payload.status || "draft"} report below waits for your sign-off.`;
+    $("#report-empty").textContent = "The report appears here once you approve the draft above.";
+    const preview = $("#approval-report-preview");
+    try {
+      const html = await api(runPath(view.id, "/report"), { accept: "text/html", signal: view.controller.signal });
+      if (isCurrent(view) && view.approval === payload) showReportHtml(preview, html);
+    } catch (err) {
+      // Too long to render, or gone: the Markdown itself, as text.
+      if (isCurrent(view) && err.name !== "AbortError") {
+        preview.replaceChildren(el("pre", "markdown-preview", payload.report || ""));
+      }
+    }
   }
 
   const values = (selector) =>
