@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from core.models import SearchResult
 from engines.naming import bare_title
 from engines.sentences import split_sentences
-from tools.text import STOPWORDS, content_words, stem, stems, words
+from tools.text import STOPWORDS, content_words, fold, folded, stem, stems
 
 # A run of capitalised words, allowing lower-case joiners inside ("Coup of 18 Brumaire").
 _NAME = re.compile(
@@ -40,22 +40,6 @@ def key_terms(sources: Sequence[SearchResult], exclude: set[str], limit: int) ->
 
 # Punctuation that ends a run of words; hyphens and apostrophes stay inside words.
 _BREAK = re.compile(r"[^\w'’ -]+")
-
-
-def fold(word: str) -> str:
-    """A lower-cased word without a plural "s": "vessels" -> "vessel", "glass" stays.
-
-    Lighter than a stem, so "humans" is not "humanism" and "activity" is not "activism".
-    """
-    lowered = word.lower()
-    if len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is")):
-        return lowered[:-1]
-    return lowered
-
-
-def folded(text: str) -> list[str]:
-    """Every word of `text`, folded; stopwords kept so phrases compare word for word."""
-    return [fold(w) for w in words(text)]
 
 
 def linked_phrases(text: str) -> list[str]:

@@ -18,7 +18,7 @@ from itertools import zip_longest
 from core.models import SearchResult
 from core.urls import normalize_url
 from engines.frames import match_frame
-from engines.keyphrases import folded, link_queries
+from engines.keyphrases import link_queries
 from engines.kinds import Kind, kind_of
 from engines.naming import (
     LONG_PHRASE,
@@ -35,7 +35,7 @@ from engines.naming import (
     surnames,
 )
 from engines.sentences import split_sentences
-from tools.text import STOPWORDS, cosine, stems, words
+from tools.text import STOPWORDS, cosine, folded, stems, words
 
 # How much a source is about the subject (Relevance.of).
 OWN = 1.0  # the subject's own article

@@ -1,4 +1,5 @@
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from tools.local_corpus import (
     query_terms,
     split_passages,
 )
+from tools.text import stem
 from tools.wiki_corpus import wikipedia_url, write_jsonl
 
 from .support import FIXTURE_CORPUS
@@ -147,3 +149,34 @@ def test_a_document_the_query_names_by_its_title_is_found(tmp_path: Path) -> Non
     # One common word of a longer query names nothing by itself.
     assert "History" not in [h.title for h in corpus.search_sync("history of the bicycle", 1)]
     corpus.close()
+
+
+def test_a_word_as_written_outranks_other_words_of_its_stem(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    capitals = {
+        f"City {n}": f"City {n} is a capital. The capital hosts the capital's courts; the "
+        "capital region has capital markets and social clubs."
+        for n in range(6)
+    }
+    articles = capitals | {
+        "Karl Marx": "Karl Marx was a philosopher who wrote on capitalism and socialism.",
+    }
+    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
+    (docs / "articles.jsonl").write_text("\n".join(lines))
+    build_index(iter_documents(docs), tmp_path / "i.sqlite")
+    corpus = LocalCorpus(tmp_path / "i.sqlite")
+    # "capital" and "social" stem as "capitalism" and "socialism" do: BM25 alone ranks
+    # the cities, which say "capital" five times, above the one that writes the words.
+    hits = corpus.search_sync("capitalism socialism history", 3)
+    assert hits[0].title == "Karl Marx"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    corpus.close()
+
+
+def test_stemming_is_safe_from_many_threads_at_once() -> None:
+    made_up = [f"zorbl{'ing' if n % 2 else 'ed'}{chr(97 + n % 26)}{n}" for n in range(4000)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(stem, made_up))
+    stem.cache_clear()
+    assert together == [stem(w) for w in made_up]

@@ -10,7 +10,7 @@ from core.urls import markdown_url, normalize_url
 from engines.checks import check_draft
 from engines.extractive import FOLLOW_UPS, ExtractiveEngine
 from engines.frames import match_frame
-from engines.keyphrases import fold, link_queries, linked_phrases
+from engines.keyphrases import link_queries, linked_phrases
 from engines.kinds import kind_of
 from engines.relevance import (
     LINKED,
@@ -29,6 +29,7 @@ from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.corpus_files import iter_documents
 from tools.local_corpus import LocalCorpus, build_index
+from tools.text import fold
 
 from .support import page, quoted, run_graph, start
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tools.corpus_files import Document
 from tools.search import Depth, SearchError, SearchHit
-from tools.text import FORM_WORDS, STOPWORDS, content_words, words
+from tools.text import FORM_WORDS, STOPWORDS, content_words, fold, stem, words
 
 PASSAGE_CHARS = 1500
 _SCHEMA = """
@@ -34,6 +34,9 @@ TITLE_WORDS = 4
 TITLE_LOOKUP = 100
 # A title's disambiguation: "Go (game)" is named "Go".
 _DISAMBIGUATION = re.compile(r"\s*\(.*?\)\s*$")
+# Rows of a BM25 tier read before they are ranked again by the words as written
+# (`_ranked_as_written`): enough that the stemmer's false friends do not crowd out the rest.
+RERANKED = 100
 
 
 # A ranked passage: title, body, URL, publication date, BM25 relevance (higher is better).
@@ -146,6 +149,33 @@ class LocalCorpus:
             ).fetchall()
         return [(t, b, u, p, -r) for t, b, u, p, r in rows]
 
+    def _ranked_as_written(self, expression: str, terms: list[str], limit: int) -> list[Row]:
+        """`_ranked`, with a query word matched only through its stem counted at half.
+
+        BM25 over stems alone cannot tell the words a user wrote from others of the same
+        stem: it makes one word of "capitalism" and "capital", "socialism" and "social",
+        and ranks a dozen capital cities above Karl Marx for "capitalism socialism". As a
+        search engine boosts an unstemmed field, a row that has a query word only through
+        its stem, never as written (plurals aside), loses half of that word's share of its
+        relevance.
+        """
+        # Per query word: as written (plurals aside), and any word of its stem.
+        patterns = [
+            (re.compile(rf"\b{re.escape(fold(t))}s?\b"), re.compile(rf"\b{re.escape(stem(t))}"))
+            for t in terms
+        ]
+        ranked: list[Row] = []
+        for title, body, url, published, relevance in self._ranked(expression, RERANKED):
+            text = f"{title} {body}".lower()
+            only_stem = sum(
+                not written.search(text) and bool(stemmed.search(text))
+                for written, stemmed in patterns
+            )
+            relevance *= 1 - 0.5 * only_stem / len(patterns)
+            ranked.append((title, body, url, published, relevance))
+        ranked.sort(key=lambda row: row[4], reverse=True)
+        return ranked[:limit]
+
     def _titled(self, query: str) -> tuple[list[Row], list[Row]]:
         """The documents the query names by their title: by all its words, by some.
 
@@ -190,13 +220,14 @@ class LocalCorpus:
             return []
         whole, part = self._titled(query)
         phrase = " ".join(w.replace('"', "") for w in words(query))
+        limit = max_results * 3
         tiers: list[Callable[[], list[Row]]] = [
             lambda: whole,
-            lambda: self._ranked(f'"{phrase}"', max_results * 3) if len(terms) > 1 else [],
-            lambda: self._ranked(match_expression(terms, "AND"), max_results * 3),
+            lambda: self._ranked(f'"{phrase}"', limit) if len(terms) > 1 else [],
+            lambda: self._ranked_as_written(match_expression(terms, "AND"), terms, limit),
             lambda: part,
             lambda: (
-                self._ranked(match_expression(terms, "OR"), max_results * 3)
+                self._ranked_as_written(match_expression(terms, "OR"), terms, limit)
                 if len(terms) > 1
                 else []
             ),

@@ -2,6 +2,7 @@
 
 import math
 import re
+import threading
 from collections import Counter
 from functools import lru_cache
 
@@ -37,7 +38,9 @@ FORM_WORDS = frozenset(
     """.split()
 )
 
-_stemmer = snowballstemmer.stemmer("english")
+# A Snowball stemmer keeps the word it works on in itself: one per thread (the local
+# corpus ranks in worker threads while the event loop's thread stems too).
+_stemmers = threading.local()
 
 
 def written_words(text: str) -> list[str]:
@@ -53,6 +56,22 @@ def word_matches(text: str) -> list[re.Match[str]]:
 def words(text: str) -> list[str]:
     """Lower-cased words of `text` (`written_words`, one for one)."""
     return [w.lower().replace("’", "'") for w in written_words(text)]
+
+
+def fold(word: str) -> str:
+    """A lower-cased word without a plural "s": "vessels" -> "vessel", "glass" stays.
+
+    Lighter than a stem, so "humans" is not "humanism" and "activity" is not "activism".
+    """
+    lowered = word.lower()
+    if len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is")):
+        return lowered[:-1]
+    return lowered
+
+
+def folded(text: str) -> list[str]:
+    """Every word of `text`, folded; stopwords kept so phrases compare word for word."""
+    return [fold(w) for w in words(text)]
 
 
 def content_words(text: str, keep_case: bool = False) -> list[str]:
@@ -110,8 +129,11 @@ _BACK_REFERENCE = re.compile(r"\b(?:its|it|their|they|them|his|he|him|her|she)\b
 
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
-    """Snowball (Porter 2) stem of one lower-cased word."""
-    return str(_stemmer.stemWord(word))
+    """Snowball (Porter 2) stem of one lower-cased word; safe in any thread."""
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 def stems(text: str) -> list[str]:
