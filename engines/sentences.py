@@ -4,7 +4,8 @@ import re
 
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st mt ft no vol vs etc e.g i.e cf al approx ca c fig gen col lt "
+    "mr mrs ms dr prof sr jr st mt ft no nos op vol pp ed eds ch sec vs etc e.g i.e cf al approx "
+    "ca c fig gen col lt "
     "sgt capt rev gov sen rep inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec "
     "u.s u.k u.n a.d b.c".split()
 )

@@ -94,6 +94,13 @@ def test_sentences_split_after_abbreviations_and_initials_only_where_they_end() 
         "Its summit is 3,776 m.",
         "It is the highest peak in Japan.",
     ]
+    # A work's number: "Op. 55" and "Nos. 1-3" go on.
+    assert split_sentences(
+        "The Symphony No. 3 in E major, Op. 55, is a symphony. It has four movements."
+    ) == [
+        "The Symphony No. 3 in E major, Op. 55, is a symphony.",
+        "It has four movements.",
+    ]
 
 
 def test_names_are_found_in_the_sources_but_not_the_subject() -> None:

@@ -3,9 +3,10 @@
 from core.models import ResearchPlan
 from engines.extractive import ExtractiveEngine
 from engines.frames import match_frame
-from engines.naming import mentions, named_by_topic, subject_tokens
+from engines.naming import mentions, named_by_topic, subject_tokens, title_stems
 from engines.relevance import OFF, OWN, RELATED, TITLED, Relevance, subject_article
 from engines.report_markdown import sections, split_front_matter
+from tools.text import content_words
 
 from .support import page, quoted
 
@@ -318,3 +319,9 @@ def test_with_no_article_of_its_own_each_side_of_a_comparison_has_its_neighbours
     queries = relevance.link_queries(sources, (), 4)
     assert any(q.startswith("Chess ") for q in queries)
     assert any(q.startswith("Go ") for q in queries)
+
+
+def test_a_number_tells_two_titles_apart() -> None:
+    third, fifth = "Symphony No. 3 (Beethoven)", "Symphony No. 5 (Beethoven)"
+    assert title_stems(third) != title_stems(fifth)
+    assert "3" in content_words("the Symphony No. 3 in E-flat major")

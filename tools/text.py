@@ -75,9 +75,12 @@ def folded(text: str) -> list[str]:
 
 
 def content_words(text: str, keep_case: bool = False) -> list[str]:
-    """Words that carry meaning: no stopwords, no single letters; lower-cased unless asked."""
+    """Words that carry meaning: no stopwords, no single letters; lower-cased unless asked.
+
+    A single digit carries meaning: "Symphony No. 3" is not "Symphony No. 5".
+    """
     found = _WORD.findall(text) if keep_case else words(text)
-    return [w for w in found if w.lower() not in STOPWORDS and len(w) > 1]
+    return [w for w in found if w.lower() not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
 def keyword_query(text: str) -> str:
