@@ -18,6 +18,7 @@ from tools.text import (
     FORM_WORDS,
     STOPWORDS,
     cosine,
+    folded,
     stem,
     stems,
     word_matches,
@@ -60,13 +61,14 @@ def _root(token: str) -> str:
 LONG_PHRASE = 4
 
 
-def mentions(text: str, subject: Sequence[str]) -> int:
+def mentions(text: str, subject: Sequence[str], common: bool = False) -> int:
     """How often `text` names the subject: the exact phrase, or most words of a long subject.
 
     A coordination names it too: "Greek religion and mythology" names Greek mythology,
     "Marie and Pierre Curie" names Marie Curie (`_coordinated`). "The French Revolution of
     1830" and "a second French Revolution" name another instance of the subject's kind,
-    not the subject.
+    not the subject. A `common` noun (its article writes it in lower case) written with a
+    capital inside a sentence is a name of something else: "foes such as the Penguin".
     """
     tokens = subject_tokens(text)
     if len(subject) <= LONG_PHRASE:
@@ -75,6 +77,7 @@ def mentions(text: str, subject: Sequence[str]) -> int:
             not (i > 0 and tokens[i - 1] in _ORDINALS)
             and not (tokens[end : end + 1] == ["of"] and _YEAR.fullmatch(_at(tokens, end + 1)))
             and not _longer_name(raw, end - 1)
+            and not (common and _capitalised_alone(raw, i))
             for i, end in _phrase_at(tokens, list(subject))
         )
     core = {t for t in subject if t not in STOPWORDS}
@@ -122,6 +125,46 @@ def _coordinated(inserted: Sequence[str]) -> bool:
 
 
 _CONJUNCTIONS = frozenset({"and", "or"})
+
+
+def modifies(title: str, head: str, topic: str) -> bool:
+    """Whether the topic writes `title` just before `head`, as its modifier: "ocean tides".
+
+    An ocean's article is about the topic "ocean tides", but a sentence that names an
+    ocean does not name the topic, nor is the Indian Ocean's article about it.
+    """
+    return phrase_count(folded(topic), [*folded(title), *folded(head)]) > 0
+
+
+def common_noun(phrase: list[str], text: str) -> bool:
+    """Whether `text` (the subject's own article) writes `phrase` in lower case, mostly.
+
+    Inside sentences, "penguins have countershaded plumage": a common noun, so "the
+    Penguin" is another thing's name. "the Silk Road", "Go" are capitalised: names.
+    """
+    raw = word_matches(text)
+    tokens = subject_tokens(text)
+    n = len(phrase)
+    cases = [
+        raw[i].group()[:1].islower()
+        for i in range(1, len(tokens) - n + 1)
+        if tokens[i : i + n] == phrase and "." not in text[raw[i - 1].end() : raw[i].start()]
+    ]
+    return 2 * sum(cases) > len(cases)
+
+
+def _capitalised_alone(raw: Sequence[re.Match[str]], i: int) -> bool:
+    """Whether the word at `i` is capitalised after a lower-case word or a stopword.
+
+    "foes such as the Penguin", "The Penguin is": a name; "the London Stock Exchange"
+    is a stock exchange.
+    """
+    before = raw[i - 1].group() if i > 0 else ""
+    return (
+        raw[i].group()[:1].isupper()
+        and bool(before)
+        and (before[:1].islower() or before.lower() in STOPWORDS)
+    )
 
 
 def _longer_name(raw: Sequence[re.Match[str]], last: int) -> bool:

@@ -27,7 +27,9 @@ from engines.naming import (
     bare_title,
     bm25,
     by_surname,
+    common_noun,
     mentions,
+    modifies,
     named_among,
     namesake,
     phrase_count,
@@ -220,15 +222,6 @@ def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> f
     return frozenset(linked)
 
 
-def _modifies(title: str, head: str, topic: str) -> bool:
-    """Whether the topic writes `title` just before `head`, as its modifier: "ocean tides".
-
-    An ocean's article is about the topic "ocean tides", but a sentence that names an
-    ocean does not name the topic, nor is the Indian Ocean's article about it.
-    """
-    return phrase_count(folded(topic), [*folded(title), *folded(head)]) > 0
-
-
 @dataclass
 class Relevance:
     """How much each source is about one subject, judged against the sources collected."""
@@ -242,6 +235,8 @@ class Relevance:
     as_written: bool = False
     article: SearchResult | None = field(init=False)
     phrase: list[str] = field(init=False)
+    # Whether the subject is a common noun ("penguins"), not a name (`common_noun`).
+    common: bool = field(init=False)
     kind: Kind | None = field(init=False)
     _linked: frozenset[str] = field(init=False)
     _matter: Counter[str] = field(init=False)
@@ -249,6 +244,7 @@ class Relevance:
     # The titles of the articles the topic names: naming one names the topic.
     _alternatives: list[tuple[list[str], str]] = field(init=False)
     _stemmed: dict[str, list[str]] = field(init=False)
+    _common: set[str] = field(init=False)  # of those titles, the common nouns (`common_noun`)
     # Of the people the topic names, those no other collected person shares a surname with.
     _surnames: dict[str, set[str]] = field(init=False)
     # How well each source matches the topic's words, against the best (BM25).
@@ -263,6 +259,7 @@ class Relevance:
     def __post_init__(self) -> None:
         self.article = subject_article(self.subject, self.sources)
         self.phrase = subject_tokens(matching_phrase(self.subject, self.article))
+        self.common = self.article is not None and common_noun(self.phrase, self.article.content)
         self.kind = kind_of(self.article.content) if self.article else None
         self._linked = named_by(self.article, self.sources)
         scores = bm25(set(stems(self.topic)), self.sources) if self.topic else []
@@ -273,10 +270,12 @@ class Relevance:
         }
         if self.article is not None:  # "Global Positioning System" names "GPS"
             own = bare_title(self.article.title)
-            titles = {t for t in titles if not _modifies(t, own, self.topic)} | {own}
+            titles = {t for t in titles if not modifies(t, own, self.topic)} | {own}
         self._alternatives = [(folded(t), t) for t in sorted(titles) if words(t)]
         self._surnames = surnames(titles, self.sources)
         self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
+        texts = {bare_title(s.title): s.content for s in self.sources}  # their articles'
+        self._common = {t for t in self._stemmed if common_noun(self._stemmed[t], texts[t])}
         self._matter = (
             Counter(stems(f"{self.article.title} {self.article.content}"))
             if self.article
@@ -330,7 +329,8 @@ class Relevance:
         # those say what it is about ("the differences between capitalism and socialism"
         # is not named by every sentence with "capital" and "social" in it).
         loose = len(self.phrase) > LONG_PHRASE and bool(self._alternatives)
-        if self.phrase and not loose and not self.as_written and mentions(text, self.phrase) > 0:
+        by_phrase = self.phrase and not loose and not self.as_written
+        if by_phrase and mentions(text, self.phrase, self.common) > 0:
             return True
         if not self._alternatives:
             return False
@@ -338,7 +338,8 @@ class Relevance:
         return any(
             re.search(rf"\b{re.escape(title)}\b", text) is not None
             if len(tokens) == 1 and len(title) <= SHORT_TITLE
-            else phrase_count(written, tokens) > 0 and mentions(text, self._stemmed[title]) > 0
+            else phrase_count(written, tokens) > 0
+            and mentions(text, self._stemmed[title], title in self._common) > 0
             for tokens, title in self._alternatives
         ) or any(by_surname(text, surname, name) for surname, name in self._surnames.items())
 

@@ -299,7 +299,8 @@ def test_with_no_article_of_its_own_each_side_of_a_comparison_has_its_neighbours
     kasparov = page(
         "Garry Kasparov",
         "Garry Kasparov is a Russian grandmaster who was World Chess Champion from 1985 to "
-        "2000. Kasparov played Chess against the computer Deep Blue in 1997.",
+        "2000. Kasparov played chess against the computer Deep Blue in 1997. Chess engines "
+        "now beat every player.",
     )
     insects = page(
         "Pupa",
@@ -325,3 +326,29 @@ def test_a_number_tells_two_titles_apart() -> None:
     third, fifth = "Symphony No. 3 (Beethoven)", "Symphony No. 5 (Beethoven)"
     assert title_stems(third) != title_stems(fifth)
     assert "3" in content_words("the Symphony No. 3 in E-flat major")
+
+
+def test_a_common_noun_written_as_a_name_is_another_thing() -> None:
+    penguin = page(
+        "Penguin",
+        "Penguins are flightless sea birds of the Southern Hemisphere. Most penguins feed on "
+        "krill and fish caught while swimming underwater.",
+    )
+    batman = page(
+        "Batman",
+        "Batman is a superhero. His foes include the Joker and the Penguin. The Penguin is a "
+        "crime boss of Gotham City.",
+    )
+    birds = page(
+        "Bird",
+        "Birds are feathered animals. Some birds, such as penguins and ostriches, cannot fly.",
+    )
+    sources = [penguin, batman, birds, GPS]
+    relevance = Relevance(match_frame("penguins")[1], sources, "penguins")
+    assert relevance.common
+    assert relevance.of(batman) == OFF  # the villain is named, not the bird
+    assert relevance.names(birds.content.split(". ")[1])
+    assert relevance.names("Penguins live in colonies.")  # a sentence's first word
+    # A name stays a name: "Go" is always capitalised, so it is not common.
+    chess_go = Relevance("Go", [GO, CHESS], "Go")
+    assert not chess_go.common
