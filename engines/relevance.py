@@ -235,8 +235,7 @@ class Relevance:
     as_written: bool = False
     article: SearchResult | None = field(init=False)
     phrase: list[str] = field(init=False)
-    # Whether the subject is a common noun ("penguins"), not a name (`common_noun`).
-    common: bool = field(init=False)
+    common: bool = field(init=False)  # a common noun ("penguins"), not a name (`common_noun`)
     kind: Kind | None = field(init=False)
     _linked: frozenset[str] = field(init=False)
     _matter: Counter[str] = field(init=False)
@@ -274,8 +273,8 @@ class Relevance:
         self._alternatives = [(folded(t), t) for t in sorted(titles) if words(t)]
         self._surnames = surnames(titles, self.sources)
         self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
-        texts = {bare_title(s.title): s.content for s in self.sources}  # their articles'
-        self._common = {t for t in self._stemmed if common_noun(self._stemmed[t], texts[t])}
+        text = {bare_title(s.title): s.content for s in self.sources}  # each title's article
+        self._common = {t for t, tokens in self._stemmed.items() if common_noun(tokens, text[t])}
         self._matter = (
             Counter(stems(f"{self.article.title} {self.article.content}"))
             if self.article
