@@ -223,11 +223,15 @@ async def test_redis_figures_count_their_prefix_only(redis_client: "Redis") -> N
 
 
 async def test_redis_add_never_raises_when_redis_is_down(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from redis.asyncio import Redis
 
+    from stores import redis_evidence
     from stores.redis_evidence import RedisEvidenceStore
+
+    # A batch waits this long for Redis before it is given up (a minute in service).
+    monkeypatch.setattr(redis_evidence, "WRITE_WAIT_S", 1.0)
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
