@@ -64,9 +64,14 @@ def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -
     except ValidationError as exc:
         fail(f"invalid request ({explain(exc, flags=True)})")
     settings = load_settings()
-    if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
-        _ensure_demo_corpus(settings)  # as `serve` and `demo` do, with no web search set
+    _ensure_offline_corpus(settings)  # as `serve` and `demo` do
     _research(settings, request, thread or uuid.uuid4().hex, out_file)
+
+
+def _ensure_offline_corpus(settings: Settings) -> None:
+    """The demo corpus, fetched if needed, when it is the only search (and searches are real)."""
+    if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
+        _ensure_demo_corpus(settings)
 
 
 def _ensure_demo_corpus(settings: Settings) -> None:
@@ -178,8 +183,7 @@ def _announced_server() -> "type[uvicorn.Server]":
 
 def _check_before_start(settings: Settings) -> None:
     """Say what is wrong with the corpus, model or store before listening or working."""
-    if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
-        _ensure_demo_corpus(settings)
+    _ensure_offline_corpus(settings)
     from app.deps import EngineSetupError, check_model_server, make_engine
     from app.stores import BackendSetupError
     from stores.data_file import DamagedDataFile
