@@ -10,6 +10,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 from core.models import SearchResult
 from core.urls import normalize_url
@@ -136,19 +137,24 @@ def modifies(title: str, head: str, topic: str) -> bool:
     return phrase_count(folded(topic), [*folded(title), *folded(head)]) > 0
 
 
-def common_noun(phrase: list[str], text: str) -> bool:
+def common_noun(phrase: Sequence[str], text: str) -> bool:
     """Whether `text` (the subject's own article) writes `phrase` in lower case, mostly.
 
     Inside sentences, "penguins have countershaded plumage": a common noun, so "the
     Penguin" is another thing's name. "the Silk Road", "Go" are capitalised: names.
     """
+    return _common_noun(tuple(phrase), text)
+
+
+@lru_cache(maxsize=4096)  # asked of the same article by every Relevance of a run
+def _common_noun(phrase: tuple[str, ...], text: str) -> bool:
     raw = word_matches(text)
     tokens = subject_tokens(text)
     n = len(phrase)
     cases = [
         raw[i].group()[:1].islower()
         for i in range(1, len(tokens) - n + 1)
-        if tokens[i : i + n] == phrase and "." not in text[raw[i - 1].end() : raw[i].start()]
+        if tuple(tokens[i : i + n]) == phrase and "." not in text[raw[i - 1].end() : raw[i].start()]
     ]
     return 2 * sum(cases) > len(cases)
 
