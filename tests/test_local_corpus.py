@@ -174,6 +174,24 @@ def test_a_word_as_written_outranks_other_words_of_its_stem(tmp_path: Path) -> N
     corpus.close()
 
 
+def test_a_possessive_in_the_query_finds_texts_without_it(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    articles = {
+        "Francis Crick": "Crick described the double helix structure of DNA with Watson.",
+        "Wolfgang Pauli": "Pauli's discovery of the exclusion principle shaped physics.",
+    }
+    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
+    (docs / "articles.jsonl").write_text("\n".join(lines))
+    build_index(iter_documents(docs), tmp_path / "i.sqlite")
+    corpus = LocalCorpus(tmp_path / "i.sqlite")
+    assert query_terms("DNA's structure") == ["dna", "structure"]
+    # The index splits "DNA's" in two: asked as written, no text has "dna s".
+    hits = corpus.search_sync("the discovery of DNA’s structure", 2)
+    assert hits[0].title == "Francis Crick"
+    corpus.close()
+
+
 def test_stemming_is_safe_from_many_threads_at_once() -> None:
     made_up = [f"zorbl{'ing' if n % 2 else 'ed'}{chr(97 + n % 26)}{n}" for n in range(4000)]
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -108,9 +108,17 @@ def build_index(documents: Iterable[Document], index_path: Path) -> IndexStats:
     return IndexStats(documents=docs, passages=passages, seconds=time.perf_counter() - started)
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
 def query_terms(query: str) -> list[str]:
-    """The content words of a query, once each, safe to quote in FTS5."""
-    return [t for t in dict.fromkeys(w.replace('"', "") for w in content_words(query)) if t]
+    """The content words of a query, once each, safe to quote in FTS5.
+
+    A possessive loses its "'s": the index splits "DNA's" into "dna" and "s", so the
+    quoted word would ask for that two-word phrase and miss every text that says "DNA".
+    """
+    found = (_POSSESSIVE.sub("", w).replace('"', "") for w in content_words(query))
+    return [t for t in dict.fromkeys(found) if t]
 
 
 def match_expression(terms: list[str], operator: str) -> str:
