@@ -118,16 +118,67 @@ def definition_kind(lead: str) -> Kind | None:
     return None
 
 
+# A noun of a role or trade, the way English forms them: "explorer", "officer", "chemist",
+# "physician", "historian" (shorter -er and -or words are more often others: "later",
+# "other", "major"; other -ian words adjectives: "dystopian", "authoritarian").
+_ROLE = re.compile(r"\w{4,}(?:er|or)|\w{2,}(?:ist|(?:c|g|or|ed)ian)")
+# Where a definition's noun phrase ends before its head could come.
+_PHRASE_ENDS = frozenset("by in from for with to on at as into under".split())
+_PARTICIPLE = re.compile(r"\w(?:ed|ing)$")
+_ARTICLES = frozenset({"The", "A", "An"})
+# What may follow the head of a definition: its end, or more about it.
+_AFTER_HEAD = frozenset({"", "and", "who", "whose"})
+
+
+def _defines_a_name(lead: str, copula: re.Match[str]) -> bool:
+    """Whether what `lead` defines is a name: capitalised words, a particle or two aside."""
+    defined = re.findall(r"[\w'-]+", lead[: copula.start()].split(",")[0])
+    capitalised = [w for w in defined if w[:1].isupper()]
+    return (
+        len(capitalised) >= 2
+        and len(defined) - len(capitalised) <= 2
+        and (defined[0] not in _ARTICLES)
+    )
+
+
+def named_role(lead: str) -> bool:
+    """Whether `lead` defines a person by the role they had.
+
+    "Captain Robert Falcon Scott was a British naval officer and explorer", "Joseph
+    Pulitzer was a Hungarian-American politician". What is defined is a name, and the head of the definition is a noun of a role
+    (`_ROLE`) where the phrase may end, before any noun of another kind ("a film director"
+    and "a newspaper publisher" are people; "the first Slavic state and, later" is not).
+    """
+    copula = _COPULA.search(lead)
+    if copula is None or not _defines_a_name(lead, copula):
+        return False
+    tokens = re.findall(r"[\w'-]+|,", lead[copula.end() :])[:_WINDOW]
+    window = [w if w[:1].islower() or w == "," else "Name" for w in tokens] + [""]
+    for word, following in zip(window, window[1:], strict=False):
+        if _ROLE.fullmatch(word) and following in _AFTER_HEAD:
+            return True
+        if _singular(word) in _HEADS and not _ROLE.fullmatch(following):
+            return False
+        if following == "of" or word in _RELATIVE or word in _PHRASE_ENDS:
+            return False
+        if _PARTICIPLE.search(word):
+            return False
+    return False
+
+
 @lru_cache(maxsize=4096)  # asked of the same article by every sentence and every judgement
 def kind_of(text: str) -> Kind | None:
     """The kind of thing `text` (an article, its lead first) is about; None if unsure.
 
-    The definition decides when it names a kind; otherwise ("was an American trumpeter")
-    a text that calls its subject he or she more often than it is about a person.
+    A name defined by a role is a person (`named_role`); otherwise the definition decides
+    when it names a kind, else a text that calls its subject he or she more often than it
+    is about a person.
     """
     sentences = split_sentences(text)
     if not sentences:
         return None
+    if named_role(sentences[0]):
+        return "person"  # before the definition's other nouns: "a figure skater and film star"
     kind = definition_kind(sentences[0])
     if kind is None and len(_PERSONAL.findall(text)) > len(_NEUTER.findall(text)):
         return "person"

@@ -82,6 +82,20 @@ def test_kinds_come_from_the_definition_or_from_personal_pronouns() -> None:
     assert kind_of("Genghis Khan was the founder of the Mongol Empire. He ruled.") == "person"
 
 
+def test_a_name_defined_by_a_role_is_a_person_without_pronouns() -> None:
+    # Short leads never say "he" or "she": the role says it, wherever English forms one.
+    scott = "Robert Falcon Scott was a British naval officer and explorer who led expeditions."
+    assert kind_of(scott) == "person"
+    # The head of "a film director" is the director, not the film.
+    assert kind_of("Frank Capra was an Italian-born American film director.") == "person"
+    assert kind_of("Sonja Henie was a Norwegian figure skater and film star.") == "person"
+    # Not a name, an adjective that looks like a role, a kind noun first: no person.
+    assert kind_of("The explorer is a rover that maps the Moon.") != "person"
+    assert kind_of("Nineteen Eighty-Four is a dystopian and speculative novel.") == "work"
+    assert kind_of("Kievan Rus' was the first Slavic state and, later, a federation.") == "place"
+    assert kind_of("Reform Judaism is a major Jewish denomination.") != "person"
+
+
 def test_each_source_is_judged_by_how_much_it_is_about_the_subject() -> None:
     sources = [VOLCANO, LAVA, MAGMA, SURFACE, FILM, ISLAND, PERSON]
     relevance = Relevance("volcanoes", sources)
