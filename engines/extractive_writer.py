@@ -17,6 +17,7 @@ from core.urls import normalize_url
 from engines.extractive_candidates import Candidate, capitalise, quotable
 from engines.extractive_report import may_lead, render
 from engines.naming import bare_title, title_stems
+from engines.question_form import Answer, answers_asked, says
 from engines.relevance import DEVOTED, LINKED, RELATED, TITLED, Relevance
 from tools.text import compared_parts, cosine, stems
 
@@ -33,6 +34,9 @@ REDUNDANT = 0.5
 # Share of a point's own words (those not in the topic) a sentence must have to speak to
 # it (`_Point`).
 POINT_WORDS = 0.5
+# How much more a summary sentence that answers the question's form (a cause for "why")
+# weighs than its likeness to the topic alone.
+ANSWER_WEIGHT = 0.3
 
 
 def uncovered_points(review: Review | None) -> list[str]:
@@ -95,13 +99,23 @@ def write_briefing(
     def on_topic(candidate: Candidate) -> float:
         return 0.5 * cosine(candidate.terms, topic, idf) + 0.5 * candidate.base
 
+    asked = answers_asked(plan.theme)
+
+    def answering(candidate: Candidate) -> float:
+        answers = any(says(answer, candidate.text) for answer in asked)
+        return on_topic(candidate) + ANSWER_WEIGHT * (answers and _speaks_to_subject(candidate))
+
     # The summary speaks from the articles the topic names, else from those about it.
     about = (
         [c for c in candidates if c.about >= TITLED]
         or [c for c in candidates if c.topical >= DEVOTED]
         or candidates
     )
-    summary = choice.pick(about, on_topic, SUMMARY_SENTENCES, SUMMARY_PER_SOURCE)
+    summary = choice.pick(about, answering, SUMMARY_SENTENCES, SUMMARY_PER_SOURCE)
+    by_point = _answers(asked, candidates, on_topic, choice)
+    for answer in asked:  # what the summary answers is no gap, though nothing is left
+        if not by_point[answer.heading] and any(says(answer, c.text) for c in summary):
+            del by_point[answer.heading]
     compared = _compared(plan.theme, sources, candidates, on_topic, choice)
     relaxed = set(uncovered_points(review))
     # After the plan's points, a section for each article the topic names (both sides of
@@ -110,7 +124,6 @@ def write_briefing(
     named = [bare_title(c.source.title) for c in candidates if c.about >= TITLED]
     unplanned = [p for p in dict.fromkeys(named) if p not in planned]
     summarised = {title_stems(c.source.title) for c in summary}
-    by_point: dict[str, list[Candidate]] = {}
     sections = _sections(planned, topic, candidates, choice, relaxed)  # the plan's first
     sections |= _sections(unplanned, topic, candidates, choice, relaxed)
     for point, picks in sections.items():
@@ -190,6 +203,33 @@ def _sections(
         room = SENTENCES_PER_POINT - len(picks[point])
         picks[point] += choice.pick([c for c in candidates if p.speaks(c)], p.fit, room)
     return picks
+
+
+def _answers(
+    asked: list[Answer],
+    candidates: list[Candidate],
+    on_topic: Callable[[Candidate], float],
+    choice: _Choice,
+) -> dict[str, list[Candidate]]:
+    """A section for each answer the question's form asks for (`engines.question_form`).
+
+    Its sentences speak to the subject and say what the answer asks (a cause, an effect,
+    an advantage, a drawback), a sentence going to the answer it says most; the most
+    relevant to the topic first, at most two from one source. An answer no sentence gives
+    is kept empty: the report lists it among the questions the sources leave open.
+    """
+    sections: dict[str, list[Candidate]] = {}
+    for answer in asked:
+        fitting = [
+            c
+            for c in candidates
+            if _speaks_to_subject(c)
+            and says(answer, c.text) > 0
+            and says(answer, c.text) >= max(says(other, c.text) for other in asked)
+        ]
+        picks = choice.pick(fitting, on_topic, SENTENCES_PER_POINT, per_source=2)
+        sections[answer.heading] = _ordered(picks)
+    return sections
 
 
 def _compared(

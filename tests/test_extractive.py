@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from core.models import ResearchPlan, SearchResult
@@ -5,8 +7,9 @@ from engines.checks import check_draft
 from engines.extractive import ExtractiveEngine
 from engines.frames import match_frame
 from engines.keyphrases import named_entities
+from engines.question_form import answers_asked
 from engines.relevance import subject_article
-from engines.report_markdown import cited_sentences, split_front_matter
+from engines.report_markdown import GAPS_SECTION, cited_sentences, split_front_matter
 from engines.sentences import split_sentences
 
 from .support import page, quoted
@@ -283,3 +286,77 @@ async def test_she_becomes_the_title_only_in_an_article_about_that_person() -> N
     assert not any("Sinking of the Titanic sank" in c for c in claims), claims
     claims = await quoted("Marie Curie", "Marie Curie", curie)
     assert any(c.startswith("Marie Curie won the 1911 Nobel Prize") for c in claims), claims
+
+
+DUST_BOWL = page(
+    "Dust Bowl",
+    "The Dust Bowl was a period of severe dust storms on the American prairies in the 1930s. "
+    "The prairies lie between the Mississippi River and the Rocky Mountains. "
+    "The Dust Bowl was caused by severe drought and by farming that failed to prevent wind "
+    "erosion. The Dust Bowl led to the Soil Conservation Act of 1935 and to a wave of "
+    "migration to California.",
+)
+PLOWING = page(
+    "Deep plowing",
+    "Deep plowing turns the soil over to a depth of a foot or more. Deep plowing of the "
+    "prairie removed the grass that held the soil, which contributed to the Dust Bowl.",
+)
+
+
+def _sections(draft: str) -> dict[str, str]:
+    """Each `###` section's text by heading, and the summary and findings under theirs."""
+    parts = re.split(r"^#{2,3} (.+)$", draft, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@pytest.mark.parametrize(
+    ("topic", "asked"),
+    [
+        ("why did the Dust Bowl happen", ["Causes and contributing factors"]),
+        ("the causes of the Dust Bowl", ["Causes and contributing factors"]),
+        ("effects of the Dust Bowl on farming", ["Effects and consequences"]),
+        ("what did the Dust Bowl change?", ["Effects and consequences"]),
+        ("pros and cons of deep plowing", ["Advantages", "Drawbacks and risks"]),
+        ("the benefits of deep plowing", ["Advantages"]),
+        # A form word inside a name asks for nothing: the placebo effect is a subject.
+        ("What is the placebo effect?", []),
+        ("the Dust Bowl", []),
+    ],
+)
+def test_a_questions_form_asks_for_its_answers(topic: str, asked: list[str]) -> None:
+    assert [answer.heading for answer in answers_asked(topic)] == asked
+
+
+async def test_a_why_question_is_answered_by_what_the_sources_say_caused_it() -> None:
+    plan = await ExtractiveEngine().plan("why did the Dust Bowl happen", [DUST_BOWL], None)
+    draft = await ExtractiveEngine().write(plan, [DUST_BOWL, PLOWING], None, None)
+    sections = _sections(draft)
+    # The summary opens with the answer; the rest is found under its heading.
+    assert sections["Executive Summary"].strip().startswith("The Dust Bowl was caused by")
+    findings = sections["Key Findings"] + sections.get("Causes and contributing factors", "")
+    assert "**Causes and contributing factors:** Deep plowing" in findings
+    # The same sources asked for effects answer with what the Dust Bowl brought about.
+    plan = await ExtractiveEngine().plan("the effects of the Dust Bowl", [DUST_BOWL], None)
+    draft = await ExtractiveEngine().write(plan, [DUST_BOWL, PLOWING], None, None)
+    sections = _sections(draft)
+    effects = sections["Executive Summary"] + sections.get("Effects and consequences", "")
+    assert "led to the Soil Conservation Act" in effects
+    assert "caused by severe drought" not in sections["Executive Summary"].split(".")[0]
+
+
+async def test_pros_and_cons_name_both_or_say_which_the_sources_leave_open() -> None:
+    cheap = page(
+        "Dry farming",
+        "Dry farming grows crops without irrigation in dry regions. Dry farming is cheap, "
+        "since it needs no canals or pumps. A drawback of dry farming is its low yield in a "
+        "drought year.",
+    )
+    plan = await ExtractiveEngine().plan("pros and cons of dry farming", [cheap], None)
+    draft = await ExtractiveEngine().write(plan, [cheap], None, None)
+    sections = _sections(draft)
+    told = " ".join(sections.values())
+    assert "Dry farming is cheap" in told and "low yield" in told
+    bare = page("Dry farming", "Dry farming grows crops without irrigation in dry regions.")
+    draft = await ExtractiveEngine().write(plan, [bare], None, None)
+    open_questions = _sections(draft)[GAPS_SECTION]
+    assert "Advantages" in open_questions and "Drawbacks and risks" in open_questions

@@ -1,0 +1,105 @@
+"""What a question's form asks a report to say: causes, effects, or both sides of a case.
+
+"Why did X happen" is answered by what brought X about, "the effects of X" by what X
+brought about, "the pros and cons of X" by its advantages and its drawbacks. The form
+never changes what is searched or which sources count (`engines.relevance`): it adds the
+sections that answer it, made of the sentences that say so in the plain words English
+uses for cause, effect, benefit and cost, and it lets the summary open with them.
+"""
+
+import re
+from dataclasses import dataclass
+
+_WORDS = re.IGNORECASE
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A section a question's form asks for: its heading, and how its sentences read."""
+
+    heading: str
+    says: re.Pattern[str]
+
+
+CAUSES = Answer(
+    "Causes and contributing factors",
+    re.compile(
+        r"\b(?:because|due\s+to|owing\s+to|caus(?:e|es|ed|ing)|contribut\w*|factors?|reasons?"
+        r"|led\s+to|leading\s+to|lead\s+to|result(?:ed|s)?\s+(?:of|from)|trigger\w*|spark\w*"
+        r"|prompt(?:ed|ing)|brought\s+about|stemm\w*\s+from|driven\s+by|precipitat\w*"
+        r"|weaken\w*|undermin\w*)\b",
+        _WORDS,
+    ),
+)
+EFFECTS = Answer(
+    "Effects and consequences",
+    re.compile(
+        r"\b(?:led\s+to|leading\s+to|result(?:ed|s|ing)?\s+in|as\s+a\s+result|consequen\w*"
+        r"|caus(?:e|es|ing)|caused(?!\s+by)|effects?|impacts?|influen\w*|transform\w*"
+        r"|chang(?:e|ed|es|ing)"
+        r"|brought|legacy|aftermath|reshap\w*|gave\s+rise|paved\s+the\s+way)\b",
+        _WORDS,
+    ),
+)
+ADVANTAGES = Answer(
+    "Advantages",
+    re.compile(
+        r"\b(?:advantage(?:s|ous)?|benefi\w*|efficien\w*|cheap\w*|inexpensive|low[\s-]cost"
+        r"|reliab\w*|safe(?:r|st|ly)?|clean(?:er|est)?|abundant|valuable|improv\w*)\b",
+        _WORDS,
+    ),
+)
+DRAWBACKS = Answer(
+    "Drawbacks and risks",
+    re.compile(
+        r"\b(?:disadvantage\w*|drawbacks?|risk\w*|danger\w*|hazard\w*|concerns?|problem\w*"
+        r"|costly|expensive|pollut\w*|waste\w*|accidents?|disasters?|criticis\w*|critics?"
+        r"|controvers\w*|harm\w*|limitations?|threat\w*|toxic\w*|damag\w*"
+        r"|opposition|opposed|difficult\w*|unsafe)\b",
+        _WORDS,
+    ),
+)
+
+# How a question asks for each answer: a form word where it governs the subject ("the
+# effects of X", "what caused X"), not inside a name ("the placebo effect").
+_ASKS: tuple[tuple[re.Pattern[str], tuple[Answer, ...]], ...] = (
+    (
+        re.compile(
+            r"^\W*why\b|\b(?:causes?|reasons?)\s+(?:of|for|behind)\b"
+            r"|\bwhat\s+(?:caused|causes|led\s+to)\b",
+            _WORDS,
+        ),
+        (CAUSES,),
+    ),
+    (
+        re.compile(
+            r"\b(?:effects?|impacts?|consequences?|influence|legacy)\s+(?:of|on)\b"
+            r"|\b(?:what|how)\s+did\b.*\b(?:change|affect)\b",
+            _WORDS,
+        ),
+        (EFFECTS,),
+    ),
+    (
+        re.compile(
+            r"\b(?:pros|cons|disadvantages|drawbacks)\b|\badvantages\s+and\b"
+            r"|\bgood\s+and\s+bad\b|\bbenefits\s+and\s+(?:risks|costs|drawbacks)\b",
+            _WORDS,
+        ),
+        (ADVANTAGES, DRAWBACKS),
+    ),
+    (re.compile(r"\b(?:advantages|benefits)\s+of\b", _WORDS), (ADVANTAGES,)),
+    (re.compile(r"\b(?:risks|dangers)\s+of\b", _WORDS), (DRAWBACKS,)),
+)
+
+
+def answers_asked(topic: str) -> list[Answer]:
+    """The sections the topic's form asks for, in the order it asks; none for most topics."""
+    found = sorted(
+        (match.start(), answers) for pattern, answers in _ASKS if (match := pattern.search(topic))
+    )
+    return list(dict.fromkeys(answer for _, answers in found for answer in answers))
+
+
+def says(answer: Answer, sentence: str) -> int:
+    """How many times the sentence says what the answer asks for (its words of that kind)."""
+    return len(answer.says.findall(sentence))
