@@ -1,9 +1,8 @@
-"""What the `research-agent` commands do (`app/cli.py` parses them, and loads this on use).
+"""`research-agent run` and `demo` up to their first line, `serve`, `worker` and `corpus`.
 
-Kept apart so that `research-agent --help` and argument errors never import LangGraph,
-LangChain or the stores: those take about a second to load. For the same reason each
-command imports them only once it has checked its arguments, and `run` says which thread
-it starts before it loads them.
+Nothing here imports LangGraph, LangChain or the stores at load (they take a moment):
+each command checks its arguments first, and `run` says which thread it starts before
+it loads them (`app.cli.threads` does the research).
 """
 
 import asyncio
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from rich.markup import escape
 
-from app.cli_common import err, explain, fail, interrupted_before_start, load_settings, out
+from app.cli.console import err, explain, fail, interrupted_before_start, load_settings, out
 from app.heap import settle_heap
 from app.settings import Settings
 from core.options import ResearchRequest, RunOptions
@@ -48,7 +47,7 @@ def _research(
             fail(str(exc))
     err.print(f"thread {escape(thread_id)} · researching {escape(repr(request.topic))}")
     try:  # loading LangGraph takes a moment: a Ctrl-C meanwhile leaves nothing behind
-        from app.cli_runs import research, until_interrupted
+        from app.cli.threads import research, until_interrupted
     except KeyboardInterrupt:
         interrupted_before_start(thread_id)
     interactive = request.options.approval != "none"
