@@ -2,9 +2,9 @@
 
 The routes live in modules of their own, one per resource: `routes_research`
 (`/v1/research`), `routes_records` (a run's sources as read, re-runs, diffs, export),
-`platform_assistants`, `platform_threads` and `platform_runs_api` (the
-LangGraph Platform API), `routes_ops` (health, readiness, metrics). They read what they
-need from `app.state` through `app.dependencies`.
+`platform.assistants`, `platform.threads` and `platform.runs` (the LangGraph Platform
+API), `routes_ops` (health, readiness, metrics). They read what they need from
+`app.state` through `app.dependencies`.
 """
 
 from collections.abc import AsyncIterator
@@ -12,19 +12,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import (
-    platform_assistants,
-    platform_runs_api,
-    platform_threads,
-    routes_ops,
-    routes_records,
-    routes_research,
-)
+from app import routes_ops, routes_records, routes_research
 from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
 from app.errors import JSONLine, install_error_handlers
 from app.metrics import ServiceMetrics
+from app.platform import assistants, runs, threads
 from app.report_html import RenderedReports
 from app.retention import keep_evidence_within
 from app.runtime import open_runtime, running_worker
@@ -35,9 +29,9 @@ from app.web import HTMLPolicy, mount_web
 ROUTERS = (
     routes_research.router,
     routes_records.router,
-    platform_assistants.router,
-    platform_threads.router,
-    platform_runs_api.router,
+    assistants.router,
+    threads.router,
+    runs.router,
 )
 
 
