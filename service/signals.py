@@ -64,7 +64,7 @@ class RunSignals(Protocol):
         ...
 
     async def clear(self, thread_id: str) -> None:
-        """Forget the thread's requests (its run settled, or the thread is deleted)."""
+        """Forget the thread's requests (its run stopped, or the thread is deleted)."""
         ...
 
     def admission(self, thread_id: str) -> AbstractAsyncContextManager[None]:
@@ -124,9 +124,9 @@ class MemorySignals:
 class RedisSignals:
     """Requests any API replica can set and any worker can read: one key each.
 
-    A pause request is also published on a channel. A process that runs legs subscribes
-    to it, so its node boundaries ask Redis nothing unless a request was heard for the
-    thread, or `recheck_s` passed since they last asked. Until the subscription is up
+    A pause request is also published on a channel. A process that executes runs
+    subscribes to it, so its node boundaries ask Redis nothing unless a request was heard
+    for the thread, or `recheck_s` passed since they last asked. Until the subscription is up
     (and while it is down), every boundary asks.
     """
 
@@ -169,7 +169,7 @@ class RedisSignals:
             yield
 
     async def request_pause(self, thread_id: str) -> None:
-        """Note the request, and tell the processes that run legs."""
+        """Note the request, and tell the processes that execute runs."""
         pipe = self._client.pipeline(transaction=True)
         pipe.set(self._key("pause", thread_id), 1, ex=SIGNAL_TTL_S)
         pipe.publish(self._channel, thread_id)

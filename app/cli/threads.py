@@ -353,7 +353,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
         else:
             steps = ", ".join(remaining_steps(snapshot))
             err.print(f"resuming thread {escape(thread_id)} at {steps}")
-            await manager.take_up(LOCAL_OWNER, thread_id)
+            await manager.continue_from_checkpoint(LOCAL_OWNER, thread_id)
         error = await _follow(runtime, thread_id, after, interactive=True)
         await _finish(runtime, thread_id, out_file, error)
 

@@ -25,7 +25,7 @@ from app.sse import sse_frame
 from core.models import ApprovalDecision
 from core.options import ResearchRequest
 from service.errors import InvalidState, NotFound
-from service.legs import Admission, RunInput
+from service.execution import Admission, RunInput
 from service.platform_runs import END_EVENT, STREAM_MODES, PlatformRun, stream_key
 from service.runs import RunManager
 from service.thread_ids import is_client_id, public_id
