@@ -199,6 +199,80 @@ class RunExecutor:
                 await self._close_platform_runs(thread_id)
         return True
 
+    async def _payload(self, record: ThreadRecord, run_input: RunInput) -> tuple[Any, Rerun | None]:
+        """The graph input, and what the thread re-runs if it is a re-run.
+
+        The input is a new thread's first state, an answer, or None to continue.
+        """
+        snapshot = await self.graph.aget_state(thread_config(record.thread_id))
+        current = checkpoint_id(snapshot)
+        if current is None:
+            options = RunOptions.model_validate(record.options)
+            return initial_state(record.topic, options), None
+        rerun = (snapshot.values or {}).get("rerun")
+        if run_input.decision is not None and current == run_input.after:
+            return Command(resume=run_input.decision), rerun
+        return None, rerun
+
+    async def _stream(self, thread_id: str, payload: Any, run_input: RunInput, deps: Deps) -> Stop:
+        """Run the graph, publishing its events; how it stopped.
+
+        A Platform run also gets the chunks of the stream modes it asked for, in its own
+        stream.
+        """
+        stop = Stop()
+        config = thread_config(thread_id)
+        public = public_id(thread_id)  # the id its client knows, in configs it streams
+        wanted: dict[str, list[str]] = {}
+        for name in run_input.stream_modes:
+            wanted.setdefault(PLATFORM_MODES[name], []).append(name)
+        modes: list[StreamMode] = list(
+            dict.fromkeys([*STREAM_MODES, *(PLATFORM_MODES[n] for n in run_input.stream_modes)])
+        )
+        async for mode, chunk in self.graph.astream(
+            payload,
+            config,
+            context=deps,
+            stream_mode=modes,
+            # Each step waits for its checkpoint: the next step's events come after it.
+            durability="sync",
+            interrupt_before=run_input.interrupt_before,
+            interrupt_after=run_input.interrupt_after,
+        ):
+            if run_input.run_id is not None and mode in wanted:
+                if mode in CONFIG_MODES and public != thread_id:
+                    chunk = renamed(chunk, thread_id, public)
+                for name in wanted[mode]:
+                    self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))
+            if mode != "updates":
+                continue
+            if isinstance(chunk, dict):
+                for update in chunk.values():
+                    if isinstance(update, dict) and "report_status" in update:
+                        stop.report = update["report_status"]
+            if isinstance(chunk, dict) and INTERRUPT in chunk:  # a question, or a stop
+                stop.interrupted = True  # before/after a node (an empty tuple then)
+                if chunk[INTERRUPT] and stop.question is None:
+                    stop.question = question_of(chunk[INTERRUPT][0])
+            if await self.signals.take_pause(thread_id):
+                stop.paused = True
+                break
+        await self._await_events(thread_id)
+        return stop
+
+    async def _record_stop(self, thread_id: str, stop: Stop) -> None:
+        """Record the status the run stopped in: the stream told it, no state read is needed."""
+        if stop.question is not None:
+            await self.signals.clear(thread_id)
+            # Status first: a client that answers as soon as it sees the question must
+            # find the run waiting, not still running (it would get a 409).
+            await self.set_status(thread_id, "waiting_for_approval")
+            await self.publish(thread_id, "approval_required", stop.question)
+        elif stop.paused or stop.interrupted:  # a pause, or interrupt_before/after
+            await self.set_status(thread_id, "paused")
+        else:
+            await self.finish(thread_id, "completed", report=stop.report)
+
     async def _record_failure(self, thread_id: str, message: str) -> None:
         """The failed run's `error` event and status; while the disk is full, tried again.
 
@@ -227,6 +301,19 @@ class RunExecutor:
     def _is_transient(self, exc: BaseException) -> bool:
         """A store away for a moment, also when a library wraps its error (redisvl does)."""
         return _caused(exc, lambda e: isinstance(e, self._transient))
+
+    async def update_status_from_checkpoint(self, thread_id: str) -> None:
+        """Make an idle thread's status follow its checkpoint (after its state was edited)."""
+        snapshot = await self.graph.aget_state(thread_config(thread_id))
+        if pending_interrupt(snapshot) is not None:
+            status: RunStatus = "waiting_for_approval"
+        elif not is_finished(snapshot):
+            status = "paused"
+        else:
+            return  # nothing left to run: it stays as it ended
+        record = await self.registry.get(thread_id)
+        if record is not None and record.status != status:
+            await self.set_status(thread_id, status)
 
     # -- statuses and events -------------------------------------------------------------
 
@@ -403,93 +490,6 @@ class RunExecutor:
         record = await self.registry.get(thread_id)
         if record is not None and record.status not in TERMINAL:
             await self.platform.close_open(thread_id, record.status, record.error)
-
-    async def _payload(self, record: ThreadRecord, run_input: RunInput) -> tuple[Any, Rerun | None]:
-        """The graph input, and what the thread re-runs if it is a re-run.
-
-        The input is a new thread's first state, an answer, or None to continue.
-        """
-        snapshot = await self.graph.aget_state(thread_config(record.thread_id))
-        current = checkpoint_id(snapshot)
-        if current is None:
-            options = RunOptions.model_validate(record.options)
-            return initial_state(record.topic, options), None
-        rerun = (snapshot.values or {}).get("rerun")
-        if run_input.decision is not None and current == run_input.after:
-            return Command(resume=run_input.decision), rerun
-        return None, rerun
-
-    async def _stream(self, thread_id: str, payload: Any, run_input: RunInput, deps: Deps) -> Stop:
-        """Run the graph, publishing its events; how it stopped.
-
-        A Platform run also gets the chunks of the stream modes it asked for, in its own
-        stream.
-        """
-        stop = Stop()
-        config = thread_config(thread_id)
-        public = public_id(thread_id)  # the id its client knows, in configs it streams
-        wanted: dict[str, list[str]] = {}
-        for name in run_input.stream_modes:
-            wanted.setdefault(PLATFORM_MODES[name], []).append(name)
-        modes: list[StreamMode] = list(
-            dict.fromkeys([*STREAM_MODES, *(PLATFORM_MODES[n] for n in run_input.stream_modes)])
-        )
-        async for mode, chunk in self.graph.astream(
-            payload,
-            config,
-            context=deps,
-            stream_mode=modes,
-            # Each step waits for its checkpoint: the next step's events come after it.
-            durability="sync",
-            interrupt_before=run_input.interrupt_before,
-            interrupt_after=run_input.interrupt_after,
-        ):
-            if run_input.run_id is not None and mode in wanted:
-                if mode in CONFIG_MODES and public != thread_id:
-                    chunk = renamed(chunk, thread_id, public)
-                for name in wanted[mode]:
-                    self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))
-            if mode != "updates":
-                continue
-            if isinstance(chunk, dict):
-                for update in chunk.values():
-                    if isinstance(update, dict) and "report_status" in update:
-                        stop.report = update["report_status"]
-            if isinstance(chunk, dict) and INTERRUPT in chunk:  # a question, or a stop
-                stop.interrupted = True  # before/after a node (an empty tuple then)
-                if chunk[INTERRUPT] and stop.question is None:
-                    stop.question = question_of(chunk[INTERRUPT][0])
-            if await self.signals.take_pause(thread_id):
-                stop.paused = True
-                break
-        await self._await_events(thread_id)
-        return stop
-
-    async def _record_stop(self, thread_id: str, stop: Stop) -> None:
-        """Record the status the run stopped in: the stream told it, no state read is needed."""
-        if stop.question is not None:
-            await self.signals.clear(thread_id)
-            # Status first: a client that answers as soon as it sees the question must
-            # find the run waiting, not still running (it would get a 409).
-            await self.set_status(thread_id, "waiting_for_approval")
-            await self.publish(thread_id, "approval_required", stop.question)
-        elif stop.paused or stop.interrupted:  # a pause, or interrupt_before/after
-            await self.set_status(thread_id, "paused")
-        else:
-            await self.finish(thread_id, "completed", report=stop.report)
-
-    async def restate(self, thread_id: str) -> None:
-        """Make an idle thread's status follow its checkpoint (after its state was edited)."""
-        snapshot = await self.graph.aget_state(thread_config(thread_id))
-        if pending_interrupt(snapshot) is not None:
-            status: RunStatus = "waiting_for_approval"
-        elif not is_finished(snapshot):
-            status = "paused"
-        else:
-            return  # nothing left to run: it stays as it ended
-        record = await self.registry.get(thread_id)
-        if record is not None and record.status != status:
-            await self.set_status(thread_id, status)
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -328,7 +328,7 @@ class RunManager:
                 written = await self.graph.aupdate_state(config, update, as_node=as_node)
             except InvalidUpdateError as exc:
                 raise Unprocessable(f"state update: {exc}") from None
-            await self.executor.restate(thread_id)
+            await self.executor.update_status_from_checkpoint(thread_id)
         return written
 
     async def cancel_platform_run(self, owner: str, run_id: str, thread_id: str) -> None:
