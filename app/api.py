@@ -1,4 +1,4 @@
-"""The service's app: the HTTP faces composed over one runtime (graph, run manager, stores).
+"""The service's app: the HTTP routes composed over one runtime (graph, run manager, stores).
 
 The routes live in modules of their own, one per resource: `routes_research`
 (`/v1/research`), `routes_records` (a run's sources as read, re-runs, diffs, export),

@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.deps import open_deps
+from app.composition import open_deps
 from app.settings import Settings
 from app.stores import Stores, open_stores
 from graph.builder import build_graph

@@ -30,7 +30,7 @@ ADMISSION_LOCK_S = 30.0
 # boundary only when one was heard for it, or when it last asked this long ago. A
 # subscription seen to drop makes every boundary ask until it is back, and then every
 # thread once; this bounds the wait for a message lost on a connection that broke
-# unnoticed. Asking every second cost 2 DELs per run under load (bench/service_load.py).
+# unnoticed; asking more often costs Redis commands on every run under load.
 PAUSE_RECHECK_S = 5.0
 # How long the subscription waits for a message before it looks again; after a failure,
 # how long it waits before subscribing again.

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from app.cli.console import err, explain, fail, interrupted_before_start, load_settings, out
-from app.heap import settle_heap
+from app.heap import freeze_heap
 from app.settings import Settings
 from core.options import ResearchRequest, RunOptions
 
@@ -137,7 +137,7 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     if not settings.api_keys:
         err.print("no API keys are configured: listening on 127.0.0.1 only")
     app = create_app(settings)
-    settle_heap()
+    freeze_heap()
     config = uvicorn.Config(
         app, host=bind, port=port, log_level="info", http=guarded_protocol(settings)
     )
@@ -183,7 +183,7 @@ def _announced_server() -> "type[uvicorn.Server]":
 def _check_before_start(settings: Settings) -> None:
     """Say what is wrong with the corpus, model or store before listening or working."""
     _ensure_offline_corpus(settings)
-    from app.deps import EngineSetupError, check_model_server, make_engine
+    from app.composition import EngineSetupError, check_model_server, make_engine
     from app.stores import BackendSetupError
     from stores.data_file import DamagedDataFile
 
@@ -197,12 +197,7 @@ def _check_before_start(settings: Settings) -> None:
 
 
 def worker() -> None:
-    """Execute queued research runs from Redis (`RESEARCH_REDIS_URL`) until stopped.
-
-    Start as many as you like, on any machine that reaches Redis: each takes up to
-    `max_concurrent_runs` runs at a time. SIGTERM hands its runs back to the queue; a
-    worker that dies has its runs taken over once its lease runs out.
-    """
+    """Execute queued research runs from Redis (`RESEARCH_REDIS_URL`) until stopped."""
     settings = load_settings()
     if settings.redis_url is None:
         fail("a worker needs RESEARCH_REDIS_URL: without Redis, `serve` executes the runs itself")
@@ -219,7 +214,7 @@ async def _work(settings: Settings) -> None:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     async with open_runtime(settings) as runtime:
-        settle_heap()
+        freeze_heap()
         err.print(
             f"worker: executing up to {settings.max_concurrent_runs} runs at a time; Ctrl-C to stop"
         )

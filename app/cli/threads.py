@@ -33,7 +33,7 @@ from app.cli.console import (
     load_settings,
     print_report,
 )
-from app.deps import EngineSetupError
+from app.composition import EngineSetupError
 from app.runtime import Runtime, open_runtime, running_worker
 from app.settings import Settings
 from app.stores import BackendSetupError, Stores, open_stores
