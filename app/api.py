@@ -1,7 +1,7 @@
 """The service's app: the HTTP routes composed over one runtime (graph, run manager, stores).
 
 The routes live in modules of their own, one per resource: `routes_research`
-(`/v1/research`), `routes_records` (a run's sources as read, re-runs, diffs, export),
+(`/v1/research`, and a run's record: its sources as read, re-runs, diffs, export),
 `platform.assistants`, `platform.threads` and `platform.runs` (the LangGraph Platform
 API), `routes_ops` (health, readiness, metrics). They read what they need from
 `app.state` through `app.dependencies`.
@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import routes_ops, routes_records, routes_research
+from app import routes_ops, routes_research
 from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
@@ -28,7 +28,7 @@ from app.web import HTMLPolicy, mount_web
 # In this order: the OpenAPI document lists them so.
 ROUTERS = (
     routes_research.router,
-    routes_records.router,
+    routes_research.records_router,
     assistants.router,
     threads.router,
     runs.router,
