@@ -8,6 +8,7 @@ it loads them (`app.cli.threads` does the research).
 import asyncio
 import threading
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,15 +46,21 @@ def _research(
             require_index(settings.corpus_index_path)
         except CorpusMissingError as exc:
             fail(str(exc))
-    err.print(f"thread {escape(thread_id)} · researching {escape(repr(request.topic))}")
-    try:  # loading LangGraph takes a moment: a Ctrl-C meanwhile leaves nothing behind
-        from app.cli.threads import research, until_interrupted
-    except KeyboardInterrupt:
-        interrupted_before_start(thread_id)
     interactive = request.options.approval != "none"
     started = threading.Event()
-    work = research(settings, request, thread_id, out_file, interactive, started)
-    until_interrupted(work, thread_id, started)
+    work: Coroutine[Any, Any, None] | None = None
+    # Loading LangGraph takes a moment: a Ctrl-C before `until_interrupted` takes over
+    # (from the first line on) leaves nothing behind, and says so.
+    try:
+        err.print(f"thread {escape(thread_id)} · researching {escape(repr(request.topic))}")
+        from app.cli.threads import research, until_interrupted
+
+        work = research(settings, request, thread_id, out_file, interactive, started)
+        until_interrupted(work, thread_id, started)
+    except KeyboardInterrupt:
+        if work is not None:
+            work.close()  # never started: no warning that it was not awaited
+        interrupted_before_start(thread_id)
 
 
 def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -> None:

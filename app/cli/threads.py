@@ -74,14 +74,14 @@ def _unknown_thread(thread_id: str) -> NoReturn:
     fail(f"unknown thread {thread_id!r}: start one with `research-agent run TOPIC`")
 
 
-def require_data(settings: Settings, thread_id: str) -> None:
+def _require_data(settings: Settings, thread_id: str) -> None:
     """Say the thread is unknown when there is no data file to find it in (nothing is made)."""
     if settings.redis_url is None and not settings.service_db_path.is_file():
         _unknown_thread(thread_id)
 
 
 @asynccontextmanager
-async def stores_and_graph(settings: Settings) -> AsyncIterator[tuple[ResearchGraph, Stores]]:
+async def _stores_and_graph(settings: Settings) -> AsyncIterator[tuple[ResearchGraph, Stores]]:
     """The stores and the graph over them: reading and filing threads needs no engine."""
     try:
         async with open_stores(settings) as stores:
@@ -327,7 +327,7 @@ async def research(
 
 
 async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> None:
-    require_data(settings, thread_id)
+    _require_data(settings, thread_id)
     async with _runtime(settings) as runtime:
         manager = runtime.manager
         try:
@@ -364,8 +364,8 @@ def resume(thread_id: str, out_file: Path | None) -> None:
 
 
 async def _show(settings: Settings, thread_id: str) -> None:
-    require_data(settings, thread_id)
-    async with stores_and_graph(settings) as (graph, _):
+    _require_data(settings, thread_id)
+    async with _stores_and_graph(settings) as (graph, _):
         snapshot = await graph.aget_state(thread_config(thread_id))
     values: dict[str, Any] = snapshot.values
     if not values:
@@ -407,7 +407,7 @@ def show(thread_id: str) -> None:
 async def _rerun(
     settings: Settings, thread_id: str, mode: Literal["replay", "refresh"], out_file: Path | None
 ) -> None:
-    require_data(settings, thread_id)
+    _require_data(settings, thread_id)
     async with _runtime(settings) as runtime:
         try:
             await runtime.manager.get(LOCAL_OWNER, thread_id)
@@ -427,7 +427,7 @@ def rerun(thread_id: str, mode: Literal["replay", "refresh"], out_file: Path | N
 
 
 async def _export(settings: Settings, thread_id: str, out_file: Path) -> None:
-    async with stores_and_graph(settings) as (graph, stores):
+    async with _stores_and_graph(settings) as (graph, stores):
         record = await stores.registry.get(thread_id)
         if record is None or record.owner != LOCAL_OWNER:
             _unknown_thread(thread_id)
@@ -443,7 +443,7 @@ async def _export(settings: Settings, thread_id: str, out_file: Path) -> None:
 def export(thread_id: str, out_file: Path | None) -> None:
     """Write a thread whole to a JSON file (default: research-<id>.json here)."""
     settings = load_settings()
-    require_data(settings, thread_id)
+    _require_data(settings, thread_id)
     target = out_file or Path(f"research-{thread_id}.json")
     asyncio.run(_export(settings, thread_id, target))
 
@@ -481,7 +481,7 @@ async def _import(settings: Settings, path: Path, thread_id: str | None, key: st
         check_client_id(wanted)
     except ValueError as exc:
         fail(f"--thread {wanted!r}: {exc}")
-    async with stores_and_graph(settings) as (graph, stores):
+    async with _stores_and_graph(settings) as (graph, stores):
         parts = (graph, stores.events, stores.registry, stores.evidence)
         try:
             record = await import_archive(parts, owner, archive, scoped(owner, wanted))
