@@ -1,10 +1,10 @@
-"""The service's app: the HTTP faces composed over one runtime (graph, run manager, stores).
+"""The service's app: the HTTP routes composed over one runtime (graph, run manager, stores).
 
 The routes live in modules of their own, one per resource: `routes_research`
-(`/v1/research`), `routes_records` (a run's sources as read, re-runs, diffs, export),
-`platform_assistants`, `platform_threads` and `platform_runs_api` (the
-LangGraph Platform API), `routes_ops` (health, readiness, metrics). They read what they
-need from `app.state` through `app.dependencies`.
+(`/v1/research`, and a run's record: its sources as read, re-runs, diffs, export),
+`platform.assistants`, `platform.threads` and `platform.runs` (the LangGraph Platform
+API), `routes_ops` (health, readiness, metrics). They read what they need from
+`app.state` through `app.dependencies`.
 """
 
 from collections.abc import AsyncIterator
@@ -12,19 +12,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import (
-    platform_assistants,
-    platform_runs_api,
-    platform_threads,
-    routes_ops,
-    routes_records,
-    routes_research,
-)
+from app import routes_ops, routes_research
 from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
 from app.errors import JSONLine, install_error_handlers
 from app.metrics import ServiceMetrics
+from app.platform import assistants, runs, threads
 from app.report_html import RenderedReports
 from app.retention import keep_evidence_within
 from app.runtime import open_runtime, running_worker
@@ -34,10 +28,10 @@ from app.web import HTMLPolicy, mount_web
 # In this order: the OpenAPI document lists them so.
 ROUTERS = (
     routes_research.router,
-    routes_records.router,
-    platform_assistants.router,
-    platform_threads.router,
-    platform_runs_api.router,
+    routes_research.records_router,
+    assistants.router,
+    threads.router,
+    runs.router,
 )
 
 

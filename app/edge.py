@@ -1,9 +1,9 @@
 """What a request meets before its route: the key checked first, the body strictly JSON.
 
 - `RequestGate` refuses an API request without a valid key before a byte of its body is
-  read (FastAPI reads and parses a body before it runs the auth dependency: a 400 MB
-  POST without a key cost 20 s and 1.3 GB before its 401), and caps the body's size as
-  it is declared and as it is read (413 `payload_too_large`).
+  read (FastAPI reads and parses a body before it runs the auth dependency, so a large
+  POST without a key would cost its whole upload and parse before its 401), and caps
+  the body's size as it is declared and as it is read (413 `payload_too_large`).
 - `StrictJSONRoute` parses bodies with pydantic-core, which refuses what the stdlib's
   `json` lets through and the stores cannot hold (a lone surrogate (an escaped "udfff"),
   nesting past its recursion limit), and answers 415 for a body sent as another type.

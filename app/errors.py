@@ -86,7 +86,7 @@ _HTTP_CODES = {
 }
 
 
-# Paths of the LangGraph Platform API (app/platform_api.py): its clients expect the
+# Paths of the LangGraph Platform API (app/platform/): its clients expect the
 # Platform's own error shape, `{"detail": message}`, with the same status codes.
 PLATFORM_PREFIXES = ("/assistants", "/threads", "/runs")
 

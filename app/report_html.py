@@ -136,11 +136,10 @@ def report_html(markdown: str) -> str:
 class RenderedReports:
     """Reports rendered as HTML in a process of their own, each once, the latest few kept.
 
-    A thread would not do: a render holds the GIL, and with one rendering the event
-    loop waited hundreds of milliseconds for each turn (a health check took 370 ms, up
-    to 0.7 s; bench/hardening.py's `render` case). In a process of its own the loop
-    goes on as if idle. Requests for a report already being rendered wait for that
-    render rather than starting their own.
+    A thread would not do: a render holds the GIL, and the event loop would wait for
+    it on every turn (bench/hardening.py's `render` case measures it). In a process of
+    its own the loop goes on as if idle. Requests for a report already being rendered
+    wait for that render rather than starting their own.
     """
 
     def __init__(self, kept: int = 32, render: Callable[[str], str] = report_html) -> None:

@@ -1,11 +1,15 @@
-"""`/v1/research`: the service's own API (start, list, read, stream, steer, delete)."""
+"""`/v1/research`: the service's own API (start, list, read, stream, steer, delete).
+
+A second router, tagged apart in the API reference, serves a run's record: its sources
+as read, re-runs, diffs and export.
+"""
 
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Header, Query, Request, Response
-from fastapi.responses import HTMLResponse, PlainTextResponse
+from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
@@ -24,7 +28,9 @@ from core.models import (
 from core.options import ResearchRequest
 from core.state import ReportStatus
 from core.usage import RoundRecord
+from service.citations import SourceView
 from service.errors import InvalidState, Unprocessable
+from service.run_diff import RunDiff
 from service.thread_ids import public_id
 from service.views import ThreadView
 from stores.events import MAX_EVENT_ID, TERMINAL_EVENT, event_id, resume_point
@@ -105,6 +111,13 @@ def links(thread_id: str) -> Links:
     return Links(self=base, events=f"{base}/events", report=f"{base}/report")
 
 
+def _started(record: ThreadRecord, response: Response) -> StartAnswer:
+    """Answer a new thread's start: its id, status and links, and its `Location`."""
+    found = links(record.thread_id)
+    response.headers["Location"] = found.self
+    return StartAnswer(thread_id=public_id(record.thread_id), status=record.status, links=found)
+
+
 def _summary(record: ThreadRecord) -> ThreadSummary:
     summary = record.model_dump(include=set(ThreadSummary.model_fields))
     return ThreadSummary(
@@ -146,10 +159,7 @@ async def start(
     request: ResearchRequest, owner: Owner, response: Response, manager: Manager
 ) -> StartAnswer:
     """Start researching a topic; the run goes on in the background."""
-    record = await manager.start(owner, request)
-    found = links(record.thread_id)
-    response.headers["Location"] = found.self
-    return StartAnswer(thread_id=public_id(record.thread_id), status=record.status, links=found)
+    return _started(await manager.start(owner, request), response)
 
 
 @router.get("", response_model=ThreadPage)
@@ -273,3 +283,67 @@ async def report(
 async def notes(thread_id: StoredThread, owner: Owner, manager: Manager) -> list[ResearchNote]:
     """The research notes: one per search query, with its sources and errors."""
     return await manager.notes(thread_id)
+
+
+# -- a run's record: its sources as read, re-runs, diffs, export ---------------------------
+
+records_router = APIRouter(
+    prefix="/v1/research",
+    tags=["research records"],
+    responses=ERROR_RESPONSES,
+    route_class=StrictJSONRoute,
+)
+
+
+class RerunRequest(BaseModel):
+    """How to re-run: on the stored evidence, or searching and reading again."""
+
+    model_config = {"extra": "forbid"}
+
+    mode: Literal["replay", "refresh"] = Field(
+        "replay",
+        description="replay: answer every search and page read from what the run read (no "
+        "network; the extractive engine writes the same report); refresh: search and read again.",
+    )
+
+
+@records_router.get("/{thread_id}/sources/{n}", response_model=SourceView)
+async def source(
+    thread_id: StoredThread,
+    owner: Owner,
+    manager: Manager,
+    n: Annotated[int, Path(ge=1, le=100_000, description="The footnote's number.")],
+) -> SourceView:
+    """The exact text the run read for footnote `n`, and the passages its sentences cite."""
+    return await manager.source(thread_id, n)
+
+
+@records_router.post("/{thread_id}/rerun", status_code=202, response_model=StartAnswer)
+async def rerun(
+    thread_id: StoredThread,
+    owner: Owner,
+    manager: Manager,
+    response: Response,
+    request: Annotated[RerunRequest | None, Body()] = None,
+) -> StartAnswer:
+    """Run the same topic, options and plan again, as a new thread."""
+    mode = (request or RerunRequest()).mode
+    return _started(await manager.rerun(owner, thread_id, mode), response)
+
+
+@records_router.get("/{thread_id}/diff/{other}", response_model=RunDiff)
+async def diff(thread_id: StoredThread, other: str, owner: Owner, manager: Manager) -> RunDiff:
+    """What changed from this run to `other`: sources, findings, scores, models, prompts."""
+    other_id = await manager.resolve(owner, other)
+    return await manager.diff(thread_id, other_id)
+
+
+@records_router.get("/{thread_id}/export")
+async def export(thread_id: StoredThread, owner: Owner, manager: Manager) -> JSONResponse:
+    """The run whole (record, state, events, evidence): `research-agent import` reads it."""
+    archive = await manager.export_run(await manager.get(owner, thread_id))
+    name = f"research-{public_id(thread_id)}.json"
+    return JSONLine(
+        archive.model_dump(mode="json"),
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )

@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.deps import open_deps
+from app.composition import open_deps
 from app.settings import Settings
 from app.stores import Stores, open_stores
 from graph.builder import build_graph
@@ -126,7 +126,7 @@ async def _disconnect(queue: "Queue") -> None:
 async def running_worker(
     runtime: Runtime, embedded: bool = True
 ) -> AsyncIterator["asyncio.Task[None]"]:
-    """A worker, and its look-out for lost runs, for as long as the context lasts.
+    """A worker, and the task that requeues lost runs, for as long as the context lasts.
 
     Yields the worker's task, which ends when the worker stops (a standalone worker
     stops on SIGTERM or SIGINT).
@@ -135,11 +135,11 @@ async def running_worker(
         raise RuntimeError("workers need RESEARCH_REDIS_URL: without it runs execute here")
     worker = runtime.worker(embedded)
     task = asyncio.create_task(worker.start(), name="research-worker")
-    look_out = asyncio.create_task(runtime.queued.keep_adopting(runtime.stores.registry))
+    requeuing = asyncio.create_task(runtime.queued.keep_requeuing_lost(runtime.stores.registry))
     try:
         yield task
     finally:
         await worker.stop()
-        for running in (task, look_out):
+        for running in (task, requeuing):
             running.cancel()
-        await asyncio.gather(task, look_out, return_exceptions=True)
+        await asyncio.gather(task, requeuing, return_exceptions=True)

@@ -1,8 +1,8 @@
 """How `serve` runs the app under uvicorn so that slow or idle clients cannot starve others.
 
 uvicorn waits for a request's head as long as the client likes, and accepts connections
-until the process runs out of file descriptors: 1,100 connections trickling header lines
-(slowloris) made every other request fail for over a minute. Here:
+until the process runs out of file descriptors, so enough connections trickling header
+lines (slowloris) make every other request fail. Here:
 
 - a connection that has not sent a whole request head within `header_timeout_s` (on a
   new connection, or between two requests of a kept-alive one) is closed;

@@ -1,10 +1,10 @@
 """An event of a thread's log as its Server-Sent-Events frame.
 
-sse_starlette frames a dict by splitting each field on a line-break regex: a tenth of a
-millisecond per event of a few KB, paid for every event of every stream. An event's
-payload is JSON from `stores.events.encode`, which never holds a raw line break, so its
-frame is three lines joined; the rare text that does break falls back to
-sse_starlette's framing. The bytes are the same either way.
+sse_starlette frames a dict by splitting each field on a line-break regex, a cost paid
+for every event of every stream (bench/service_load.py shows it). An event's payload is
+JSON from `stores.events.encode`, which never holds a raw line break, so its frame is
+three lines joined; the rare text that does break falls back to sse_starlette's
+framing. The bytes are the same either way.
 """
 
 from sse_starlette import ServerSentEvent

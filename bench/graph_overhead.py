@@ -15,7 +15,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from app.heap import settle_heap
+from app.heap import freeze_heap
 from core.options import RunOptions
 from core.state import initial_state
 from engines.simulated import SleepingEngine
@@ -73,5 +73,5 @@ if __name__ == "__main__":
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--runs", default="1,50,200")
     args = parser.parse_args()
-    settle_heap()  # as the service does after its start-up
+    freeze_heap()  # as the service does after its start-up
     asyncio.run(main(args.latency_ms, [int(n) for n in args.runs.split(",")]))

@@ -57,7 +57,7 @@ from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from app.deps import llm_engine
+from app.composition import llm_engine
 from app.settings import CONFIG_ENV, Settings
 from core.models import ResearchPlan, SearchResult
 from engines import structured

@@ -33,7 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.deps import open_deps  # noqa: E402
+from app.composition import open_deps  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from core.options import RunOptions  # noqa: E402
 from core.state import initial_state  # noqa: E402

@@ -57,7 +57,7 @@ from langgraph_sdk.client import LangGraphClient
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from app.heap import settle_heap  # noqa: E402
+from app.heap import freeze_heap  # noqa: E402
 from bench.service_load import (  # noqa: E402
     CLIENTS_PER_POOL,
     NODES_ON_PATH,
@@ -438,5 +438,5 @@ if __name__ == "__main__":
     if args.latency_ms < 1:  # 0 would make our server use the real engine and corpus
         parser.error("--latency-ms must be at least 1")
     sizes = [int(n) for n in args.runs.split(",")]
-    settle_heap()  # as the service does after its start-up
+    freeze_heap()  # as the service does after its start-up
     asyncio.run(main(args.latency_ms, sizes, args.skip_dev))

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import httpx
 
-from app.heap import settle_heap
+from app.heap import freeze_heap
 from core.options import RunOptions
 from core.state import initial_state
 from engines.simulated import SleepingEngine
@@ -566,5 +566,5 @@ if __name__ == "__main__":
     if args.workers and args.backend != "both":  # workers take their runs from Redis
         parser.error("--workers needs --backend both: workers take runs from the Redis queue")
     sizes = [int(n) for n in args.runs.split(",")]
-    settle_heap()  # as the service does after its start-up
+    freeze_heap()  # as the service does after its start-up
     asyncio.run(main(args.latency_ms, sizes, args.backend == "both", args.workers))

@@ -1,4 +1,4 @@
-"""A leg's tools, recording what they return, or answering from a replayed run's records.
+"""A run's tools, recording what they return, or answering from a replayed run's records.
 
 A live (or refreshed) run searches and reads through `RecordingSearch` and
 `RecordingReader`: each call is written to the evidence store as it returns, its texts
@@ -300,10 +300,10 @@ async def replay_deps(deps: Deps, store: EvidenceStore, thread_id: str, header: 
     )
 
 
-async def leg_deps(
+async def run_deps(
     deps: Deps, store: EvidenceStore | None, thread_id: str, rerun: Rerun | None
 ) -> Deps:
-    """A leg's tools: recording what they return, or a replay's recorded answers.
+    """The run's tools: recording what they return, or a replay's recorded answers.
 
     Without a store (`None`) nothing is recorded and the tools are used as they are.
     """

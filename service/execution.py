@@ -1,39 +1,40 @@
-"""Executing one leg of a research run: the graph from its last checkpoint to a stop.
+"""Executing a research run: the graph from its last checkpoint to its next stop.
 
-A leg ends when the graph finishes, waits for approval, honours a pause, fails or is
-cancelled. Everything it does becomes a status and events. The same code runs a leg in
-the API process (embedded mode) and in a queue worker (Redis mode); a leg handed to it
-twice, or again after a worker died, continues from the checkpoint instead of repeating
-what is already done.
+An execution ends when the graph finishes, waits for approval, honours a pause, fails
+or is cancelled. Everything it does becomes a status (in the registry) and events (in
+the event log), written in the order a client may rely on (`set_status`). The same code
+executes a run in the API process (embedded mode) and in a queue worker (Redis mode);
+an execution handed to it twice, or again after a worker died, continues from the
+checkpoint instead of repeating what is already done.
 """
 
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
-from langgraph.types import Command, StreamMode
+from langgraph.types import Command, StateSnapshot, StreamMode
+from pydantic import BaseModel, Field
 
 from core.models import ApprovalDecision, Rerun
-from core.options import RunOptions
-from core.state import initial_state
+from core.options import ResearchRequest, RunOptions
+from core.state import ReportStatus, initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from nodes.progress import LegProgress
 from service.errors import InvalidState
-from service.evidence import leg_deps
-from service.legs import CONFIG_MODES, Admission, LegStop, RunInput, checkpoint_id, renamed
+from service.evidence import run_deps
 from service.platform_runs import STREAM_MODES as PLATFORM_MODES
-from service.platform_runs import stream_key
-from service.run_records import RunRecorder
+from service.platform_runs import PlatformRuns, stream_key
 from service.runner import is_finished, pending_interrupt, question_of, thread_config
 from service.signals import RunSignals
 from service.thread_ids import public_id
+from stores.batching import committed_together
 from stores.data_file import storage_failure
-from stores.events import EventLog
+from stores.events import TERMINAL_EVENT, EventLog
 from stores.evidence import EvidenceStore
 from stores.registry import ACTIVE, TERMINAL, Registry, RunStatus, ThreadRecord
 
@@ -49,13 +50,53 @@ FULL_DISK_RETRY_S = (0.5, 10.0)
 
 # The key of an `updates` chunk that says the graph stopped at an interrupt.
 INTERRUPT = "__interrupt__"
-# LangGraph's stream modes a leg reads: how a step ended (its events the nodes tell
+# LangGraph's stream modes an execution reads: how a step ended (its events the nodes tell
 # themselves, through `Deps.progress`).
 STREAM_MODES: list[StreamMode] = ["updates"]
+# Stream modes whose chunks carry the thread's config (debug checkpoints, message
+# metadata): the client knows its thread by its own id, not the stored one.
+CONFIG_MODES = frozenset({"debug", "messages"})
 
 
-class RunExecutor(RunRecorder):
-    """Runs legs of research threads; what they record goes through `RunRecorder`."""
+class RunInput(BaseModel):
+    """What an execution of a thread starts with, small enough to travel in a queue job.
+
+    `decision` answers the approval the thread waited on at checkpoint `after`. Once the
+    thread has moved past that checkpoint the answer is already applied, and a second
+    delivery of the same execution only continues.
+    """
+
+    decision: dict[str, Any] | None = None
+    after: str | None = None
+    # Continued after its executor stopped or died: said so in the run's status event.
+    recovered: bool = False
+    # A LangGraph Platform run: its id, the stream modes it asked for, where to stop.
+    run_id: str | None = None
+    stream_modes: list[str] = Field(default_factory=list)
+    interrupt_before: list[str] | Literal["*"] | None = None
+    interrupt_after: list[str] | Literal["*"] | None = None
+
+
+class Admission(BaseModel):
+    """A Platform run's work: a new thread's topic, an answer, or (neither) a continuation."""
+
+    request: ResearchRequest | None = None
+    decision: ApprovalDecision | None = None
+    run_input: RunInput = Field(default_factory=RunInput)
+
+
+@dataclass
+class Stop:
+    """How an execution's stream ended; none of these set: the graph finished."""
+
+    paused: bool = False  # by a pause request, at a node boundary
+    interrupted: bool = False  # by an interrupt (a question, or interrupt_before/after)
+    question: dict[str, Any] | None = None  # what the thread waits to have answered
+    report: ReportStatus | None = None  # the status of the report finalize wrote, if it did
+
+
+class RunExecutor:
+    """Executes research threads and records their statuses and events."""
 
     def __init__(
         self,
@@ -67,63 +108,70 @@ class RunExecutor(RunRecorder):
         transient: tuple[type[Exception], ...] = (),
         evidence: EvidenceStore | None = None,
     ) -> None:
-        super().__init__(events, registry, signals)
         self.graph = graph
+        self.platform = PlatformRuns(events)
+        self.events = events
+        self.registry = registry
+        self.signals = signals
+        self._observers: list[Callable[[ThreadRecord], None]] = []
+        # Writes queued but not yet known to be stored (progress events, the status), per thread.
+        self._pending: dict[str, list[Awaitable[object]]] = {}
         self.deps = deps
         # Where runs' evidence is recorded (None: it is not, and nothing can be re-run).
         self.evidence = evidence
         # Failures of a shared store that is away for a moment: the run is not failed but
-        # left `running`, for the queue to deliver its leg again once the store is back.
+        # left `running`, for the queue to deliver it again once the store is back.
         self._transient = transient
 
     async def execute(self, thread_id: str, run_input: RunInput) -> None:
         """Run the thread until it stops; raises only what leaves the run to a retry.
 
         A cancellation the owner asked for ends the run as `cancelled`; any other (the
-        process stops) propagates and leaves the run `running`, to be taken up again, as
+        process stops) propagates and leaves the run `running`, to be continued later, as
         does a transient store failure. A Platform run enqueued behind this one starts
-        once it stops, in the same execution.
+        once it stops, in the same call.
         """
         next_input: RunInput | None = run_input
         while next_input is not None:
-            if not await self._leg(thread_id, next_input):
+            if not await self._execute_once(thread_id, next_input):
                 return
             next_input = await self.admit_next(thread_id)
 
-    async def _leg(self, thread_id: str, run_input: RunInput) -> bool:
-        """One leg; False when it was cancelled (what waits behind it is the canceller's)."""
+    async def _execute_once(self, thread_id: str, run_input: RunInput) -> bool:
+        """Run to the next stop; False when cancelled (what waits behind it is the canceller's)."""
         streams = [thread_id]
         if run_input.run_id is not None:
             streams.append(stream_key(run_input.run_id))
         with self.events.writing(*streams):  # its followers here are served from memory
-            return await self._leg_written(thread_id, run_input)
+            return await self._run_to_stop(thread_id, run_input)
 
-    async def _leg_written(self, thread_id: str, run_input: RunInput) -> bool:
-        ended = True  # False: the leg is left to a retry, its Platform run stays open
+    async def _run_to_stop(self, thread_id: str, run_input: RunInput) -> bool:
+        ended = True  # False: the run is left to a retry, its Platform run stays open
         try:
             record = await self.registry.get(thread_id)
             if record is None or record.status not in ACTIVE:
-                return True  # deleted, finished, or settled by an earlier delivery of this leg
+                return True  # deleted, finished, or stopped by an earlier delivery of this input
             if await self.signals.take_pause(thread_id):
                 await self.set_status(thread_id, "paused")
                 return True
             payload, rerun = await self._payload(record, run_input)
-            deps = await leg_deps(self.deps, self.evidence, thread_id, rerun)
+            deps = await run_deps(self.deps, self.evidence, thread_id, rerun)
             progress = LegProgress(functools.partial(self._emit, thread_id), run_input.after or "")
             deps = replace(deps, progress=progress)
             # Not waited for before the graph starts (under load every write waits a turn
             # of the event loop, and the run's first events would wait behind them): the
-            # status event is queued ahead of the graph's, and both writes are settled
-            # with the leg's events, before its stop is recorded.
+            # status event is queued ahead of the graph's, and both writes are awaited
+            # with the run's events, before its stop is recorded.
             self._track(thread_id, self.activate(thread_id, "running", run_input.recovered))
             if run_input.run_id is not None:
                 running = self.platform.mark_running(thread_id, run_input.run_id)
                 self._track(thread_id, asyncio.ensure_future(running))
-            await self._settle(thread_id, await self._stream(thread_id, payload, run_input, deps))
+            stop = await self._stream(thread_id, payload, run_input, deps)
+            await self._record_stop(thread_id, stop)
         except asyncio.CancelledError:
             if not await self.signals.cancel_requested(thread_id):
                 ended = False
-                raise  # the process stops: the run stays `running` and is taken up later
+                raise  # the process stops: the run stays `running` and is continued later
             await self.finish(thread_id, "cancelled")
             return False
         except Exception as exc:  # a failed run is a status and an event, never a crash
@@ -143,13 +191,87 @@ class RunExecutor(RunRecorder):
                 message = f"{type(exc).__name__}: the run stopped; its checkpoint is kept"
             await self._record_failure(thread_id, message)
         finally:
-            # Events of a leg that stopped early: whatever became of them, they are done.
-            leftover = self._unsettled.pop(thread_id, [])
+            # Events of a run that stopped early: whatever became of them, they are done.
+            leftover = self._pending.pop(thread_id, [])
             if leftover:
                 await asyncio.gather(*leftover, return_exceptions=True)
             if ended and run_input.run_id is not None:
                 await self._close_platform_runs(thread_id)
         return True
+
+    async def _payload(self, record: ThreadRecord, run_input: RunInput) -> tuple[Any, Rerun | None]:
+        """The graph input, and what the thread re-runs if it is a re-run.
+
+        The input is a new thread's first state, an answer, or None to continue.
+        """
+        snapshot = await self.graph.aget_state(thread_config(record.thread_id))
+        current = checkpoint_id(snapshot)
+        if current is None:
+            options = RunOptions.model_validate(record.options)
+            return initial_state(record.topic, options), None
+        rerun = (snapshot.values or {}).get("rerun")
+        if run_input.decision is not None and current == run_input.after:
+            return Command(resume=run_input.decision), rerun
+        return None, rerun
+
+    async def _stream(self, thread_id: str, payload: Any, run_input: RunInput, deps: Deps) -> Stop:
+        """Run the graph, publishing its events; how it stopped.
+
+        A Platform run also gets the chunks of the stream modes it asked for, in its own
+        stream.
+        """
+        stop = Stop()
+        config = thread_config(thread_id)
+        public = public_id(thread_id)  # the id its client knows, in configs it streams
+        wanted: dict[str, list[str]] = {}
+        for name in run_input.stream_modes:
+            wanted.setdefault(PLATFORM_MODES[name], []).append(name)
+        modes: list[StreamMode] = list(
+            dict.fromkeys([*STREAM_MODES, *(PLATFORM_MODES[n] for n in run_input.stream_modes)])
+        )
+        async for mode, chunk in self.graph.astream(
+            payload,
+            config,
+            context=deps,
+            stream_mode=modes,
+            # Each step waits for its checkpoint: the next step's events come after it.
+            durability="sync",
+            interrupt_before=run_input.interrupt_before,
+            interrupt_after=run_input.interrupt_after,
+        ):
+            if run_input.run_id is not None and mode in wanted:
+                if mode in CONFIG_MODES and public != thread_id:
+                    chunk = renamed(chunk, thread_id, public)
+                for name in wanted[mode]:
+                    self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))
+            if mode != "updates":
+                continue
+            if isinstance(chunk, dict):
+                for update in chunk.values():
+                    if isinstance(update, dict) and "report_status" in update:
+                        stop.report = update["report_status"]
+            if isinstance(chunk, dict) and INTERRUPT in chunk:  # a question, or a stop
+                stop.interrupted = True  # before/after a node (an empty tuple then)
+                if chunk[INTERRUPT] and stop.question is None:
+                    stop.question = question_of(chunk[INTERRUPT][0])
+            if await self.signals.take_pause(thread_id):
+                stop.paused = True
+                break
+        await self._await_events(thread_id)
+        return stop
+
+    async def _record_stop(self, thread_id: str, stop: Stop) -> None:
+        """Record the status the run stopped in: the stream told it, no state read is needed."""
+        if stop.question is not None:
+            await self.signals.clear(thread_id)
+            # Status first: a client that answers as soon as it sees the question must
+            # find the run waiting, not still running (it would get a 409).
+            await self.set_status(thread_id, "waiting_for_approval")
+            await self.publish(thread_id, "approval_required", stop.question)
+        elif stop.paused or stop.interrupted:  # a pause, or interrupt_before/after
+            await self.set_status(thread_id, "paused")
+        else:
+            await self.finish(thread_id, "completed", report=stop.report)
 
     async def _record_failure(self, thread_id: str, message: str) -> None:
         """The failed run's `error` event and status; while the disk is full, tried again.
@@ -180,10 +302,125 @@ class RunExecutor(RunRecorder):
         """A store away for a moment, also when a library wraps its error (redisvl does)."""
         return _caused(exc, lambda e: isinstance(e, self._transient))
 
+    async def update_status_from_checkpoint(self, thread_id: str) -> None:
+        """Make an idle thread's status follow its checkpoint (after its state was edited)."""
+        snapshot = await self.graph.aget_state(thread_config(thread_id))
+        if pending_interrupt(snapshot) is not None:
+            status: RunStatus = "waiting_for_approval"
+        elif not is_finished(snapshot):
+            status = "paused"
+        else:
+            return  # nothing left to run: it stays as it ended
+        record = await self.registry.get(thread_id)
+        if record is not None and record.status != status:
+            await self.set_status(thread_id, status)
+
+    # -- statuses and events -------------------------------------------------------------
+
+    def observe(self, observer: Callable[[ThreadRecord], None]) -> None:
+        """Call `observer` with every status recorded here."""
+        self._observers.append(observer)
+
+    def notify(self, record: ThreadRecord) -> None:
+        """Tell the observers of a status recorded elsewhere (a new thread's first)."""
+        for observer in self._observers:
+            observer(record)
+
+    async def publish(self, thread_id: str, name: str, data: dict[str, Any]) -> None:
+        """Append an event and wait until it is stored."""
+        await self.events.append(thread_id, name, data)
+
+    def _emit(
+        self, thread_id: str, name: str, data: dict[str, Any], key: str | None = None
+    ) -> None:
+        """Queue a progress event without waiting for its commit (`_await_events` waits)."""
+        self._track(thread_id, self.events.emit(thread_id, name, data, key=key))
+
+    def _track(self, thread_id: str, pending: Awaitable[object]) -> None:
+        self._pending.setdefault(thread_id, []).append(pending)
+
+    async def _await_events(self, thread_id: str) -> None:
+        """Wait until every event emitted for the thread is stored (raise if one failed)."""
+        pending = self._pending.pop(thread_id, [])
+        if pending:
+            await asyncio.gather(*pending)
+
+    async def set_status(
+        self,
+        thread_id: str,
+        status: RunStatus,
+        error: str | None = None,
+        recovered: bool = False,
+        report: ReportStatus | None = None,
+    ) -> ThreadRecord:
+        """Record a status (and the report's, when a run completes) and publish it as an event.
+
+        A status that ends, pauses or questions the run is recorded before its event is
+        stored: a client that acts on the event (answers, starts the next run) finds it
+        recorded. One that keeps the run active is written with its event (`activate`).
+        """
+        if status in ACTIVE and error is None and report is None:
+            # Awaited here, not through `activate`'s task: a task starts a turn later.
+            return await self._activated(
+                thread_id, status, self._status_emitted(thread_id, status, recovered)
+            )
+        record = await self.registry.set_status(thread_id, status, error, report)
+        self.notify(record)
+        await self.publish(thread_id, "status", _status_event(status, error, report, recovered))
+        return record
+
+    def activate(
+        self, thread_id: str, status: RunStatus, recovered: bool = False
+    ) -> "asyncio.Future[ThreadRecord]":
+        """Record that the run is queued or running; its status event is queued at once.
+
+        The record and the event are written together, not one after the other: under
+        load each write waits a turn of the event loop. Set under the thread's admission
+        lock or by the run's own execution, an active status changes nothing a client may do,
+        so the event may be stored a moment before the record. Queued before this
+        returns, the event comes before any the caller emits next.
+        """
+        event = self._status_emitted(thread_id, status, recovered)
+        return asyncio.ensure_future(self._activated(thread_id, status, event))
+
+    def _status_emitted(self, thread_id: str, status: RunStatus, recovered: bool) -> Awaitable[int]:
+        assert status in ACTIVE
+        return self.events.emit(thread_id, "status", _status_event(status, None, None, recovered))
+
+    async def _activated(
+        self, thread_id: str, status: RunStatus, event: Awaitable[int]
+    ) -> ThreadRecord:
+        """Record an active status whose event is queued already; the record."""
+        with committed_together(event):
+            record = await self.registry.set_status(thread_id, status)
+        self.notify(record)
+        await event
+        return record
+
+    async def finish(
+        self,
+        thread_id: str,
+        status: RunStatus,
+        error: str | None = None,
+        report: ReportStatus | None = None,
+    ) -> ThreadRecord:
+        """Close the run with a terminal status (and its report's) and the stream's last event."""
+        assert status in TERMINAL
+        try:
+            await self._await_events(thread_id)
+        except Exception:  # the run ends either way; its status must still be recorded
+            logger.exception("events of %s could not be stored", thread_id)
+        await self.signals.clear(thread_id)
+        record = await self.set_status(thread_id, status, error, report=report)
+        await self.publish(thread_id, TERMINAL_EVENT, {"status": status})
+        # The thread's Platform run, executing, waiting or queued, ends here too.
+        await self.platform.close_open(thread_id, status, error)
+        return record
+
     # -- Platform runs: admission, and the runs waiting for a busy thread ----------------
 
     async def admit(self, record: ThreadRecord, admission: Admission) -> RunInput:
-        """The leg input of a Platform run on this idle thread, or InvalidState saying why not.
+        """The input of a Platform run on this idle thread, or InvalidState saying why not.
 
         A topic starts a new thread (and becomes its topic), a decision answers the
         question the thread waits on, and a run with neither continues a paused thread.
@@ -221,7 +458,7 @@ class RunExecutor(RunRecorder):
         )
 
     async def admit_next(self, thread_id: str) -> RunInput | None:
-        """Start the oldest run enqueued for this thread, if idle; its leg input, or None.
+        """Start the oldest run enqueued for this thread, if idle; its input, or None.
 
         A waiting run that no longer fits the thread (an answer, but nothing is asked)
         ends in `error` saying why, and the next one is tried. Decided under the thread's
@@ -249,99 +486,10 @@ class RunExecutor(RunRecorder):
         return None
 
     async def _close_platform_runs(self, thread_id: str) -> None:
-        """End a Platform run whose leg stopped short of the end (`finish` ends the rest)."""
+        """End a Platform run that stopped short of the end (`finish` ends the rest)."""
         record = await self.registry.get(thread_id)
         if record is not None and record.status not in TERMINAL:
             await self.platform.close_open(thread_id, record.status, record.error)
-
-    async def _payload(self, record: ThreadRecord, run_input: RunInput) -> tuple[Any, Rerun | None]:
-        """The graph input, and what the thread re-runs if it is a re-run.
-
-        The input is a new thread's first state, an answer, or None to continue.
-        """
-        snapshot = await self.graph.aget_state(thread_config(record.thread_id))
-        current = checkpoint_id(snapshot)
-        if current is None:
-            options = RunOptions.model_validate(record.options)
-            return initial_state(record.topic, options), None
-        rerun = (snapshot.values or {}).get("rerun")
-        if run_input.decision is not None and current == run_input.after:
-            return Command(resume=run_input.decision), rerun
-        return None, rerun
-
-    async def _stream(
-        self, thread_id: str, payload: Any, run_input: RunInput, deps: Deps
-    ) -> LegStop:
-        """Run the graph, publishing its events; how it stopped.
-
-        A Platform run also gets the chunks of the stream modes it asked for, in its own
-        stream.
-        """
-        stop = LegStop()
-        config = thread_config(thread_id)
-        public = public_id(thread_id)  # the id its client knows, in configs it streams
-        wanted: dict[str, list[str]] = {}
-        for name in run_input.stream_modes:
-            wanted.setdefault(PLATFORM_MODES[name], []).append(name)
-        modes: list[StreamMode] = list(
-            dict.fromkeys([*STREAM_MODES, *(PLATFORM_MODES[n] for n in run_input.stream_modes)])
-        )
-        async for mode, chunk in self.graph.astream(
-            payload,
-            config,
-            context=deps,
-            stream_mode=modes,
-            # Each step waits for its checkpoint: the next step's events come after it.
-            durability="sync",
-            interrupt_before=run_input.interrupt_before,
-            interrupt_after=run_input.interrupt_after,
-        ):
-            if run_input.run_id is not None and mode in wanted:
-                if mode in CONFIG_MODES and public != thread_id:
-                    chunk = renamed(chunk, thread_id, public)
-                for name in wanted[mode]:
-                    self._track(thread_id, self.platform.emit(run_input.run_id, name, chunk))
-            if mode != "updates":
-                continue
-            if isinstance(chunk, dict):
-                for update in chunk.values():
-                    if isinstance(update, dict) and "report_status" in update:
-                        stop.report = update["report_status"]
-            if isinstance(chunk, dict) and INTERRUPT in chunk:  # a question, or a stop
-                stop.interrupted = True  # before/after a node (an empty tuple then)
-                if chunk[INTERRUPT] and stop.question is None:
-                    stop.question = question_of(chunk[INTERRUPT][0])
-            if await self.signals.take_pause(thread_id):
-                stop.paused = True
-                break
-        await self._settle_events(thread_id)
-        return stop
-
-    async def _settle(self, thread_id: str, stop: LegStop) -> None:
-        """The status the leg leaves: told by the stream, so no state read is needed."""
-        if stop.question is not None:
-            await self.signals.clear(thread_id)
-            # Status first: a client that answers as soon as it sees the question must
-            # find the run waiting, not still running (it would get a 409).
-            await self.set_status(thread_id, "waiting_for_approval")
-            await self.publish(thread_id, "approval_required", stop.question)
-        elif stop.paused or stop.interrupted:  # a pause, or interrupt_before/after
-            await self.set_status(thread_id, "paused")
-        else:
-            await self.finish(thread_id, "completed", report=stop.report)
-
-    async def restate(self, thread_id: str) -> None:
-        """Make an idle thread's status follow its checkpoint (after its state was edited)."""
-        snapshot = await self.graph.aget_state(thread_config(thread_id))
-        if pending_interrupt(snapshot) is not None:
-            status: RunStatus = "waiting_for_approval"
-        elif not is_finished(snapshot):
-            status = "paused"
-        else:
-            return  # nothing left to run: it stays as it ended
-        record = await self.registry.get(thread_id)
-        if record is not None and record.status != status:
-            await self.set_status(thread_id, status)
 
 
 def _disk_full(exc: BaseException) -> bool:
@@ -359,3 +507,37 @@ def _caused(exc: BaseException, test: Callable[[BaseException], bool]) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _status_event(
+    status: RunStatus, error: str | None, report: ReportStatus | None, recovered: bool
+) -> dict[str, Any]:
+    """The payload of a `status` event."""
+    data: dict[str, Any] = {"status": status}
+    if error:
+        data["error"] = error
+    if report:
+        data["report"] = report
+    if recovered:
+        data["recovered"] = True
+    return data
+
+
+def checkpoint_id(snapshot: StateSnapshot) -> str | None:
+    """The id of the checkpoint a snapshot was read from; None for a thread never run."""
+    value = snapshot.config.get("configurable", {}).get("checkpoint_id")
+    return str(value) if value else None
+
+
+def renamed(value: Any, stored: str, public: str) -> Any:
+    """`value` with every string `stored` in its dicts, lists and tuples replaced by `public`."""
+    if isinstance(value, str):
+        return public if value == stored else value
+    if isinstance(value, dict):
+        return {key: renamed(item, stored, public) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        items = [renamed(item, stored, public) for item in value]
+        if hasattr(value, "_fields"):  # a named tuple takes its fields one by one
+            return type(value)(*items)
+        return type(value)(items)
+    return value

@@ -1,8 +1,8 @@
-"""Where a run's legs execute: tasks in this process, or jobs on the Redis queue.
+"""Where runs execute: tasks in this process, or jobs on the Redis queue.
 
 The run manager decides *what* happens to a thread; a launcher only starts, stops and
 counts executions. `LocalLauncher` is the embedded one; `service.run_queue.QueueLauncher`
-hands legs to workers.
+hands runs to workers.
 """
 
 import asyncio
@@ -12,16 +12,11 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from service.errors import TooManyRuns
-from service.execution import RunExecutor
-from service.legs import RunInput
+from service.execution import RunExecutor, RunInput
 
 
 class Launcher(Protocol):
-    """Starts and stops the execution of runs: tasks of this process, or queue jobs.
-
-    `LocalLauncher` runs legs as tasks here; `service.run_queue.QueueLauncher` queues
-    them for workers on Redis.
-    """
+    """Starts and stops the execution of runs: tasks of this process, or queue jobs."""
 
     def reserve(self) -> AbstractAsyncContextManager[None]:
         """Hold a place for a new run until it is launched (or the context exits).
@@ -32,15 +27,13 @@ class Launcher(Protocol):
         ...
 
     async def launch(self, thread_id: str, run_input: RunInput) -> None:
-        """Have the thread's next leg executed (the thread is `queued`).
+        """Have the thread executed (it is `queued`) from `run_input`.
 
-        Args:
-            thread_id: the stored thread id.
-            run_input: what the leg starts with (an answer, a Platform run's modes).
+        `run_input` is what the execution starts with (an answer, a Platform run's modes).
         """
         ...
 
-    async def adopt(self, thread_id: str) -> None:
+    async def ensure_running(self, thread_id: str) -> None:
         """Make sure an active thread whose executor may have died is executed.
 
         A thread this process already executes is left alone.
@@ -52,12 +45,12 @@ class Launcher(Protocol):
         ...
 
     async def close(self) -> None:
-        """Stop this process's executions, leaving their runs to be taken up again."""
+        """Stop this process's executions, leaving their runs to be continued later."""
         ...
 
 
 class LocalLauncher:
-    """Legs run as tasks of this process, at most `max_concurrent` at a time."""
+    """Runs execute as tasks of this process, at most `max_concurrent` at a time."""
 
     def __init__(self, executor: RunExecutor, max_concurrent: int, max_queued: int) -> None:
         self._executor = executor
@@ -83,12 +76,12 @@ class LocalLauncher:
             self._reserved -= 1
 
     async def launch(self, thread_id: str, run_input: RunInput) -> None:
-        """Start the leg as a task; it waits for a free slot."""
+        """Start the execution as a task; it waits for a free slot."""
         task = asyncio.create_task(self._run(thread_id, run_input), name=f"research-{thread_id}")
         self._tasks[thread_id] = task
         task.add_done_callback(lambda done: self._forget(thread_id, done))
 
-    async def adopt(self, thread_id: str) -> None:
+    async def ensure_running(self, thread_id: str) -> None:
         """Launch a continuation unless a task already holds the thread."""
         if thread_id not in self._tasks:
             await self.launch(thread_id, RunInput(recovered=True))

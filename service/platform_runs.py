@@ -1,8 +1,9 @@
 """LangGraph Platform runs: their records and their streams, kept in the event log.
 
-A Platform run is one leg of a research thread started through the Platform API. Its
-record and its stream need no store of their own: both are event-log streams, so they
-replay after a restart and any replica (SQLite or Redis) serves them.
+A Platform run is one execution of a research thread (from its start to its end, a pause
+or a question), started through the Platform API. Its record and its stream need no
+store of their own: both are event-log streams, so they replay after a restart and any
+replica (SQLite or Redis) serves them.
 
 - `platform-runs:{thread_id}` holds one event per change of a run's record; the newest
   event of a run is its record;
@@ -88,7 +89,7 @@ class PlatformRun(BaseModel):
     # What the run was asked to do (input, command, stream modes, ...): the API's `kwargs`.
     request: dict[str, Any] = Field(default_factory=dict)
     # A run sent to a busy thread with `multitask_strategy` enqueue or interrupt waits
-    # here, its work validated and ready (`service.legs.Admission`), until the thread is
+    # here, its work validated and ready (`service.execution.Admission`), until the thread is
     # free; None once it has started.
     enqueued: dict[str, Any] | None = None
 
@@ -155,7 +156,7 @@ class PlatformRuns:
     async def close_open(self, thread_id: str, status: RunStatus, error: str | None) -> None:
         """End the thread's started runs now that it stopped in `status`.
 
-        A run closed already (an earlier delivery of the same leg) is left as it is, and
+        A run closed already (by an earlier delivery of the same execution) is left as it is, and
         so is a run still waiting for its turn (enqueued).
         """
         final = _RUN_STATUS[status]

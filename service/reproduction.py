@@ -1,4 +1,4 @@
-"""Re-runs, verifiable citations, run diffs and run archives: the run manager's record keeping.
+"""Re-runs and run archives: what a re-run starts from, and a run whole as JSON.
 
 A re-run is a new thread seeded with the topic, options and plan of the run it re-runs
 (its plan already approved). `replay` copies that run's search and page records into the
@@ -20,15 +20,12 @@ from core.models import REPORT_MAX_CHARS, Rerun
 from core.options import ResearchRequest, RunOptions, Topic
 from core.state import ReportStatus, coerce_update, initial_state
 from graph.builder import ResearchGraph
-from service.citations import SourceView, source_view
-from service.errors import InvalidState, NotFound
-from service.execution import RunExecutor
-from service.run_diff import RunDiff, diff_runs, side
+from service.errors import InvalidState
 from service.runner import thread_config
 from service.thread_ids import public_id
 from stores.events import TERMINAL_EVENT, EventLog
 from stores.evidence import Evidence, EvidenceStore, PageRead, RunHeader, SearchCall, load
-from stores.registry import ACTIVE, Registry, RunStatus, ThreadExists, ThreadRecord
+from stores.registry import Registry, RunStatus, ThreadExists, ThreadRecord
 
 ARCHIVE_VERSION = 1
 # The node an imported state is written as: the graph's last, so the thread is finished.
@@ -106,102 +103,51 @@ class RunArchive(BaseModel):
         return self
 
 
-class Reproduction:
-    """The run manager's re-runs, citation checks, diffs and archives."""
+async def rerun_of(
+    graph: ResearchGraph, store: EvidenceStore, thread_id: str, mode: Literal["replay", "refresh"]
+) -> tuple[ResearchRequest, Callable[[str], Awaitable[None]]]:
+    """What a re-run of `thread_id` starts from: its request, and what seeds its new thread.
 
-    graph: ResearchGraph
-    executor: RunExecutor
-    registry: Registry
-    events: EventLog
-
-    # The run manager's: registers the thread, runs `seed(thread_id)`, launches the run.
-    start: Callable[..., Awaitable[ThreadRecord]]
-
-    def _evidence(self) -> EvidenceStore:
-        if self.executor.evidence is None:
-            raise InvalidState("this server keeps no evidence of its runs")
-        return self.executor.evidence
-
-    async def _values(self, thread_id: str) -> dict[str, Any]:
-        snapshot = await self.graph.aget_state(thread_config(thread_id))
-        return dict(snapshot.values or {})
-
-    async def rerun(
-        self, owner: str, thread_id: str, mode: Literal["replay", "refresh"]
-    ) -> ThreadRecord:
-        """A new thread re-running `thread_id`'s topic, options and plan (see the module)."""
-        store = self._evidence()
-        record = await self.registry.get(thread_id)
-        if record is not None and record.status in ACTIVE:
-            raise InvalidState(f"the run is {record.status}: re-run it once it has stopped")
-        values = await self._values(thread_id)
-        plan = values.get("task_plan")
-        if plan is None or "options" not in values:
-            raise InvalidState("this run has no plan yet: re-run it once it has one")
-        header = RunHeader(mode=mode, of=public_id(thread_id))
-        evidence = Evidence(header=header)
-        if mode == "replay":
-            source = await load(store, thread_id)
-            if source.header is None:
-                raise InvalidState("this run kept no evidence to replay: re-run it with 'refresh'")
-            script = [r for r in source.records if isinstance(r, SearchCall | PageRead)]
-            header = source.header.model_copy(
-                update={
-                    "mode": mode,
-                    "of": header.of,
-                    "script": script,
-                    "created_at": datetime.now(UTC),
-                }
-            )
-            evidence = Evidence(header=header, contents=source.contents)
-        options: RunOptions = values["options"]
-        seeded = initial_state(values["topic"], options) | {
-            "task_plan": plan,
-            "plan_approved": True,
-            "rerun": Rerun(of=public_id(thread_id), mode=mode),
-        }
-
-        async def seed(new_id: str) -> None:
-            await store.put(new_id, evidence)
-            await self.graph.aupdate_state(thread_config(new_id), seeded, as_node="__start__")
-
-        request = ResearchRequest(topic=values["topic"], options=options)
-        return await self.start(owner, request, seed=seed)
-
-    async def source(self, thread_id: str, n: int) -> SourceView:
-        """Footnote `n` of the thread's report: the text the run read, and the quotes."""
-        values = await self._values(thread_id)
-        if not values.get("final_report"):
-            raise InvalidState("there is no report yet: follow the events until 'report'")
-        records = await self.executor.evidence.records(thread_id) if self.executor.evidence else []
-        try:
-            view = source_view(values, n, records)
-        except LookupError as exc:
-            raise NotFound(str(exc)) from None
-        if self.executor.evidence is not None:
-            kept = await self.executor.evidence.contents([view.content_hash])
-            view.kept = view.content_hash in kept
-        return view
-
-    async def diff(self, thread_id: str, other_id: str) -> RunDiff:
-        """What differs between the run of `thread_id` and that of `other_id`."""
-        before, after = await asyncio.gather(self._values(thread_id), self._values(other_id))
-        store = self.executor.evidence
-        records = (
-            await asyncio.gather(store.records(thread_id), store.records(other_id))
-            if store is not None
-            else ([], [])
+    The seed writes the new thread's evidence header (with `replay`, the records it
+    answers from) and its first state, the plan already approved.
+    """
+    values = await _values(graph, thread_id)
+    plan = values.get("task_plan")
+    if plan is None or "options" not in values:
+        raise InvalidState("this run has no plan yet: re-run it once it has one")
+    header = RunHeader(mode=mode, of=public_id(thread_id))
+    evidence = Evidence(header=header)
+    if mode == "replay":
+        source = await load(store, thread_id)
+        if source.header is None:
+            raise InvalidState("this run kept no evidence to replay: re-run it with 'refresh'")
+        script = [r for r in source.records if isinstance(r, SearchCall | PageRead)]
+        header = source.header.model_copy(
+            update={
+                "mode": mode,
+                "of": header.of,
+                "script": script,
+                "created_at": datetime.now(UTC),
+            }
         )
-        return diff_runs(
-            side(public_id(thread_id), before, records[0]),
-            side(public_id(other_id), after, records[1]),
-            before,
-            after,
-        )
+        evidence = Evidence(header=header, contents=source.contents)
+    options: RunOptions = values["options"]
+    seeded = initial_state(values["topic"], options) | {
+        "task_plan": plan,
+        "plan_approved": True,
+        "rerun": Rerun(of=public_id(thread_id), mode=mode),
+    }
 
-    async def export_run(self, record: ThreadRecord) -> RunArchive:
-        """The thread whole, as an archive."""
-        return await export_archive(self.graph, self.events, self._evidence(), record)
+    async def seed(new_id: str) -> None:
+        await store.put(new_id, evidence)
+        await graph.aupdate_state(thread_config(new_id), seeded, as_node="__start__")
+
+    return ResearchRequest(topic=values["topic"], options=options), seed
+
+
+async def _values(graph: ResearchGraph, thread_id: str) -> dict[str, Any]:
+    snapshot = await graph.aget_state(thread_config(thread_id))
+    return dict(snapshot.values or {})
 
 
 async def export_archive(

@@ -1,6 +1,6 @@
 """Runs as jobs on a Redis queue (saq), executed by workers in any process.
 
-One saq job per thread, keyed by its id, carries the thread's next leg. A worker holds
+One saq job per thread, keyed by its id, carries the thread's next execution. A worker holds
 the run under a lease (a Redis lock) that its heartbeat renews together with the job's:
 
 - a worker that dies (SIGKILL, lost machine) stops renewing; the sweep
@@ -10,7 +10,7 @@ the run under a lease (a Redis lock) that its heartbeat renews together with the
 - a worker that stops (SIGTERM) hands its jobs back to the queue at once;
 - cancel aborts the job, which reaches the task of the worker that holds it.
 
-The lease also fences: two deliveries of the same leg can never execute at once.
+The lease also fences: two deliveries of the same job can never execute at once.
 """
 
 import asyncio
@@ -27,8 +27,7 @@ from saq import Job, Queue, Worker
 from saq.job import TERMINAL_STATUSES
 
 from service.errors import InvalidState, TooManyRuns
-from service.execution import RunExecutor
-from service.legs import RunInput
+from service.execution import RunExecutor, RunInput
 from service.saq_queue import ResearchQueue, lease_key
 from stores.redis_outage import AWAY, Outage
 from stores.registry import Registry
@@ -40,9 +39,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# The job function's name, as queued jobs in Redis carry it.
 JOB_FUNCTION = "research_leg"
-# Attempts per leg: each worker death or stop costs one; a leg that keeps killing its
-# worker is given up (the run stays `running` until `recover` adopts it again).
+# Attempts per job: each worker death or stop costs one; a job that keeps killing its
+# worker is given up (the run stays `running` until `recover` queues it again).
 JOB_ATTEMPTS = 20
 # How long a finished job's record stays readable (for cancel and debugging).
 JOB_TTL_S = 600
@@ -52,7 +52,7 @@ STOP_WAIT_S = 10.0
 CLOSE_POLL_S = 0.05
 # How long a worker's wait for a job blocks on Redis before it asks again: each of its
 # slots waits so (on a client whose socket timeout allows for it), so the idle slots of
-# a large worker ask rarely (1,000 slots at 2 s: 500 requests a second).
+# a large worker ask Redis rarely.
 DEQUEUE_WAIT_S = 30.0
 # Look for abandoned jobs and due retries every second, for aborts four times a second:
 # takeovers and cancels are quick. (saq also aborts only jobs that have run for at least
@@ -66,11 +66,11 @@ TIMERS: "PartialTimersDict" = {
 
 
 class LeaseBusy(RuntimeError):
-    """Another worker still holds the run: the queue retries this leg later."""
+    """Another worker still holds the run: the queue retries this job later."""
 
 
 class QueueLauncher:
-    """Hands legs to workers through the queue; cancels them with saq's abort."""
+    """Hands runs to workers through the queue; cancels them with saq's abort."""
 
     def __init__(self, queue: ResearchQueue, capacity: int, lease_seconds: int) -> None:
         self._queue = queue
@@ -106,21 +106,21 @@ class QueueLauncher:
         )
 
     async def launch(self, thread_id: str, run_input: RunInput) -> None:
-        """Queue the leg; wait a moment for the thread's previous job to close first."""
+        """Queue the job; wait a moment for the thread's previous job to close first."""
         job = self._job(thread_id, run_input)
         for _ in range(5):
             if await self._queue.enqueue(job):
                 return
-            # The thread's previous job has settled the run but is not closed yet.
+            # The thread's previous job has recorded the run's stop but is not closed yet.
             await self._wait_closed(thread_id, 1.0)
         raise InvalidState("the run's previous step is still closing: retry in a moment")
 
-    async def adopt(self, thread_id: str) -> None:
+    async def ensure_running(self, thread_id: str) -> None:
         """Queue a continuation unless the thread already has an unfinished job."""
         # Refused when the thread has a job already, which is then someone's to finish.
         await self._queue.enqueue(self._job(thread_id, RunInput(recovered=True)))
 
-    async def adopt_lost(self, registry: Registry, quiet_for_s: float) -> list[str]:
+    async def requeue_lost(self, registry: Registry, quiet_for_s: float) -> list[str]:
         """Queue again the active runs that no job carries any more; their ids.
 
         A run is lost when its process died between registering it and queuing it, or when
@@ -138,16 +138,16 @@ class QueueLauncher:
             if job is None or job.status in TERMINAL_STATUSES
         ]
         for thread_id in lost:
-            await self.adopt(thread_id)
+            await self.ensure_running(thread_id)
         return lost
 
-    async def keep_adopting(self, registry: Registry) -> None:
-        """Adopt lost runs once per lease period, for as long as the worker runs."""
+    async def keep_requeuing_lost(self, registry: Registry) -> None:
+        """Queue lost runs again once per lease period, for as long as the worker runs."""
         while True:
             await asyncio.sleep(self._lease)
             try:
                 async with self._queue.outage.tolerated():  # away: told once, tried next period
-                    if lost := await self.adopt_lost(registry, self._lease):
+                    if lost := await self.requeue_lost(registry, self._lease):
                         logger.warning("queued %d lost runs again: %s", len(lost), lost)
             except Exception as exc:
                 logger.warning("could not look for lost runs: %s", exc)
@@ -180,8 +180,8 @@ class QueueLauncher:
         """Nothing runs here: the workers keep the runs."""
 
 
-class LegRunner:
-    """The job function: one leg of a thread, under the run's lease."""
+class JobRunner:
+    """The job function: one execution of a thread, under the run's lease."""
 
     def __init__(self, executor: RunExecutor, batches: "RedisBatches", lease_seconds: int) -> None:
         self._executor = executor
@@ -193,9 +193,9 @@ class LegRunner:
         ctx: dict[str, Any],
         *,
         thread_id: str,
-        **leg_input: Any,
+        **run_input: Any,
     ) -> None:
-        """Execute the leg (`leg_input`: a `RunInput`'s fields) while holding the run's lease."""
+        """Execute the thread (`run_input`: a `RunInput`'s fields) while holding the run's lease."""
         job: Job = ctx["job"]
         lease = self._batches.lock(
             lease_key(thread_id),
@@ -206,14 +206,14 @@ class LegRunner:
         )
         if not await lease.acquire():
             raise LeaseBusy(f"another worker holds run {thread_id}")
-        leg = asyncio.current_task()
-        assert leg is not None
-        beat = asyncio.create_task(self._heartbeat(job, lease, leg))
+        execution = asyncio.current_task()
+        assert execution is not None
+        beat = asyncio.create_task(self._heartbeat(job, lease, execution))
         try:
-            run_input = RunInput.model_validate(leg_input)
+            parsed = RunInput.model_validate(run_input)
             if job.attempts > 1:  # a second attempt: the first one's worker stopped or died
-                run_input = run_input.model_copy(update={"recovered": True})
-            await self._executor.execute(thread_id, run_input)
+                parsed = parsed.model_copy(update={"recovered": True})
+            await self._executor.execute(thread_id, parsed)
         finally:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
@@ -222,16 +222,16 @@ class LegRunner:
             except LockError:  # expired, or taken over: nothing of ours to release
                 pass
 
-    async def _heartbeat(self, job: Job, lease: Any, leg: "asyncio.Task[Any]") -> None:
-        """Renew the job's heartbeat and the lease; stop the leg if the lease is lost."""
+    async def _heartbeat(self, job: Job, lease: Any, execution: "asyncio.Task[Any]") -> None:
+        """Renew the job's heartbeat and the lease; stop the execution if the lease is lost."""
         while True:
             await asyncio.sleep(self._lease / 3)
             try:
                 await job.update()
                 await lease.extend(self._lease, replace_ttl=True)
             except LockError:
-                logger.warning("lost the lease on %s: stopping this leg", job.key)
-                leg.cancel()
+                logger.warning("lost the lease on %s: stopping its execution", job.key)
+                execution.cancel()
                 return
             except AWAY as exc:  # Redis away for a moment: try again next beat
                 cast(ResearchQueue, job.get_queue()).outage.failed(exc)
@@ -245,7 +245,7 @@ class ResearchWorker(Worker[Any]):
     Its periodic work (aborts, schedules, the sweep, its own record) skips its rounds
     while Redis is away, with one warning when Redis goes and one when it is back, where
     saq logs a traceback for every round. A job's retry waits for Redis to answer
-    (`ResearchQueue.retry`), so a job whose leg failed with Redis is queued again once it
+    (`ResearchQueue.retry`), so a job that failed with Redis is queued again once it
     is back, not left active for a sweep to find.
     """
 
@@ -300,9 +300,9 @@ class EmbeddedWorker(ResearchWorker):
 
 
 class QuietRetries(logging.Filter):
-    """saq's "Error processing job" for a leg that Redis being away stopped: one line.
+    """saq's "Error processing job" for a job that Redis being away stopped: one line.
 
-    The leg said so already ("left for a retry"), and the job is retried; a traceback
+    The executor said so already ("left for a retry"), and the job is retried; a traceback
     per job made an outage look like a crash.
     """
 
@@ -327,9 +327,9 @@ def research_worker(
     lease_seconds: int,
     embedded: bool,
 ) -> Worker[Any]:
-    """A saq worker that executes research legs from `queue`."""
+    """A saq worker that executes research runs from `queue`."""
     worker_class = EmbeddedWorker if embedded else ResearchWorker
-    runner = LegRunner(executor, batches, lease_seconds)
+    runner = JobRunner(executor, batches, lease_seconds)
     saq_log = logging.getLogger("saq")
     if not any(isinstance(f, QuietRetries) for f in saq_log.filters):
         saq_log.addFilter(QuietRetries())

@@ -1,17 +1,12 @@
 """How a research thread is addressed in LangGraph, and what its snapshot says is left to do."""
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Interrupt, StateSnapshot
 
-from core.models import ApprovalDecision
 from core.state import CLIENT_THREAD_ID
 from service.thread_ids import public_id
-
-EventSink = Callable[[str, Any], None]
-Approver = Callable[[dict[str, Any]], Awaitable[ApprovalDecision | None]]
 
 
 def thread_config(thread_id: str) -> RunnableConfig:

@@ -1,38 +1,43 @@
-"""The run manager: what the API's commands do to a research thread.
+"""The run manager: what the API's and the CLI's commands do to a research thread.
 
-Start, pause, resume, cancel and delete are decided here; a launcher executes the runs
-(tasks of this process, or jobs for workers on the Redis queue) and an executor turns
-what they do into statuses and events. Pause takes effect at the next node boundary (the
-graph's own checkpoint), cancel at once (in-flight searches included).
+Start, pause, resume, cancel, delete and re-run are decided here; a launcher executes
+the runs (tasks of this process, or jobs for workers on the Redis queue) and an executor
+turns what they do into statuses and events. Pause takes effect at the next node
+boundary (the graph's own checkpoint), cancel at once (in-flight searches included).
+The manager also answers every read of a thread, as the read model of `service.views`.
 """
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
+from langgraph.types import StateSnapshot
 
-from core.models import ApprovalDecision
+from core.models import ApprovalDecision, ResearchNote
 from core.options import ResearchRequest
 from core.state import coerce_update
+from service.citations import SourceView, source_view
 from service.errors import InvalidState, NotFound, Unprocessable
-from service.execution import RunExecutor
+from service.execution import Admission, RunExecutor, RunInput
 from service.launchers import Launcher
-from service.legs import Admission, RunInput
 from service.platform_runs import FINISHED, PlatformRun
-from service.reproduction import Reproduction
+from service.reproduction import RunArchive, export_archive, rerun_of
+from service.run_diff import RunDiff, diff_runs, side
 from service.runner import is_finished, pending_interrupt, thread_config
-from service.thread_ids import is_client_id, scoped
-from service.views import ThreadReads
+from service.thread_ids import is_client_id, public_id, scoped
+from service.views import ReportView, ThreadView, report_view, thread_view
 from stores.batching import committed_together
+from stores.evidence import EvidenceStore
 from stores.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
 
 
-class RunManager(ThreadReads, Reproduction):
-    """Starts, pauses, resumes, cancels and deletes research runs; reads them (`ThreadReads`)."""
+class RunManager:
+    """Starts, pauses, resumes, cancels, deletes and re-runs research runs; reads them."""
 
     def __init__(
         self,
@@ -64,14 +69,14 @@ class RunManager(ThreadReads, Reproduction):
     # -- lifecycle -----------------------------------------------------------------------
 
     async def recover(self) -> int:
-        """Take up the runs that were queued or running when their executor stopped."""
+        """Continue the runs that were queued or running when their executor stopped."""
         records = await self.registry.active()
         for record in records:
-            await self.launcher.adopt(record.thread_id)
+            await self.launcher.ensure_running(record.thread_id)
         return len(records)
 
     async def shutdown(self) -> None:
-        """Stop this process's runs; their checkpoints let them be taken up again."""
+        """Stop this process's runs; their checkpoints let them be continued later."""
         await self.launcher.close()
 
     # -- commands ------------------------------------------------------------------------
@@ -173,7 +178,7 @@ class RunManager(ThreadReads, Reproduction):
         await self.launcher.launch(thread_id, run_input)
         return record
 
-    async def take_up(self, owner: str, thread_id: str) -> ThreadRecord:
+    async def continue_from_checkpoint(self, owner: str, thread_id: str) -> ThreadRecord:
         """Continue a thread whose checkpoint has steps left though no run drives it.
 
         A run whose process was killed (its record still says running), or that failed
@@ -187,7 +192,7 @@ class RunManager(ThreadReads, Reproduction):
             if pending_interrupt(snapshot) is not None or is_finished(snapshot):
                 return await self._latest(thread_id)
             record = await self.executor.set_status(thread_id, "queued")
-        await self.launcher.adopt(thread_id)
+        await self.launcher.ensure_running(thread_id)
         return record
 
     async def _latest(self, thread_id: str) -> ThreadRecord:
@@ -323,7 +328,7 @@ class RunManager(ThreadReads, Reproduction):
                 written = await self.graph.aupdate_state(config, update, as_node=as_node)
             except InvalidUpdateError as exc:
                 raise Unprocessable(f"state update: {exc}") from None
-            await self.executor.restate(thread_id)
+            await self.executor.update_status_from_checkpoint(thread_id)
         return written
 
     async def cancel_platform_run(self, owner: str, run_id: str, thread_id: str) -> None:
@@ -374,6 +379,135 @@ class RunManager(ThreadReads, Reproduction):
             await self.registry.delete(thread_id)
             await self.signals.clear(thread_id)
             self._records.pop(thread_id, None)
+
+    # -- reads: views of threads, their checkpoints and Platform runs --------------------
+
+    async def view(self, record: ThreadRecord) -> ThreadView:
+        """The view of the thread `record` is the record of."""
+        return thread_view(record, await self.snapshot(record.thread_id))
+
+    async def report(self, thread_id: str) -> ReportView | None:
+        """The thread's report, None before there is one.
+
+        At the report gate (approval `plan_and_report`), the draft that waits for sign-off:
+        the reviewer reads it as the report it will be (its front matter gives its status).
+        """
+        snapshot = await self.snapshot(thread_id)
+        values = dict(snapshot.values or {})
+        asked = pending_interrupt(snapshot)
+        if not values.get("final_report") and asked is not None and asked.get("type") == "report":
+            values |= {"final_report": asked.get("report"), "report_status": asked.get("status")}
+        return report_view(values)
+
+    async def notes(self, thread_id: str) -> list[ResearchNote]:
+        """The thread's research notes: one per search query."""
+        values = (await self.snapshot(thread_id)).values or {}
+        return list(values.get("notes", []))
+
+    async def threads(
+        self, owner: str, limit: int, cursor: str | None
+    ) -> tuple[list[ThreadRecord], str | None]:
+        """A page of the owner's threads, newest first, and the cursor of the next."""
+        return await self.registry.list(owner, limit, cursor)
+
+    async def snapshot(self, thread_id: str, checkpoint_id: str | None = None) -> StateSnapshot:
+        """The thread's state at a checkpoint (the latest without one), or NotFound."""
+        config = thread_config(thread_id)
+        if checkpoint_id:
+            config["configurable"]["checkpoint_id"] = checkpoint_id
+        snapshot = await self.graph.aget_state(config)
+        # A checkpoint the saver does not have comes back as an empty snapshot of the
+        # config asked for: no creation time.
+        found = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id")
+        if checkpoint_id and (found != checkpoint_id or snapshot.created_at is None):
+            raise NotFound(f"no checkpoint {checkpoint_id!r} on thread {public_id(thread_id)!r}")
+        return snapshot
+
+    async def history(
+        self,
+        thread_id: str,
+        limit: int,
+        before: dict[str, Any] | None,
+        metadata: dict[str, Any] | None,
+    ) -> list[StateSnapshot]:
+        """The thread's checkpoints, newest first, before `before`, matching `metadata`."""
+        until: RunnableConfig | None = {"configurable": before} if before else None
+        snapshots = self.graph.aget_state_history(
+            thread_config(thread_id), limit=limit, before=until, filter=metadata
+        )
+        return [s async for s in snapshots]
+
+    def drawing(self) -> dict[str, Any]:
+        """The graph's nodes and edges, as JSON."""
+        drawn: dict[str, Any] = self.graph.get_graph().to_json()
+        return drawn
+
+    async def platform_run(self, thread_id: str, run_id: str) -> PlatformRun:
+        """One Platform run of the thread, or NotFound."""
+        run = await self.executor.platform.get(thread_id, run_id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r} on thread {public_id(thread_id)!r}")
+        return run
+
+    async def platform_runs(self, thread_id: str) -> list[PlatformRun]:
+        """The thread's Platform runs, newest first."""
+        return await self.executor.platform.list(thread_id)
+
+    # -- records: re-runs, citations, diffs, archives -----------------------------------
+
+    def _evidence(self) -> EvidenceStore:
+        if self.executor.evidence is None:
+            raise InvalidState("this server keeps no evidence of its runs")
+        return self.executor.evidence
+
+    async def _values(self, thread_id: str) -> dict[str, Any]:
+        return dict((await self.snapshot(thread_id)).values or {})
+
+    async def rerun(
+        self, owner: str, thread_id: str, mode: Literal["replay", "refresh"]
+    ) -> ThreadRecord:
+        """A new thread re-running `thread_id`'s topic, options and plan (`rerun_of`)."""
+        store = self._evidence()
+        record = await self.registry.get(thread_id)
+        if record is not None and record.status in ACTIVE:
+            raise InvalidState(f"the run is {record.status}: re-run it once it has stopped")
+        request, seed = await rerun_of(self.graph, store, thread_id, mode)
+        return await self.start(owner, request, seed=seed)
+
+    async def source(self, thread_id: str, n: int) -> SourceView:
+        """Footnote `n` of the thread's report: the text the run read, and the quotes."""
+        values = await self._values(thread_id)
+        if not values.get("final_report"):
+            raise InvalidState("there is no report yet: follow the events until 'report'")
+        records = await self.executor.evidence.records(thread_id) if self.executor.evidence else []
+        try:
+            view = source_view(values, n, records)
+        except LookupError as exc:
+            raise NotFound(str(exc)) from None
+        if self.executor.evidence is not None:
+            kept = await self.executor.evidence.contents([view.content_hash])
+            view.kept = view.content_hash in kept
+        return view
+
+    async def diff(self, thread_id: str, other_id: str) -> RunDiff:
+        """What differs between the run of `thread_id` and that of `other_id`."""
+        before, after = await asyncio.gather(self._values(thread_id), self._values(other_id))
+        store = self.executor.evidence
+        records = (
+            await asyncio.gather(store.records(thread_id), store.records(other_id))
+            if store is not None
+            else ([], [])
+        )
+        return diff_runs(
+            side(public_id(thread_id), before, records[0]),
+            side(public_id(other_id), after, records[1]),
+            before,
+            after,
+        )
+
+    async def export_run(self, record: ThreadRecord) -> RunArchive:
+        """The thread whole, as an archive."""
+        return await export_archive(self.graph, self.events, self._evidence(), record)
 
 
 def _new_thread(

@@ -30,7 +30,7 @@ ADMISSION_LOCK_S = 30.0
 # boundary only when one was heard for it, or when it last asked this long ago. A
 # subscription seen to drop makes every boundary ask until it is back, and then every
 # thread once; this bounds the wait for a message lost on a connection that broke
-# unnoticed. Asking every second cost 2 DELs per run under load (bench/service_load.py).
+# unnoticed; asking more often costs Redis commands on every run under load.
 PAUSE_RECHECK_S = 5.0
 # How long the subscription waits for a message before it looks again; after a failure,
 # how long it waits before subscribing again.
@@ -64,7 +64,7 @@ class RunSignals(Protocol):
         ...
 
     async def clear(self, thread_id: str) -> None:
-        """Forget the thread's requests (its run settled, or the thread is deleted)."""
+        """Forget the thread's requests (its run stopped, or the thread is deleted)."""
         ...
 
     def admission(self, thread_id: str) -> AbstractAsyncContextManager[None]:
@@ -124,9 +124,9 @@ class MemorySignals:
 class RedisSignals:
     """Requests any API replica can set and any worker can read: one key each.
 
-    A pause request is also published on a channel. A process that runs legs subscribes
-    to it, so its node boundaries ask Redis nothing unless a request was heard for the
-    thread, or `recheck_s` passed since they last asked. Until the subscription is up
+    A pause request is also published on a channel. A process that executes runs
+    subscribes to it, so its node boundaries ask Redis nothing unless a request was heard
+    for the thread, or `recheck_s` passed since they last asked. Until the subscription is up
     (and while it is down), every boundary asks.
     """
 
@@ -169,7 +169,7 @@ class RedisSignals:
             yield
 
     async def request_pause(self, thread_id: str) -> None:
-        """Note the request, and tell the processes that run legs."""
+        """Note the request, and tell the processes that execute runs."""
         pipe = self._client.pipeline(transaction=True)
         pipe.set(self._key("pause", thread_id), 1, ex=SIGNAL_TTL_S)
         pipe.publish(self._channel, thread_id)

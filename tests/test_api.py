@@ -82,7 +82,7 @@ async def test_a_run_with_plan_approval_streams_to_a_cited_report(service: Servi
         )
         names = [f.event for f in before]
         assert names[0] == "status" and "plan" in names and names[-1] == "approval_required"
-        # The leg's status is written while the graph starts, yet its event comes first.
+        # The run's status is written while the graph starts, yet its event comes first.
         first_step = before[: names.index("node_started")]
         assert [(f.event, f.data["status"]) for f in first_step] == [
             ("status", "queued"),

@@ -566,7 +566,7 @@ def test_the_commands_load_langgraph_only_once_a_run_starts() -> None:
     # `--help`, an argument error and `run`'s first line come before LangGraph, LangChain
     # and the stores are imported (about a second); checked in a fresh interpreter.
     probe = (
-        "import sys, app.cli, app.cli_work; "
+        "import sys, app.cli, app.cli.commands; "
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'langgraph', 'langchain_core', 'langchain', 'openai', 'redis', 'uvicorn', 'fastapi'}); "
         "print(heavy)"

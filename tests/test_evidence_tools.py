@@ -13,7 +13,7 @@ from engines.extractive import ExtractiveEngine
 from nodes.context import Deps
 from nodes.reading import describe
 from service.citations import closest_passage
-from service.evidence import leg_deps
+from service.evidence import run_deps
 from stores.evidence import PageRead, RunHeader, SearchCall, load
 from stores.sqlite_evidence import SqliteEvidenceStore
 from stores.sqlite_writer import open_sqlite
@@ -60,7 +60,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteEvidenceStore]:
 
 
 async def record_a_run(store: SqliteEvidenceStore, web: Web) -> None:
-    deps = await leg_deps(
+    deps = await run_deps(
         Deps(engine=ExtractiveEngine(), search=web, reader=web, pages_per_query=3),
         store,
         "original",
@@ -84,7 +84,7 @@ async def replaying(store: SqliteEvidenceStore) -> Deps:
     header = source.header.model_copy(update={"mode": "replay", "script": script})
     await store.put("replay", source.model_copy(update={"header": header, "records": []}))
     live = Deps(engine=ExtractiveEngine(), search=Web(), reader=None, pages_per_query=0)
-    return await leg_deps(live, store, "replay", Rerun(of="original", mode="replay"))
+    return await run_deps(live, store, "replay", Rerun(of="original", mode="replay"))
 
 
 async def test_a_recorded_run_keeps_every_answer_and_failure_in_order(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_openai import ChatOpenAI
 
-from app.deps import EngineSetupError, check_model_server, llm_engine, make_engine
+from app.composition import EngineSetupError, check_model_server, llm_engine, make_engine
 from app.settings import Settings
 from core.models import ResearchPlan, SearchResult
 from core.urls import normalize_url

@@ -15,7 +15,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import StreamPart
 
 from app.api import create_app
-from app.platform_api import ASSISTANT_ID
+from app.platform.assistants import ASSISTANT_ID
 from app.settings import Settings
 
 from .servers import serve_port

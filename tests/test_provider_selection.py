@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.deps import open_deps
+from app.composition import open_deps
 from app.settings import Settings
 from tools.brave import BraveProvider
 from tools.combined import CombinedProvider

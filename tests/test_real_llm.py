@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.deps import llm_engine
+from app.composition import llm_engine
 from app.settings import Settings
 from engines.report_markdown import split_front_matter
 from graph.builder import ResearchGraph

@@ -10,7 +10,7 @@ from saq import Job
 from saq.job import Status
 from saq.utils import now
 
-from service.legs import RunInput
+from service.execution import RunInput
 from service.run_queue import JOB_FUNCTION, QueueLauncher
 from service.saq_queue import ResearchQueue, abandoned, lease_key
 from stores.redis_registry import RedisRegistry
@@ -130,13 +130,13 @@ async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue)
     await register("just-started", "queued", datetime.now(UTC))  # its job is on its way
     await register("waiting", "waiting_for_approval", long_ago)  # nothing to execute
 
-    assert await launcher.adopt_lost(registry, quiet_for_s=HEARTBEAT_S) == ["lost"]
+    assert await launcher.requeue_lost(registry, quiet_for_s=HEARTBEAT_S) == ["lost"]
     adopted = await queue.job("lost")
     assert adopted is not None and adopted.kwargs is not None
     leg = dict(adopted.kwargs)
     assert leg.pop("thread_id") == "lost"
     assert RunInput.model_validate(leg) == RunInput(recovered=True), "a continuation"
-    assert await launcher.adopt_lost(registry, quiet_for_s=HEARTBEAT_S) == [], "once only"
+    assert await launcher.requeue_lost(registry, quiet_for_s=HEARTBEAT_S) == [], "once only"
 
 
 async def info_calls(queue: ResearchQueue) -> int:

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from app.deps import open_deps
+from app.composition import open_deps
 from app.settings import Settings
 from engines.extractive import ExtractiveEngine
 from engines.simulated import SleepingEngine

@@ -1,4 +1,4 @@
-"""Build a run's collaborators from the settings, and close them afterwards."""
+"""The engine, search providers and page reader a run uses, built from the settings."""
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -62,7 +62,7 @@ def _setting(settings: Settings, role: Role) -> str:
 
 def llm_engine(settings: Settings) -> "LLMEngine":
     """The LLM engine for the configured models; raises `EngineSetupError` naming the setting."""
-    # Imported here: LangChain's model layer costs ~0.8 s of start-up the extractive path never needs.
+    # Imported here: the extractive path never needs LangChain's model layer, slow to import.
     from engines.llm import LLMEngine, chat_model
 
     configs = {role: settings.models.for_role(role) for role in ROLES}

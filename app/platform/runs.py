@@ -8,20 +8,25 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, cast, get_args
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import Header, Query, Response
+from langgraph_sdk import schema as sdk
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette import EventSourceResponse
 
 from app.background import BackgroundWork
 from app.dependencies import Background, Manager, Owner, StoredThread, Streams
-from app.edge import StreamSlots, StrictJSONRoute
-from app.platform_api import ASSISTANT_ID, RunCreate, check_assistant
-from app.platform_json import RunJSON, run_json, values_json
-from app.platform_schema import PLATFORM_ERRORS, STREAMED, Run, doc
+from app.edge import StreamSlots
+from app.platform import FreeJSON, Lenient, Metadata, doc, platform_router
+from app.platform.assistants import ASSISTANT_ID, check_assistant
+from app.platform.threads import values_json
 from app.sse import sse_frame
+from core.models import ApprovalDecision
+from core.options import ResearchRequest
 from service.errors import InvalidState, NotFound
-from service.platform_runs import END_EVENT, PlatformRun, stream_key
+from service.execution import Admission, RunInput
+from service.platform_runs import END_EVENT, STREAM_MODES, PlatformRun, stream_key
 from service.runs import RunManager
 from service.thread_ids import is_client_id, public_id
 from stores.events import EventLog, event_id, resume_point
@@ -29,9 +34,148 @@ from stores.events import EventLog, event_id, resume_point
 HEARTBEAT_S = 15
 VALUES = "The thread's values"
 
-router = APIRouter(
-    tags=["langgraph platform"], responses=PLATFORM_ERRORS, route_class=StrictJSONRoute
-)
+
+# -- what clients send -------------------------------------------------------------------
+
+
+# The stream modes served (`service.platform_runs.STREAM_MODES`), as the schema names them.
+StreamModeName = Literal["values", "updates", "custom", "messages-tuple", "debug"]
+assert set(get_args(StreamModeName)) == set(STREAM_MODES)
+
+
+class Command(BaseModel):
+    """A run's command: only `resume`, the answer to the question the thread waits on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resume: ApprovalDecision
+
+
+class RunCreate(Lenient):
+    """The body of every run-starting call.
+
+    Its fields are checked here, at the edge, so the published schema says what is
+    accepted: a research request as `input`, an approval decision as `command.resume`.
+    """
+
+    assistant_id: str
+    input: ResearchRequest | None = None
+    command: Command | None = None
+    metadata: Metadata = Field(default_factory=dict)
+    config: FreeJSON | None = None
+    context: FreeJSON | None = None
+    stream_mode: StreamModeName | list[StreamModeName] = "values"
+    stream_subgraphs: bool = False
+    interrupt_before: list[str] | Literal["*"] | None = None
+    interrupt_after: list[str] | Literal["*"] | None = None
+    multitask_strategy: Literal["reject", "enqueue", "interrupt"] = "reject"
+    on_disconnect: Literal["cancel", "continue"] = "continue"
+    on_completion: Literal["delete", "keep"] = "delete"
+    if_not_exists: Literal["reject", "create"] = "reject"
+
+    @field_validator("stream_mode", mode="before")
+    @classmethod
+    def _known_modes(cls, value: Any) -> Any:
+        asked = [value] if isinstance(value, str) else value
+        if not isinstance(asked, list):
+            return value  # not a mode nor a list: the type check says so
+        if unknown := [m for m in asked if not (isinstance(m, str) and m in STREAM_MODES)]:
+            raise ValueError(f"stream modes {unknown} are not served; use {sorted(STREAM_MODES)}")
+        return value
+
+    @field_validator("multitask_strategy", mode="before")
+    @classmethod
+    def _served_strategies(cls, value: Any) -> Any:
+        if value == "rollback":
+            raise ValueError(
+                "multitask_strategy 'rollback' is not served: research already done is kept; "
+                "use reject, enqueue or interrupt"
+            )
+        return value
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _resume_only(cls, value: Any) -> Any:
+        if isinstance(value, dict) and set(value) - {"resume"}:
+            raise ValueError("only command.resume (an approval decision) is served")
+        return value
+
+    @property
+    def stream_modes(self) -> list[str]:
+        """The modes asked for, each once, in order."""
+        modes = [self.stream_mode] if isinstance(self.stream_mode, str) else self.stream_mode
+        return list(dict.fromkeys(modes))
+
+    def admission(self, run_id: str) -> Admission:
+        """What the run asks of the thread."""
+        run_input = RunInput(
+            run_id=run_id,
+            stream_modes=self.stream_modes,
+            interrupt_before=self.interrupt_before,
+            interrupt_after=self.interrupt_after,
+        )
+        decision = self.command.resume if self.command is not None else None
+        return Admission(request=self.input, decision=decision, run_input=run_input)
+
+    def recorded(self) -> dict[str, Any]:
+        """What the run's record keeps of this request (the SDK's `kwargs`)."""
+        return self.model_dump(mode="json", include=_KWARGS, exclude_none=True)
+
+
+# What a run record keeps of its request (the SDK's `kwargs`).
+_KWARGS = {
+    "input",
+    "command",
+    "config",
+    "context",
+    "stream_mode",
+    "interrupt_before",
+    "interrupt_after",
+    "on_disconnect",
+}
+
+
+# -- what they get back --------------------------------------------------------------
+
+
+class Run(BaseModel):  # type: ignore[no-redef]  # pydantic-mypy: the alias `kwargs` vs its **kwargs
+    """One run of a thread: from its start to its end, a pause or a question."""
+
+    run_id: str
+    thread_id: str
+    assistant_id: str
+    created_at: datetime
+    updated_at: datetime
+    status: Literal["pending", "running", "error", "success", "timeout", "interrupted"]
+    metadata: dict[str, Any]
+    multitask_strategy: Literal["reject", "interrupt", "rollback", "enqueue"]
+    request: dict[str, Any] = Field(alias="kwargs", description="What the run was asked to do.")
+
+
+class RunJSON(sdk.Run):
+    """A run as this service answers it: the SDK's `Run` and what it was asked (`kwargs`)."""
+
+    kwargs: dict[str, Any]
+
+
+def run_json(run: PlatformRun) -> RunJSON:
+    """A run as the SDK reads it (its times as pydantic writes them: `Z` for UTC)."""
+    body = run.model_dump(mode="json", exclude={"request", "enqueued"})
+    return cast(RunJSON, body | {"thread_id": public_id(run.thread_id), "kwargs": run.request})
+
+
+# A run's stream: Server-Sent Events named by stream mode (`metadata` first, `end` last).
+STREAMED: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-Sent Events: metadata, a chunk per stream mode, end",
+        "content": {"text/event-stream": {}},
+    }
+}
+
+
+# -- the routes --------------------------------------------------------------------------
+
+router = platform_router()
 
 
 async def _start(manager: RunManager, owner: str, thread_id: str, body: RunCreate) -> PlatformRun:

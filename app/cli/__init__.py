@@ -1,7 +1,7 @@
-"""The `research-agent` command line: parsing and help only.
+"""The `research-agent` command line: its commands, options and help.
 
-Each command loads `app.cli_work` or `app.cli_runs` when it runs, so `--help` and a mistyped option answer
-at once instead of after importing LangGraph and LangChain (1.6-2.6 s).
+Each command loads `app.cli.commands` or `app.cli.threads` only when it runs, so `--help`
+and a mistyped option answer at once, without importing LangGraph and LangChain.
 """
 
 from pathlib import Path
@@ -62,9 +62,9 @@ def run(
     thread: str | None,
 ) -> None:
     """Research TOPIC and print the cited report (progress goes to stderr)."""
-    from app import cli_work
+    from app.cli import commands
 
-    cli_work.run(
+    commands.run(
         topic,
         out_file,
         thread,
@@ -81,18 +81,18 @@ def run(
 @OUT
 def resume(thread_id: str, out_file: Path | None) -> None:
     """Continue an interrupted, waiting or killed run from its last checkpoint."""
-    from app import cli_runs
+    from app.cli import threads
 
-    cli_runs.resume(thread_id, out_file)
+    threads.resume(thread_id, out_file)
 
 
 @app.command()
 @click.argument("thread_id")
 def show(thread_id: str) -> None:
     """Print a thread's status, research notes and report."""
-    from app import cli_runs
+    from app.cli import threads
 
-    cli_runs.show(thread_id)
+    threads.show(thread_id)
 
 
 @app.command(short_help="Re-run a thread's topic, options and plan as a new thread.")
@@ -111,9 +111,9 @@ def rerun(thread_id: str, mode: str, out_file: Path | None) -> None:
 
     Compare the two on the web page, or with GET /v1/research/{id}/diff/{other}.
     """
-    from app import cli_records
+    from app.cli import threads
 
-    cli_records.rerun(thread_id, "refresh" if mode == "refresh" else "replay", out_file)
+    threads.rerun(thread_id, "refresh" if mode == "refresh" else "replay", out_file)
 
 
 @app.command(short_help="Write a thread whole (report, evidence, events) to a file.")
@@ -126,9 +126,9 @@ def rerun(thread_id: str, mode: str, out_file: Path | None) -> None:
 )
 def export(thread_id: str, out_file: Path | None) -> None:
     """Write THREAD_ID's record, state, events and evidence as one JSON file."""
-    from app import cli_records
+    from app.cli import threads
 
-    cli_records.export(thread_id, out_file)
+    threads.export(thread_id, out_file)
 
 
 @app.command("import", short_help="Register an exported thread here.")
@@ -141,9 +141,9 @@ def export(thread_id: str, out_file: Path | None) -> None:
 )
 def import_(path: Path, thread: str | None, key: str | None) -> None:
     """Import a file written by `research-agent export` as a finished thread."""
-    from app import cli_records
+    from app.cli import threads
 
-    cli_records.import_run(path, thread, key)
+    threads.import_run(path, thread, key)
 
 
 @app.command(short_help="Research a topic offline on the demo corpus.")
@@ -154,9 +154,9 @@ def demo(topic: str, out_file: Path | None) -> None:
 
     TOPIC defaults to "history of the printing press".
     """
-    from app import cli_work
+    from app.cli import commands
 
-    cli_work.demo(topic, out_file)
+    commands.demo(topic, out_file)
 
 
 @app.command(short_help="Run the HTTP service and the web page.")
@@ -169,9 +169,9 @@ def demo(topic: str, out_file: Path | None) -> None:
 )
 def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     """Run the HTTP service (REST, Server-Sent Events, the web page) on the embedded defaults."""
-    from app import cli_work
+    from app.cli import commands
 
-    cli_work.serve(host, port, no_worker)
+    commands.serve(host, port, no_worker)
 
 
 @app.command(short_help="Execute queued runs from Redis.")
@@ -182,9 +182,9 @@ def worker() -> None:
     max_concurrent_runs runs at a time. SIGTERM hands its runs back to the queue; a
     worker that dies has its runs taken over once its lease runs out.
     """
-    from app import cli_work
+    from app.cli import commands
 
-    cli_work.worker()
+    commands.worker()
 
 
 @app.group()
@@ -199,17 +199,17 @@ def corpus_index(path: Path) -> None:
 
     The current index is replaced.
     """
-    from app import cli_work
+    from app.cli import commands
 
-    cli_work.corpus_index(path)
+    commands.corpus_index(path)
 
 
 @corpus.command("demo")
 def corpus_demo() -> None:
     """Download and index the Wikipedia demo corpus."""
-    from app import cli_work
+    from app.cli import commands
 
-    cli_work.corpus_demo()
+    commands.corpus_demo()
 
 
 @corpus.command("search")
@@ -217,9 +217,9 @@ def corpus_demo() -> None:
 @click.option("--limit", default=5, show_default=True, help="Results to show.")
 def corpus_search(query: str, limit: int) -> None:
     """Query the local corpus, to see what the researcher would find."""
-    from app import cli_work
+    from app.cli import commands
 
-    cli_work.corpus_search(query, limit)
+    commands.corpus_search(query, limit)
 
 
 def main() -> None:
@@ -231,7 +231,7 @@ def main() -> None:
     except DamagedDataFile as exc:
         from rich.markup import escape
 
-        from app.cli_common import BAD_INPUT, err
+        from app.cli.console import BAD_INPUT, err
 
         err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
         raise SystemExit(BAD_INPUT) from None

@@ -1,22 +1,22 @@
-"""What the `research-agent` commands do (`app/cli.py` parses them, and loads this on use).
+"""`research-agent run` and `demo` up to their first line, `serve`, `worker` and `corpus`.
 
-Kept apart so that `research-agent --help` and argument errors never import LangGraph,
-LangChain or the stores: those take about a second to load. For the same reason each
-command imports them only once it has checked its arguments, and `run` says which thread
-it starts before it loads them.
+Nothing here imports LangGraph, LangChain or the stores at load (they take a moment):
+each command checks its arguments first, and `run` says which thread it starts before
+it loads them (`app.cli.threads` does the research).
 """
 
 import asyncio
 import threading
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from rich.markup import escape
 
-from app.cli_common import err, explain, fail, interrupted_before_start, load_settings, out
-from app.heap import settle_heap
+from app.cli.console import err, explain, fail, interrupted_before_start, load_settings, out
+from app.heap import freeze_heap
 from app.settings import Settings
 from core.options import ResearchRequest, RunOptions
 
@@ -46,15 +46,21 @@ def _research(
             require_index(settings.corpus_index_path)
         except CorpusMissingError as exc:
             fail(str(exc))
-    err.print(f"thread {escape(thread_id)} · researching {escape(repr(request.topic))}")
-    try:  # loading LangGraph takes a moment: a Ctrl-C meanwhile leaves nothing behind
-        from app.cli_runs import research, until_interrupted
-    except KeyboardInterrupt:
-        interrupted_before_start(thread_id)
     interactive = request.options.approval != "none"
     started = threading.Event()
-    work = research(settings, request, thread_id, out_file, interactive, started)
-    until_interrupted(work, thread_id, started)
+    work: Coroutine[Any, Any, None] | None = None
+    # Loading LangGraph takes a moment: a Ctrl-C before `until_interrupted` takes over
+    # (from the first line on) leaves nothing behind, and says so.
+    try:
+        err.print(f"thread {escape(thread_id)} · researching {escape(repr(request.topic))}")
+        from app.cli.threads import research, until_interrupted
+
+        work = research(settings, request, thread_id, out_file, interactive, started)
+        until_interrupted(work, thread_id, started)
+    except KeyboardInterrupt:
+        if work is not None:
+            work.close()  # never started: no warning that it was not awaited
+        interrupted_before_start(thread_id)
 
 
 def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -> None:
@@ -138,7 +144,7 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     if not settings.api_keys:
         err.print("no API keys are configured: listening on 127.0.0.1 only")
     app = create_app(settings)
-    settle_heap()
+    freeze_heap()
     config = uvicorn.Config(
         app, host=bind, port=port, log_level="info", http=guarded_protocol(settings)
     )
@@ -184,7 +190,7 @@ def _announced_server() -> "type[uvicorn.Server]":
 def _check_before_start(settings: Settings) -> None:
     """Say what is wrong with the corpus, model or store before listening or working."""
     _ensure_offline_corpus(settings)
-    from app.deps import EngineSetupError, check_model_server, make_engine
+    from app.composition import EngineSetupError, check_model_server, make_engine
     from app.stores import BackendSetupError
     from stores.data_file import DamagedDataFile
 
@@ -198,12 +204,7 @@ def _check_before_start(settings: Settings) -> None:
 
 
 def worker() -> None:
-    """Execute queued research runs from Redis (`RESEARCH_REDIS_URL`) until stopped.
-
-    Start as many as you like, on any machine that reaches Redis: each takes up to
-    `max_concurrent_runs` runs at a time. SIGTERM hands its runs back to the queue; a
-    worker that dies has its runs taken over once its lease runs out.
-    """
+    """Execute queued research runs from Redis (`RESEARCH_REDIS_URL`) until stopped."""
     settings = load_settings()
     if settings.redis_url is None:
         fail("a worker needs RESEARCH_REDIS_URL: without Redis, `serve` executes the runs itself")
@@ -220,7 +221,7 @@ async def _work(settings: Settings) -> None:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     async with open_runtime(settings) as runtime:
-        settle_heap()
+        freeze_heap()
         err.print(
             f"worker: executing up to {settings.max_concurrent_runs} runs at a time; Ctrl-C to stop"
         )
