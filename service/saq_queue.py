@@ -23,8 +23,8 @@ from saq.utils import millis, now
 
 from core.upstream import require_version
 from stores.redis_batches import RedisBatches
+from stores.redis_connection import awaited
 from stores.redis_outage import AWAY, Outage
-from stores.redis_saver import awaited
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

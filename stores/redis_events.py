@@ -49,8 +49,8 @@ from stores.batching import Batcher, settle
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.recent_events import RecentEvents
 from stores.redis_batches import RedisBatches
+from stores.redis_connection import awaited
 from stores.redis_outage import Outage
-from stores.redis_saver import awaited
 from stores.redis_watch import BLOCK_MS, StreamWatch
 
 _FOLLOW_PAGE = 256

@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio import Redis
 
+from stores.redis_connection import awaited
 from stores.redis_flat_layout import (
     Missing,
     blob_field,
@@ -24,7 +25,7 @@ from stores.redis_flat_layout import (
     sorted_writes,
     thread_keys,
 )
-from stores.redis_saver import ConformingRedisSaver, awaited
+from stores.redis_saver import ConformingRedisSaver
 
 
 class LegacyThreads:

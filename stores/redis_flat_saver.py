@@ -38,6 +38,7 @@ from redis.asyncio import Redis
 from stores import redis_flat_admin as admin
 from stores.checkpointer import kept_writes, serializer
 from stores.redis_batches import RedisBatches
+from stores.redis_connection import awaited, redis_client
 from stores.redis_flat_layout import (
     GET_SCRIPT,
     PUT_SCRIPT,
@@ -58,7 +59,7 @@ from stores.redis_flat_layout import (
     thread_keys,
 )
 from stores.redis_flat_legacy import LegacyThreads
-from stores.redis_saver import ConformingRedisSaver, awaited, legacy_reader, redis_client
+from stores.redis_saver import ConformingRedisSaver, legacy_reader
 
 T = TypeVar("T")
 

@@ -1,8 +1,7 @@
 """The stock-format Redis checkpointer: `langgraph-checkpoint-redis`'s saver, made to honour the contract.
 
 Checkpoints are now written by `stores.redis_flat_saver` (plain keys); this saver reads
-the threads an earlier release wrote as JSON documents (`legacy_reader`), and the
-service's Redis client (`redis_client`) lives here.
+the threads an earlier release wrote as JSON documents (`legacy_reader`).
 
 `AsyncRedisSaver` 0.5.2 fails 7 of the 66 cases of LangGraph's conformance suite:
 `list(before=...)` is silently ignored (it parses the UUIDv6 checkpoint id as a ULID and
@@ -25,7 +24,7 @@ import copy
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
@@ -35,18 +34,14 @@ from langgraph.checkpoint.redis.jsonplus_redis import JsonPlusRedisSerializer
 from langgraph.checkpoint.redis.key_registry import CheckpointKeyRegistry
 from langgraph.checkpoint.redis.util import EMPTY_ID_SENTINEL, from_storage_safe_id
 from langgraph.constants import TASKS
-from redis import __version__ as redis_version
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 from redis.commands.json import JSON
-from redis.driver_info import DriverInfo
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from core.upstream import require_version
 from stores.checkpointer import ALLOWED_NAMES, kept_writes
+from stores.redis_connection import redis_client
 
 require_version("langgraph-checkpoint-redis", "0.5.2", "0.6")
 require_version("redis", "7.4", "8")
@@ -93,53 +88,6 @@ def _bound_json(template: JSON, pipe: "Pipeline") -> JSON:
     bound.client = pipe
     bound.execute_command = pipe.execute_command
     return bound
-
-
-# How long one command may wait for Redis: a stalled server (SIGSTOP, a full network
-# buffer) then fails the request with 503 in seconds instead of hanging it (measured
-# before: every request hung for the whole of a 10 s stall). Blocking reads add their
-# block time (`redis_client(..., blocking_s=...)`).
-REDIS_TIMEOUT_S = 3.0
-
-
-def redis_client(url: str, max_connections: int = 256, blocking_s: float = 0.0) -> "Redis":
-    """A client whose commands wait for a free connection and retry on a fresh one.
-
-    Waiting (a blocking pool) instead of failing with "Too many connections": 200
-    concurrent runs burst past redis-py's default pool of 100. The retry hides a pooled
-    connection that died with a Redis restart once the server is back. The library
-    version is given, not looked up in the package metadata for every new connection
-    (a few ms each, hundreds of them when a burst of runs grows the pool).
-
-    Every command times out after `REDIS_TIMEOUT_S` (plus `blocking_s` for a client whose
-    commands block on the server, as XREAD BLOCK does). A timeout is not retried: the
-    command may have run (an XADD twice is an event twice), and the caller answers 503.
-    """
-    pool = BlockingConnectionPool.from_url(
-        url,
-        max_connections=max_connections,
-        timeout=30,
-        socket_timeout=REDIS_TIMEOUT_S + blocking_s,
-        socket_connect_timeout=REDIS_TIMEOUT_S,
-        retry=Retry(
-            ExponentialBackoff(cap=1.0, base=0.05),
-            retries=3,
-            supported_errors=(RedisConnectionError,),  # its default retries timeouts too
-        ),
-        driver_info=DriverInfo(lib_version=redis_version),
-    )
-    return JsonCachingRedis.from_pool(pool)
-
-
-T = TypeVar("T")
-
-
-def awaited(result: Awaitable[T] | T) -> Awaitable[T]:
-    """A command of the asyncio client, typed as what it is: awaitable.
-
-    redis-py 7 types commands shared with the sync client as `Awaitable[T] | T`.
-    """
-    return cast(Awaitable[T], result)
 
 
 # LangGraph saves a task cancelled mid-step (a cancel, a stopping or aborted worker) as

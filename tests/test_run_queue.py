@@ -13,8 +13,8 @@ from saq.utils import now
 from service.legs import RunInput
 from service.run_queue import JOB_FUNCTION, QueueLauncher
 from service.saq_queue import ResearchQueue, abandoned, lease_key
+from stores.redis_connection import redis_client
 from stores.redis_registry import RedisRegistry
-from stores.redis_saver import redis_client
 from stores.registry import RunStatus, ThreadRecord
 
 HEARTBEAT_S = 5
