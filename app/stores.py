@@ -54,7 +54,7 @@ async def open_checkpointer(
         async with open_sqlite(settings.checkpoint_path, GroupCommitSqliteSaver, writer) as saver:
             yield saver
         return
-    # Imported here: redisvl is only needed, and only paid for, by Redis deployments.
+    # Imported here: only Redis deployments load the Redis stores.
     from redis.exceptions import ConnectionError as RedisConnectionError
 
     from stores.redis_flat_saver import redis_saver

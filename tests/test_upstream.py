@@ -14,9 +14,9 @@ from saq.queue.redis import RedisQueue
 
 from core.upstream import UnsupportedVersion, fingerprint, require_version
 from service import saq_queue
-from stores import checkpointer, redis_saver, sqlite_saver
+from stores import checkpointer, sqlite_saver
 
-COPYING: list[ModuleType] = [saq_queue, checkpointer, sqlite_saver, redis_saver]
+COPYING: list[ModuleType] = [saq_queue, checkpointer, sqlite_saver]
 CASES = [(m.__name__, name, digest) for m in COPYING for name, digest in m.COPIED.items()]
 
 
