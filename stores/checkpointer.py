@@ -10,21 +10,13 @@ from asyncio import CancelledError
 from collections.abc import Sequence
 from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
-from langgraph._internal._constants import ERROR
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import ERROR
 from pydantic import BaseModel
 
 from core.state import CHECKPOINT_ROOTS
-from core.upstream import require_version
 from nodes.research_state import ResearcherState
-
-require_version("langgraph", "1.2", "1.3")
-# The library code `kept_writes` works around.
-COPIED = {
-    "langgraph.pregel._loop.PregelLoop._reapply_writes_to_succeeded_nodes": "5fbecc437315f3d1",
-    "langgraph.pregel._runner.PregelRunner.commit": "3385fc777c314a45",
-}
 
 
 def model_types(*roots: Any) -> tuple[type[BaseModel], ...]:
