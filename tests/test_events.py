@@ -487,6 +487,22 @@ async def command_calls(client: Redis, command: str) -> int:
     return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
 
 
+async def blocked_readers(client: Redis) -> int:
+    """How many connections block in XREAD now."""
+    clients: list[dict[str, Any]] = await client.client_list()
+    return sum(1 for c in clients if c.get("cmd") == "xread")
+
+
+async def blocked_readers_once_blocking(client: Redis, within_s: float = 5.0) -> int:
+    """`blocked_readers`, once at least one blocks (polled: a busy machine takes a while)."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while (count := await blocked_readers(client)) == 0:
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.02)
+    return count
+
+
 async def calls_reach(client: Redis, command: str, count: int) -> None:
     """Return once the server has run `command` `count` times (polled; fails after TIMEOUT_S)."""
     async with asyncio.timeout(TIMEOUT_S):
@@ -524,7 +540,6 @@ async def test_events_another_process_appends_in_between_are_not_missed(
         await elsewhere.append("t", "theirs", {})  # a gap in this process's memory
         await here.append("t", "mine", {})
         await elsewhere.append("t", "theirs", {})  # nothing follows it here: found idle
-        await asyncio.sleep(0.05)
         await elsewhere.append("t", TERMINAL_EVENT, {})
         events = await follower
     assert [(e.id, e.name) for e in events] == [
@@ -540,15 +555,15 @@ async def test_followers_read_redis_again_once_the_leg_here_ends(
     redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
 ) -> None:
     """The next leg may run in another process: its events come from Redis."""
-    here, elsewhere, _ = redis_pair
+    here, elsewhere, client = redis_pair
     with here.writing("t"):
         await here.append("t", "status", {"status": "waiting_for_approval"})
-        follower = asyncio.create_task(collect(here, "t"))
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.05)
+        follower = Follower(here, "t")
+        assert (await follower.next()).id == 1
+    assert await blocked_readers_once_blocking(client) == 1, "the watch reads it now"
     await elsewhere.append("t", "status", {"status": "running"})
     await elsewhere.append("t", TERMINAL_EVENT, {})
-    events = await follower
+    events = await follower.all()
     assert [e.name for e in events] == ["status", "status", TERMINAL_EVENT]
     assert "t" not in here._recent, "memory of the stream is let go once it closes"
 
@@ -568,22 +583,6 @@ async def test_a_late_follower_of_a_stream_written_here_replays_from_redis(
 
 
 # -- Redis: followers of streams other processes write ---------------------------------
-
-
-async def blocked_readers(client: Redis) -> int:
-    """How many connections block in XREAD now."""
-    clients: list[dict[str, Any]] = await client.client_list()
-    return sum(1 for c in clients if c.get("cmd") == "xread")
-
-
-async def blocked_readers_once_blocking(client: Redis, within_s: float = 5.0) -> int:
-    """`blocked_readers`, once at least one blocks (polled: a busy machine takes a while)."""
-    deadline = asyncio.get_running_loop().time() + within_s
-    while (count := await blocked_readers(client)) == 0:
-        if asyncio.get_running_loop().time() > deadline:
-            break
-        await asyncio.sleep(0.02)
-    return count
 
 
 async def test_followers_of_streams_written_elsewhere_share_one_blocking_read(
