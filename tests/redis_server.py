@@ -10,12 +10,13 @@ import platform
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 
 import redis
+from redis.asyncio import Connection, ConnectionPool, Redis
 
 from .servers import free_port
 
@@ -91,3 +92,27 @@ def redis_server(
         process.wait(timeout=10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+class CountingConnection(Connection):
+    """A connection that counts its requests: a command (a script is one) or a pipeline."""
+
+    sent = 0
+
+    async def send_packed_command(
+        self, command: bytes | str | Iterable[bytes], check_health: bool = True
+    ) -> None:
+        """Count the request, then send it."""
+        CountingConnection.sent += 1
+        await super().send_packed_command(command, check_health)
+
+
+def counting_client(url: str) -> Redis:
+    """An asyncio client on `url` whose connections count their requests (`round_trips`)."""
+    return Redis(connection_pool=ConnectionPool.from_url(url, connection_class=CountingConnection))
+
+
+def round_trips() -> int:
+    """The requests counting clients sent since the last call."""
+    count, CountingConnection.sent = CountingConnection.sent, 0
+    return count

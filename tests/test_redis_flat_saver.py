@@ -1,12 +1,12 @@
 """The flat Redis checkpointer: plain keys, one round trip per call."""
 
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
-from redis.asyncio import Connection, ConnectionPool, Redis
+from redis.asyncio import Redis
 
 from core.models import ResearchPlan, SearchResult
 from graph.builder import build_graph
@@ -14,7 +14,7 @@ from nodes.context import Deps
 from stores.redis_flat_layout import PREFIX
 from stores.redis_flat_saver import FlatRedisSaver, redis_saver
 
-from .redis_server import redis_server
+from .redis_server import counting_client, redis_server, round_trips
 from .support import run_graph, start
 
 
@@ -59,25 +59,10 @@ async def test_a_whole_run_on_a_server_without_modules(bare_url: str, deps: Deps
     assert 1 <= len(stored) < len(history), "one value per new version, not per checkpoint"
 
 
-class CountingConnection(Connection):
-    """A connection that counts its requests: a command (a script is one) or a pipeline."""
-
-    sent = 0
-
-    async def send_packed_command(
-        self, command: bytes | str | Iterable[bytes], check_health: bool = True
-    ) -> None:
-        """Count the request, then send it."""
-        CountingConnection.sent += 1
-        await super().send_packed_command(command, check_health)
-
-
 @asynccontextmanager
 async def counted_saver(url: str) -> AsyncIterator[FlatRedisSaver]:
     """A saver whose client's connections count the round trips it makes."""
-    client = Redis(
-        connection_pool=ConnectionPool.from_url(url, connection_class=CountingConnection)
-    )
+    client = counting_client(url)
     try:
         saver = FlatRedisSaver(client)
         yield saver
@@ -86,31 +71,25 @@ async def counted_saver(url: str) -> AsyncIterator[FlatRedisSaver]:
         await client.aclose()
 
 
-def trips() -> int:
-    """The round trips since the last call."""
-    count, CountingConnection.sent = CountingConnection.sent, 0
-    return count
-
-
 async def test_each_call_is_one_round_trip(bare_url: str) -> None:
     async with counted_saver(bare_url) as saver:
         warm = {"configurable": {"thread_id": "warm", "checkpoint_ns": ""}}
         warmed = await saver.aput(warm, empty_checkpoint(), {}, {})  # scripts loaded
         await saver.aput_writes(warmed, [("notes", [])], "task")
         await saver.aget_tuple(warm)
-        trips()
+        round_trips()
         config = {"configurable": {"thread_id": uuid.uuid4().hex, "checkpoint_ns": ""}}
         checkpoint = empty_checkpoint()
         checkpoint["channel_values"] = {"topic": "t", "notes": ["n"]}
         checkpoint["channel_versions"] = {"topic": "1", "notes": "1"}
         stored = await saver.aput(config, checkpoint, {"step": 0}, {"topic": "1", "notes": "1"})
-        assert trips() == 1
+        assert round_trips() == 1
         await saver.aput_writes(stored, [("notes", ["m"]), ("topic", "u")], "task")
-        assert trips() == 1
+        assert round_trips() == 1
         latest = await saver.aget_tuple(config)
-        assert trips() == 1
+        assert round_trips() == 1
         by_id = await saver.aget_tuple(stored)
-        assert trips() == 1
+        assert round_trips() == 1
     assert latest is not None and latest == by_id
     assert latest.checkpoint["channel_values"] == {"topic": "t", "notes": ["n"]}
     assert [(c, v) for _, c, v in latest.pending_writes or []] == [("notes", ["m"]), ("topic", "u")]
