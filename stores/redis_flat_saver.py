@@ -352,9 +352,14 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
 
 @asynccontextmanager
 async def redis_saver(url: str) -> AsyncIterator[FlatRedisSaver]:
-    """Open the saver on `url`; what it queued is stored before the client closes."""
+    """Open the saver on `url`; what it queued is stored before the client closes.
+
+    The server is asked once first, so an unreachable one fails here, where the service
+    names it, not at the first checkpoint.
+    """
     client = redis_client(url)
     try:
+        await awaited(client.ping())
         saver = FlatRedisSaver(client)
         try:
             yield saver
