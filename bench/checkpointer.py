@@ -519,7 +519,7 @@ def report_trips(counts: dict[str, TripCount]) -> None:
 
 async def main(steps: int, threads: int, history_threads: int) -> None:
     with (
-        redis_server(with_modules=False) as url,
+        redis_server() as url,
         tempfile.TemporaryDirectory(prefix="bench-ckpt-") as tmp,
     ):
         print(await server_line(url))

@@ -19,9 +19,9 @@ from .support import run_graph, start
 
 
 @pytest.fixture(scope="module")
-def bare_url() -> Iterator[str]:
-    """A valkey-server with no module loaded."""
-    with redis_server(with_modules=False) as url:
+def own_url() -> Iterator[str]:
+    """A server of this module's own: the layout test looks at every checkpoint key on it."""
+    with redis_server() as url:
         yield url
 
 
@@ -34,10 +34,10 @@ async def _keys(url: str) -> dict[str, str]:
         await client.aclose()
 
 
-async def test_a_whole_run_on_a_server_without_modules(bare_url: str, deps: Deps) -> None:
+async def test_a_whole_run_on_a_server_without_modules(own_url: str, deps: Deps) -> None:
     """Plain hashes, sets and sorted sets; each channel value stored once per version."""
     thread = uuid.uuid4().hex
-    async with redis_saver(bare_url) as saver:
+    async with redis_saver(own_url) as saver:
         graph = build_graph(saver)
         values = await run_graph(graph, deps, thread, start(min_sources=3))
         config = {"configurable": {"thread_id": thread}}
@@ -46,11 +46,11 @@ async def test_a_whole_run_on_a_server_without_modules(bare_url: str, deps: Deps
     assert state["final_report"] == values["final_report"]
     assert isinstance(state["task_plan"], ResearchPlan)
     assert all(isinstance(s, SearchResult) for s in state["research_data"])
-    keys = await _keys(bare_url)
+    keys = await _keys(own_url)
     own = {k: t for k, t in keys.items() if f"{{{thread}}}" in k}
     assert set(own.values()) <= {"hash", "set", "zset"}
     assert all(f"{{{thread}}}" in k for k in keys if k != f"{PREFIX}threads")
-    client: Redis = Redis.from_url(bare_url)
+    client: Redis = Redis.from_url(own_url)
     try:
         fields = await client.hkeys(f"{PREFIX}{{{thread}}}:blobs")
     finally:
@@ -71,8 +71,8 @@ async def counted_saver(url: str) -> AsyncIterator[FlatRedisSaver]:
         await client.aclose()
 
 
-async def test_each_call_is_one_round_trip(bare_url: str) -> None:
-    async with counted_saver(bare_url) as saver:
+async def test_each_call_is_one_round_trip(own_url: str) -> None:
+    async with counted_saver(own_url) as saver:
         warm = {"configurable": {"thread_id": "warm", "checkpoint_ns": ""}}
         warmed = await saver.aput(warm, empty_checkpoint(), {}, {})  # scripts loaded
         await saver.aput_writes(warmed, [("notes", [])], "task")

@@ -13,20 +13,16 @@ from graph.builder import build_graph
 from nodes.context import Deps
 from stores.redis_flat_saver import FlatRedisSaver, redis_saver
 
-from .redis_server import redis_server
 from .support import run_graph, start
 
 
-async def test_our_saver_passes_the_whole_conformance_suite() -> None:
-    """On a server without modules: the flat saver needs none."""
-    with redis_server(with_modules=False) as url:
+async def test_our_saver_passes_the_whole_conformance_suite(redis_url: str) -> None:
+    @checkpointer_test(name="FlatRedisSaver")
+    async def factory() -> AsyncIterator[FlatRedisSaver]:
+        async with redis_saver(redis_url) as saver:
+            yield saver
 
-        @checkpointer_test(name="FlatRedisSaver")
-        async def factory() -> AsyncIterator[FlatRedisSaver]:
-            async with redis_saver(url) as saver:
-                yield saver
-
-        report = await validate(factory)
+    report = await validate(factory)
     failures = {name: r.failures for name, r in report.results.items() if r.failures}
     assert report.passed_all(), failures
     # Every capability, copy_thread and delete_for_runs included.
