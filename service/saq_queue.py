@@ -226,11 +226,10 @@ class ResearchQueue(RedisQueue):
         job.status = status or job.status
         serialized = self.serialize(job)
         # Both queued before either is awaited: `notify` as a task would start a turn
-        # later, and its PUBLISH would wait for the SET's round trip.
+        # later, and its PUBLISH would wait for the SET's round trip. Awaited together, so
+        # that a cancelled update (a worker stopping) leaves no failure unretrieved.
         stored_now = self._commands.command(lambda pipe: pipe.set(job.id, serialized))
-        announced = self._announce(job)
-        await stored_now
-        await announced
+        await asyncio.gather(stored_now, self._announce(job))
 
     async def _get_job_by_id(self, job_id: bytes | str) -> Job | None:
         """saq's: the stored job."""
