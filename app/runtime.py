@@ -83,7 +83,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
 
         from service.run_queue import DEQUEUE_WAIT_S, QueueLauncher
         from service.saq_queue import research_queue
-        from stores.redis_saver import redis_client
+        from stores.redis_connection import redis_client
 
         assert settings.redis_url is not None
         signals = RedisSignals(stores.redis)

@@ -54,7 +54,7 @@ async def open_checkpointer(
         async with open_sqlite(settings.checkpoint_path, GroupCommitSqliteSaver, writer) as saver:
             yield saver
         return
-    # Imported here: redisvl is only needed, and only paid for, by Redis deployments.
+    # Imported here: only Redis deployments load the Redis stores.
     from redis.exceptions import ConnectionError as RedisConnectionError
 
     from stores.redis_flat_saver import redis_saver
@@ -103,10 +103,10 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
         else:
             saver = await stack.enter_async_context(open_checkpointer(settings))
             from stores.redis_batches import RedisBatches
+            from stores.redis_connection import redis_client
             from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog
             from stores.redis_evidence import RedisEvidenceStore
             from stores.redis_registry import RedisRegistry
-            from stores.redis_saver import redis_client
 
             client = redis_client(settings.redis_url)
             stack.push_async_callback(client.aclose)

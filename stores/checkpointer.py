@@ -1,7 +1,7 @@
 """What a checkpoint may hold, and the serializer that revives that and nothing else.
 
 Every checkpointer of the service (SQLite, `stores.sqlite_saver`; Redis,
-`stores.redis_saver`; in memory for tests) deserialises only the pydantic models of ours
+`stores.redis_flat_saver`; in memory for tests) deserialises only the pydantic models of ours
 reachable from the state (`STATE_TYPES`): a checkpoint cannot name any other class to
 construct.
 """
@@ -10,22 +10,13 @@ from asyncio import CancelledError
 from collections.abc import Sequence
 from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
-from langgraph._internal._constants import ERROR
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import ERROR
 from pydantic import BaseModel
 
 from core.state import CHECKPOINT_ROOTS
-from core.upstream import require_version
 from nodes.research_state import ResearcherState
-from stores import legacy_names
-
-require_version("langgraph", "1.2", "1.3")
-# The library code `kept_writes` works around.
-COPIED = {
-    "langgraph.pregel._loop.PregelLoop._reapply_writes_to_succeeded_nodes": "5fbecc437315f3d1",
-    "langgraph.pregel._runner.PregelRunner.commit": "3385fc777c314a45",
-}
 
 
 def model_types(*roots: Any) -> tuple[type[BaseModel], ...]:
@@ -59,11 +50,8 @@ _LIBRARY_MODULES = ("langchain_core.", "langgraph.", "pydantic.")
 # Everything a checkpoint may hold beyond LangGraph's own safe types: derived, so a model
 # added to the state (or to the researcher subgraph's) can always be read back.
 STATE_TYPES = model_types(*CHECKPOINT_ROOTS, ResearcherState)
-# The (module, class) names a checkpoint may use for them: today's, and older releases'.
-ALLOWED_NAMES: list[tuple[str, str]] = [
-    *((t.__module__, t.__name__) for t in STATE_TYPES),
-    *legacy_names.register(),
-]
+# The (module, class) names a checkpoint may use for them.
+ALLOWED_NAMES = [(t.__module__, t.__name__) for t in STATE_TYPES]
 
 
 def serializer() -> JsonPlusSerializer:

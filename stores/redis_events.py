@@ -49,8 +49,8 @@ from stores.batching import Batcher, settle
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.recent_events import RecentEvents
 from stores.redis_batches import RedisBatches
+from stores.redis_connection import awaited
 from stores.redis_outage import Outage
-from stores.redis_saver import awaited
 from stores.redis_watch import BLOCK_MS, StreamWatch
 
 _FOLLOW_PAGE = 256
@@ -114,8 +114,17 @@ class RedisEventLog(QueuedAppends):
         max_events: int = 10_000,
         follow_client: "Redis | None" = None,
         batches: RedisBatches | None = None,
+        *,
+        recheck_s: float = _REMOTE_CHECK_S,
+        block_ms: int = BLOCK_MS,
     ) -> None:
-        """`batches`: the command batches of `client` to send through (shared: fewer trips)."""
+        """Log on `client`; the shared read of followed streams blocks on `follow_client`.
+
+        `batches`: the command batches of `client` to send through (shared: fewer trips).
+        `recheck_s`: how long a follower of a stream another process writes waits without
+        news before reading the stream itself. `block_ms`: how long the shared read blocks
+        (the follow client's socket timeout must allow for it).
+        """
         self._client = client
         # The watch blocks on a connection of its own: a pool of its own keeps it apart.
         self._follow_client = follow_client or client
@@ -138,7 +147,9 @@ class RedisEventLog(QueuedAppends):
             self._key,
             self._events,
             skip=lambda stream: stream in self._local,
+            block_ms=block_ms,
         )
+        self._recheck_s = recheck_s
         self._closed = False
         self._outage = Outage("event log followers")
 
@@ -299,7 +310,7 @@ class RedisEventLog(QueuedAppends):
         )
         if events:
             return events
-        patience = _LOCAL_CHECK_S if thread_id in self._local else _REMOTE_CHECK_S
+        patience = _LOCAL_CHECK_S if thread_id in self._local else self._recheck_s
         try:
             async with asyncio.timeout(patience):
                 await waiter.wait()

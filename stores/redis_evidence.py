@@ -41,8 +41,8 @@ from stores.evidence import (
     packed_texts,
     unpack,
 )
+from stores.redis_connection import awaited
 from stores.redis_outage import AWAY, Outage
-from stores.redis_saver import awaited
 
 logger = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis.asyncio import Redis
 
+from stores.redis_connection import awaited
 from stores.redis_flat_layout import (
     COPY_SCRIPT,
     THREADS,
@@ -19,7 +20,6 @@ from stores.redis_flat_layout import (
     split_member,
     thread_keys,
 )
-from stores.redis_saver import awaited
 
 
 async def delete_thread(client: Redis, thread_id: str) -> None:

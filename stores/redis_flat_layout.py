@@ -140,9 +140,6 @@ def decode_write(field: bytes, raw: bytes) -> tuple[str, int, str, tuple[str, by
     return task_id.decode(), int(idx), channel.decode(), (type_.decode(), data), task_path.decode()
 
 
-Missing = list[tuple[str, str]]  # (channel, version) a checkpoint names and the keys lack
-
-
 @dataclass(slots=True)
 class Stored:
     """A checkpoint as read back: where it is, and its framed record (metadata decoded once)."""
@@ -191,28 +188,23 @@ def assemble(
     stored: Stored,
     values: dict[bytes, bytes | None],
     writes: list[Write],
-) -> tuple[CheckpointTuple, Missing]:
-    """The checkpoint tuple, and the versions it names that no blob holds."""
+) -> CheckpointTuple:
+    """The checkpoint tuple of a stored checkpoint, its channel values and its writes."""
     checkpoint = serde.loads_typed(stored.record[0])
     channel_values: dict[str, Any] = {}
-    missing: Missing = []
     for field, raw in values.items():
-        _, channel, version = field.decode().split("\0")
-        if raw is None:
-            missing.append((channel, version))
-        elif (typed := decode_typed(raw))[0] != "empty":
-            channel_values[channel] = serde.loads_typed(typed)
+        if raw is not None and (typed := decode_typed(raw))[0] != "empty":
+            channel_values[field.split(SEP)[1].decode()] = serde.loads_typed(typed)
     checkpoint["channel_values"] = channel_values
     own = {"thread_id": stored.thread_id, "checkpoint_ns": stored.namespace}
     parent = stored.record[2]
-    item = CheckpointTuple(
+    return CheckpointTuple(
         config={"configurable": {**own, "checkpoint_id": stored.checkpoint_id}},
         checkpoint=checkpoint,
         metadata=stored.metadata(serde),  # type: ignore[arg-type]
         parent_config={"configurable": {**own, "checkpoint_id": parent}} if parent else None,
         pending_writes=[(w.task_id, w.channel, serde.loads_typed(w.typed)) for w in writes],
     )
-    return item, missing
 
 
 # `aput` in one command: a script runs atomically, as MULTI/EXEC would, and its one

@@ -6,13 +6,8 @@ pending writes per checkpoint. They live in plain hashes, sets and a sorted set 
 `stores.redis_flat_layout`), serialised with `stores.checkpointer.serializer()`, the same
 allowlist as the SQLite saver. No JSON or Search module is needed. `aput`, `aput_writes`
 and `aget_tuple` are one Lua script each, atomic as MULTI/EXEC: one round trip, which
-concurrent runs' calls share (`stores.redis_batches`). The stock saver
-(`stores.redis_saver.ConformingRedisSaver`) took ~180 commands and ~80 round trips per
-research run, each a JSON document indexed by the server.
-
-Threads written by the stock saver stay readable: when the server holds its index with
-documents in it (decided once, at open), what the flat keys lack is read through it, and
-deleting a thread deletes both.
+concurrent runs' calls share (`stores.redis_batches`). LangGraph's conformance suite
+holds it to the saver contract (`tests/test_redis_saver.py`).
 """
 
 import asyncio
@@ -38,6 +33,7 @@ from redis.asyncio import Redis
 from stores import redis_flat_admin as admin
 from stores.checkpointer import kept_writes, serializer
 from stores.redis_batches import RedisBatches
+from stores.redis_connection import awaited, redis_client
 from stores.redis_flat_layout import (
     GET_SCRIPT,
     PUT_SCRIPT,
@@ -57,8 +53,6 @@ from stores.redis_flat_layout import (
     sorted_writes,
     thread_keys,
 )
-from stores.redis_flat_legacy import LegacyThreads
-from stores.redis_saver import ConformingRedisSaver, awaited, legacy_reader, redis_client
 
 T = TypeVar("T")
 
@@ -71,11 +65,10 @@ async def _unordered(thread_id: str) -> AsyncIterator[None]:
 class FlatRedisSaver(BaseCheckpointSaver[str]):
     """A checkpointer on plain Redis keys (see the module docstring)."""
 
-    def __init__(self, client: Redis, legacy: ConformingRedisSaver | None = None) -> None:
-        """Use `client`; `legacy` reads threads of the stock format (None: there are none)."""
+    def __init__(self, client: Redis) -> None:
+        """Keep checkpoints on `client`; the running loop serves the sync API."""
         super().__init__(serde=serializer())
         self._redis = client
-        self._legacy = LegacyThreads(client, self.serde, legacy) if legacy else None
         self._get = client.register_script(GET_SCRIPT)
         self._put = client.register_script(PUT_SCRIPT)
         self._writes = client.register_script(WRITES_SCRIPT)
@@ -96,11 +89,6 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
     async def drain(self) -> None:
         """Wait until every put and write queued has been stored."""
         await self._commands.drain()
-
-    @property
-    def reads_stock_format(self) -> bool:
-        """Whether threads of the stock format are read where the flat keys lack them."""
-        return self._legacy is not None
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """The in-memory saver's versions: a counter, then a random tie-breaker."""
@@ -188,11 +176,10 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
             args=[namespace, get_checkpoint_id(config) or "", keys.writes_prefix],
         )
         if not found:
-            return await self._legacy.tuple(config) if self._legacy else None
+            return None
         checkpoint_id, record, values, writes = read_reply(namespace, found)
         stored = Stored(thread_id, namespace, checkpoint_id, decode_checkpoint(record))
-        item, missing = assemble(self.serde, stored, values, sorted_writes(writes))
-        return await self._legacy.complete(item, missing) if missing and self._legacy else item
+        return assemble(self.serde, stored, values, sorted_writes(writes))
 
     async def alist(
         self,
@@ -203,23 +190,6 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """List newest first: every thread, a thread's every namespace, or one namespace."""
-        listed = self._list(config, filter, before, limit)
-        if self._legacy is None:
-            async for item in listed:
-                yield item
-            return
-        flat = [item async for item in listed]
-        for item in await self._legacy.merged(flat, config, filter, before, limit):
-            yield item
-
-    async def _list(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,  # noqa: A002
-        before: RunnableConfig | None,
-        limit: int | None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """What the flat keys hold, thread by thread."""
         if config is None:
             threads = sorted(m.decode() for m in await awaited(self._redis.smembers(THREADS)))
         else:
@@ -271,15 +241,15 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
             pipe.hmget(keys.blobs, fields or [b""])
             pipe.hgetall(keys.writes(member(stored.namespace, stored.checkpoint_id)))
         results = await pipe.execute()
-        listed = []
-        for n, (stored, fields) in enumerate(chosen):
-            values = dict(zip(fields, results[2 * n], strict=False))
-            writes = sorted_writes(results[2 * n + 1])
-            item, missing = assemble(self.serde, stored, values, writes)
-            if missing and self._legacy:
-                item = await self._legacy.complete(item, missing)
-            listed.append(item)
-        return listed
+        return [
+            assemble(
+                self.serde,
+                stored,
+                dict(zip(fields, results[2 * n], strict=False)),
+                sorted_writes(results[2 * n + 1]),
+            )
+            for n, (stored, fields) in enumerate(chosen)
+        ]
 
     async def _matching(
         self,
@@ -311,20 +281,16 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         return chosen
 
     async def adelete_thread(self, thread_id: str) -> None:
-        """Delete the thread's checkpoints, writes and channel values (of both formats)."""
+        """Delete the thread's checkpoints, writes and channel values."""
         await admin.delete_thread(self._redis, str(thread_id))
-        if self._legacy is not None:
-            await self._legacy.saver.adelete_thread(thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep each namespace's latest checkpoint ("keep_latest") or nothing ("delete")."""
         for thread_id in thread_ids:
             await admin.prune(self._redis, str(thread_id), keep_latest=strategy == "keep_latest")
-            if self._legacy is not None:
-                await self._legacy.saver.aprune([thread_id], strategy=strategy)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy a thread's checkpoints and writes onto another (the flat format's)."""
+        """Copy a thread's checkpoints and writes onto another."""
         await admin.copy_thread(self._redis, str(source_thread_id), str(target_thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -386,10 +352,15 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
 
 @asynccontextmanager
 async def redis_saver(url: str) -> AsyncIterator[FlatRedisSaver]:
-    """The saver on `url`; the stock-format reader too when the server holds such threads."""
+    """Open the saver on `url`; what it queued is stored before the client closes.
+
+    The server is asked once first, so an unreachable one fails here, where the service
+    names it, not at the first checkpoint.
+    """
     client = redis_client(url)
     try:
-        saver = FlatRedisSaver(client, await legacy_reader(client))
+        await awaited(client.ping())
+        saver = FlatRedisSaver(client)
         try:
             yield saver
         finally:

@@ -23,7 +23,7 @@ from redis.asyncio import Redis
 
 from core.state import ReportStatus
 from stores.redis_batches import RedisBatches
-from stores.redis_saver import awaited
+from stores.redis_connection import awaited
 from stores.registry import (
     RunStatus,
     ThreadExists,

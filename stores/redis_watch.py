@@ -46,6 +46,7 @@ class StreamWatch:
         key: a stream's Redis key.
         parse: the events of a stream's `XREAD` entries.
         skip: whether a stream is written in this process (its events reach memory so).
+        block_ms: how long one read blocks waiting for news.
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class StreamWatch:
         key: Callable[[str], str],
         parse: Callable[[str, list[Any]], list[Event]],
         skip: Callable[[str], bool],
+        block_ms: int = BLOCK_MS,
     ) -> None:
         self._client = client
         self._control = control
@@ -63,6 +65,7 @@ class StreamWatch:
         self._key = key
         self._parse = parse
         self._skip = skip
+        self._block_ms = block_ms
         self._followers: Counter[str] = Counter()
         self._positions: dict[str, int] = {}  # per stream, the last id read
         self._task: asyncio.Task[None] | None = None
@@ -150,7 +153,7 @@ class StreamWatch:
                     answer: Any = await connection.xread(
                         {key: f"0-{p}" for key, (_, p) in streams.items()},
                         count=_PAGE,
-                        block=BLOCK_MS,
+                        block=self._block_ms,
                     )
                 finally:
                     self._reading = None

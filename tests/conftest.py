@@ -108,6 +108,6 @@ def settings_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
-    """A real server with the JSON and Search modules, for the whole session."""
+    """A real server (no module loaded), for the whole session."""
     with redis_server() as url:
         yield url

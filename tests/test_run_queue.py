@@ -3,9 +3,9 @@
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
+from redis.asyncio import Redis
 from saq import Job
 from saq.job import Status
 from saq.utils import now
@@ -13,9 +13,11 @@ from saq.utils import now
 from service.execution import RunInput
 from service.run_queue import JOB_FUNCTION, QueueLauncher
 from service.saq_queue import ResearchQueue, abandoned, lease_key
+from stores.redis_connection import redis_client
 from stores.redis_registry import RedisRegistry
-from stores.redis_saver import redis_client
 from stores.registry import RunStatus, ThreadRecord
+
+from .redis_server import counting_client, round_trips
 
 HEARTBEAT_S = 5
 
@@ -155,32 +157,25 @@ async def test_hundreds_of_dequeue_slots_starting_at_once_ask_the_version_once(
     assert await info_calls(queue) - before == 2
 
 
-async def test_a_jobs_update_stores_and_announces_it_in_one_pipeline(
-    queue: ResearchQueue, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    queued = await queue.enqueue(JOB_FUNCTION, key="updated", timeout=0)
-    assert queued is not None
-    batches: list[int] = []
-    pipeline = queue._commands._pipeline
-
-    async def counted(calls: list[Any]) -> list[Any]:
-        batches.append(len(calls))
-        return await pipeline(calls)
-
-    monkeypatch.setattr(queue._commands, "_pipeline", counted)
-    pubsub = queue.redis.pubsub()
-    await pubsub.subscribe(queued.id)
+async def test_a_jobs_update_stores_and_announces_it_in_one_round_trip(redis_url: str) -> None:
+    client = counting_client(redis_url)
+    queue = ResearchQueue(client, client, name=f"update-test-{now()}")
+    listener = Redis.from_url(redis_url)
+    pubsub = listener.pubsub()
     try:
-        await queue._update(queued, Status.ACTIVE)
-        heard = None
-        for _ in range(20):
-            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.1)
-            if message is not None:
-                heard = message["data"]
-                break
+        queued = await queue.enqueue(JOB_FUNCTION, key="updated", timeout=0)
+        assert queued is not None
+        await pubsub.subscribe(queued.id)
+        round_trips()
+        await queued.update(status=Status.ACTIVE)
+        assert round_trips() == 1, "the SET and the PUBLISH go out together"
+        async with asyncio.timeout(10):
+            while (heard := await pubsub.get_message(True, timeout=1.0)) is None:
+                pass
+        assert heard["data"] == b"active"
+        stored = await queue.job("updated")
+        assert stored is not None and stored.status == Status.ACTIVE
     finally:
         await pubsub.aclose()  # type: ignore[no-untyped-call]
-    assert batches == [2], "the SET and the PUBLISH go out together"
-    assert heard == b"active"
-    stored = await queue.job("updated")
-    assert stored is not None and stored.status == Status.ACTIVE
+        await listener.aclose()
+        await queue.disconnect()

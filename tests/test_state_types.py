@@ -1,4 +1,4 @@
-"""Every model a checkpoint may hold is read back as itself, by both checkpointers' serializers."""
+"""Every model a checkpoint may hold is read back as itself by the checkpointers' serializer."""
 
 import types
 import typing
@@ -12,9 +12,7 @@ from core.models import ApprovalDecision, DraftReview, Review, SearchResult
 from core.state import CHECKPOINT_ROOTS
 from core.usage import RoundRecord, Usage
 from nodes.research_state import QueryOutcome, ResearcherState
-from stores import legacy_names
 from stores.checkpointer import STATE_TYPES, model_types, serializer
-from stores.redis_saver import redis_serializer
 
 
 def _value(hint: Any, name: str) -> Any:
@@ -68,38 +66,20 @@ def test_the_allowlist_is_every_model_reachable_from_the_state() -> None:
 
 
 @pytest.mark.parametrize("model", STATE_TYPES, ids=lambda t: t.__name__)
-@pytest.mark.parametrize("serde", [serializer(), redis_serializer()], ids=["sqlite", "redis"])
-def test_every_state_model_round_trips(model: type[BaseModel], serde: Any) -> None:
+def test_every_state_model_round_trips(model: type[BaseModel]) -> None:
+    serde = serializer()
     original = _instance(model)
     revived = serde.loads_typed(serde.dumps_typed({"value": [original]}))["value"][0]
     assert type(revived) is model, f"{model.__name__} came back as {type(revived).__name__}"
     assert revived == original
 
 
-@pytest.mark.parametrize("serde", [serializer(), redis_serializer()], ids=["sqlite", "redis"])
-def test_a_model_outside_the_state_is_not_revived(serde: Any) -> None:
+def test_a_model_outside_the_state_is_not_revived() -> None:
     """The allowlist is what keeps a checkpoint from naming any class to construct."""
+    serde = serializer()
 
     class Stranger(BaseModel):
         name: str = "x"
 
     revived = serde.loads_typed(serde.dumps_typed({"value": Stranger()}))["value"]
     assert not isinstance(revived, Stranger)
-
-
-def _as_before_the_move(original: BaseModel) -> BaseModel:
-    """`original` as a checkpoint written before the restructuring names it (`graph.models`)."""
-    old = type(type(original).__name__, (type(original),), {"__module__": "graph.models"})
-    return old.model_validate(original.model_dump())
-
-
-@pytest.mark.parametrize("model", legacy_names.LEGACY_MODELS, ids=lambda t: t.__name__)
-@pytest.mark.parametrize("serde", [serializer(), redis_serializer()], ids=["sqlite", "redis"])
-def test_a_checkpoint_written_before_the_models_moved_still_loads(
-    model: type[BaseModel], serde: Any
-) -> None:
-    original = _instance(model)
-    written = serde.dumps_typed({"value": _as_before_the_move(original)})
-    assert b"graph" in written[1], "the blob names the old module"
-    revived = serde.loads_typed(written)["value"]
-    assert type(revived) is model and revived == original
