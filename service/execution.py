@@ -299,7 +299,7 @@ class RunExecutor:
             pause = min(pause * 2, longest)
 
     def _is_transient(self, exc: BaseException) -> bool:
-        """A store away for a moment, also when a library wraps its error (redisvl does)."""
+        """A store away for a moment, also when a library wraps its error in its own."""
         return _caused(exc, lambda e: isinstance(e, self._transient))
 
     async def update_status_from_checkpoint(self, thread_id: str) -> None:
