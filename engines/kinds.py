@@ -155,7 +155,9 @@ def named_role(lead: str) -> bool:
     tokens = re.findall(r"[\w'-]+|,", lead[copula.end() :])[:_WINDOW]
     window = [w if w[:1].islower() or w == "," else "Name" for w in tokens] + [""]
     for word, following in zip(window, window[1:], strict=False):
-        if _ROLE.fullmatch(word) and following in _AFTER_HEAD:
+        # "-ist" words are adjectives too: "the far-right, ultranationalist, racist ideology".
+        listed = following == "," and not word.endswith("ist")
+        if _ROLE.fullmatch(word) and (following in _AFTER_HEAD or listed):
             return True
         if _singular(word) in _HEADS and not _ROLE.fullmatch(following):
             return False

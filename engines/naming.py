@@ -186,7 +186,7 @@ def _longer_name(raw: Sequence[re.Match[str]], last: int) -> bool:
     return end.group()[:1].isupper() and after.group()[:1].isupper() and between.isspace()
 
 
-_FORM = frozenset(stem(w) for w in FORM_WORDS)
+FORM_STEMS = frozenset(stem(w) for w in FORM_WORDS)
 _ORDINALS = frozenset({"second", "third", "fourth", "fifth", "sixth", "another", "new"})
 _YEAR = re.compile(r"\d{3,4}")
 
@@ -258,27 +258,52 @@ def named_among(
     scored = zip(sources, scores, strict=True)
     written = written_words(topic)
     titled = [(source, score) for source, score in scored if _named(source, terms, written)]
-    titled = _coherent(titled, terms)
+    titled = _as_written(_coherent(titled, terms), written)
     best = max((score for _, score in titled), default=0.0)
     kept = [source for source, score in titled if score >= TITLE_MATCH * best > 0]
     # A word of a longer name the topic gives is another thing: "Green" and "Power" beside
     # "Green Revolution" and "Solar power", "Ali" beside "Muhammad Ali"; what follows "of"
     # may be a subject of its own ("Tobacco" beside "Health effects of smoking tobacco").
+    # Only a name the topic writes as one: "did vaccines end smallpox" names Smallpox and
+    # Vaccine, though "Smallpox vaccine" holds both words.
     names = [title_stems(s.title) for s in kept]
+    asked = stems(topic)
     compounds = [_compound(bare_title(s.title)) for s in kept]
+    written_as_one = [phrase_count(asked, compound) > 0 for compound in compounds]
     return frozenset(
         normalize_url(source.url)
         for source, name in zip(kept, names, strict=True)
         if not any(
-            name < other and name <= compound
-            for other, compound in zip(names, compounds, strict=True)
+            name < other and name <= set(compound) and as_one
+            for other, compound, as_one in zip(names, compounds, written_as_one, strict=True)
         )
     )
 
 
-def _compound(title: str) -> set[str]:
+def _as_written(
+    titled: list[tuple[SearchResult, float]], written: Sequence[str]
+) -> list[tuple[SearchResult, float]]:
+    """The titled sources, less one named only through an inflection of another's title.
+
+    "jazz vs blues" names Blues as written; Blue, the colour, only as "blues" inflects it.
+    """
+    said = {w.lower() for w in written}
+    exact = {
+        title_stems(s.title)
+        for s, _ in titled
+        if {w for w in words(bare_title(s.title)) if w not in STOPWORDS} <= said
+    }
+    return [
+        (s, score)
+        for s, score in titled
+        if title_stems(s.title) not in exact
+        or {w for w in words(bare_title(s.title)) if w not in STOPWORDS} <= said
+    ]
+
+
+def _compound(title: str) -> list[str]:
     """The stems of a name's own words: all of it, or what comes before "of"."""
-    return set(stems(re.split(r"\s+of\s+", title, maxsplit=1)[0]))
+    return stems(re.split(r"\s+of\s+", title, maxsplit=1)[0])
 
 
 def _coherent(
@@ -328,7 +353,7 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
     Ali" names neither Husayn ibn Ali nor Al-Nasir Muhammad (the topic's name is longer).
     """
     title = stems(bare_title(source.title))
-    if not set(title) - _FORM:  # "Work (physics)" in "how GPS works", "Life", "History"
+    if not set(title) - FORM_STEMS:  # "Work (physics)" in "how GPS works", "Life", "History"
         return False
     if set(title) <= topic:
         # Word for word, a plural aside: the stemmer makes one of "capitalism" and "Capital".

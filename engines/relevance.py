@@ -69,15 +69,16 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
     (the last word: "Heart" for "the human heart"; of either part of "X and Y"), or all of
     them and a few more names ("William Shakespeare" for "Shakespeare", but not
     "Shakespeare's sonnets": a thing of the subject). Among several, the closest, then
-    the best ranked.
+    the one written as the subject is, then the best ranked.
     """
     wanted = _significant(subject)
     if not wanted:
         return None
     # The head noun of each part of "X and Y" (the last word of each).
     heads = {part[-1] for part in map(_significant, re.split(r"\s+and\s+", subject)) if part}
-    best: tuple[float, int] | None = None
+    best: tuple[float, bool, int] | None = None
     found: SearchResult | None = None
+    as_written = words(subject)
     for rank, source in enumerate(sources):
         title = _significant(source.title)
         if not title:
@@ -88,8 +89,10 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             closeness = len(set(wanted)) / len(set(title))
         else:
             continue
-        if closeness >= 0.5 and (best is None or (closeness, -rank) > best):
-            best, found = (closeness, -rank), source
+        # Of two titles with the same stems, the one written as asked: Blues, not Blue.
+        key = (closeness, words(bare_title(source.title)) == as_written, -rank)
+        if closeness >= 0.5 and (best is None or key > best):
+            best, found = key, source
     return (
         found
         or _abbreviated_article(subject, sources)
@@ -201,15 +204,18 @@ def matching_phrase(subject: str, article: SearchResult | None) -> str:
     return title if len(words(title)) < len(words(subject)) else subject
 
 
-def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> frozenset[str]:
-    """URLs of the sources whose title the subject's own article names.
+def named_by(
+    article: SearchResult | None, sources: Sequence[SearchResult], lead_only: bool = False
+) -> frozenset[str]:
+    """URLs of the sources whose title the subject's own article names (in its lead).
 
     Words are compared without plural endings but not stemmed: "humans" names no
     "Humanism", "lungs" names "Lung".
     """
     if article is None:
         return frozenset()
-    text = folded(article.content)
+    lead = next(iter(split_sentences(article.content)), "")
+    text = folded(lead if lead_only else article.content)
     own_name = set(folded(bare_title(article.title)))
     linked = set()
     for source in sources:
@@ -217,9 +223,31 @@ def named_by(article: SearchResult | None, sources: Sequence[SearchResult]) -> f
         # "Silk" is named by "Silk Road" only as part of the subject's own name.
         if source is article or not title or set(title) <= own_name:
             continue
-        if phrase_count(text, title):
+        # In the lead, only as a name of its own: "Charles Babbage", not "work" or "writer",
+        # nor "Carmen" inside "Magdalena Carmen Frida Kahlo".
+        as_name = not lead_only or _alone_as_name(bare_title(source.title), lead)
+        if phrase_count(text, title) and as_name:
             linked.add(normalize_url(source.url))
     return frozenset(linked)
+
+
+def _title_tokens(title: str) -> list[str]:
+    """A title's words as a text must write them: plurals aside, unless the name ends so.
+
+    "Volcano" is named by "volcanoes"; "Blues" is not named by "blue".
+    """
+    plain, without_plural = words(title), folded(title)
+    return without_plural if plain == without_plural else plain
+
+
+def _alone_as_name(name: str, text: str) -> bool:
+    """Whether `text` writes `name` as written, not inside a longer capitalised name."""
+    for found in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+        before = re.findall(r"[\w'’-]+", text[: found.start()])[-1:]
+        after = re.findall(r"[\w'’-]+", text[found.end() :])[:1]
+        if not any(w[:1].isupper() and w.lower() not in STOPWORDS for w in before + after):
+            return True
+    return False
 
 
 @dataclass
@@ -238,6 +266,10 @@ class Relevance:
     common: bool = field(init=False)  # a common noun ("penguins"), not a name (`common_noun`)
     kind: Kind | None = field(init=False)
     _linked: frozenset[str] = field(init=False)
+    # Named in the first sentence of the subject's article: "Ada Lovelace ... known for work
+    # on Charles Babbage's proposed ... computer" (`_judge_subject`: for a person all of
+    # them, for another subject the people).
+    _in_lead: frozenset[str] = field(init=False)
     _matter: Counter[str] = field(init=False)
     _topical: frozenset[str] = field(init=False)
     # The titles of the articles the topic names: naming one names the topic.
@@ -261,6 +293,7 @@ class Relevance:
         self.common = self.article is not None and common_noun(self.phrase, self.article.content)
         self.kind = kind_of(self.article.content) if self.article else None
         self._linked = named_by(self.article, self.sources)
+        self._in_lead = named_by(self.article, self.sources, lead_only=True)
         scores = bm25(set(stems(self.topic)), self.sources) if self.topic else []
         self._topical = named_among(self.topic, self.sources, scores) if self.topic else frozenset()
         self._matches = self._topic_matches(scores)
@@ -270,7 +303,7 @@ class Relevance:
         if self.article is not None:  # "Global Positioning System" names "GPS"
             own = bare_title(self.article.title)
             titles = {t for t in titles if not modifies(t, own, self.topic)} | {own}
-        self._alternatives = [(folded(t), t) for t in sorted(titles) if words(t)]
+        self._alternatives = [(_title_tokens(t), t) for t in sorted(titles) if words(t)]
         self._surnames = surnames(titles, self.sources)
         self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
         text = {bare_title(s.title): s.content for s in self.sources}  # each title's article
@@ -333,11 +366,11 @@ class Relevance:
             return True
         if not self._alternatives:
             return False
-        written = folded(text)
+        written, as_is = folded(text), words(text)
         return any(
             re.search(rf"\b{re.escape(title)}\b", text) is not None
             if len(tokens) == 1 and len(title) <= SHORT_TITLE
-            else phrase_count(written, tokens) > 0
+            else phrase_count(written if tokens == folded(title) else as_is, tokens) > 0
             and mentions(text, self._stemmed[title], title in self._common) > 0
             for tokens, title in self._alternatives
         ) or any(by_surname(text, surname, name) for surname, name in self._surnames.items())
@@ -381,6 +414,8 @@ class Relevance:
             return LINKED
         if len(naming) >= 2:
             return DEVOTED
+        if key in self._in_lead and "person" in (self.kind, kind_of(source.content)):
+            return RELATED  # who and what made a person known; the people a lead names
         if linked or naming:  # and it shares the subject's matter: satellites for GPS
             matter = Counter(stems(f"{source.title} {source.content}"))
             if cosine(self._matter, matter) >= SHARED_MATTER:

@@ -158,6 +158,21 @@ def test_a_word_of_a_longer_name_is_another_thing_but_what_follows_of_may_be_a_s
     others = [CHESS, GO, XIANGQI, GPS]  # a pool, so that the topic's words are rare in it
     named = named_by_topic("health effects of tobacco smoking", [effects, tobacco, *others])
     assert named == {effects.url, tobacco.url}
+    # Only a name the topic writes as one hides its words: these are asked apart.
+    smallpox = page("Smallpox", "Smallpox was an infectious disease. Vaccines ended smallpox.")
+    vaccine = page("Vaccine", "A vaccine provides immunity to a disease such as smallpox.")
+    both = page("Smallpox vaccine", "The smallpox vaccine was the first vaccine against smallpox.")
+    named = named_by_topic("Did vaccines end smallpox?", [smallpox, vaccine, both, *others])
+    assert named == {smallpox.url, vaccine.url, both.url}
+    # A title the topic writes word for word outranks one it names only by inflection.
+    blues = page("Blues", "Blues is a music genre. Blues uses blue notes; blues singers sing.")
+    blue = page("Blue", "Blue is one of the three primary colours, between violet and cyan.")
+    jazz = page("Jazz", "Jazz is a music genre from New Orleans. Jazz uses blues forms.")
+    named = named_by_topic("jazz vs blues", [jazz, blues, blue, *others])
+    assert named == {jazz.url, blues.url}
+    # Nor is the colour about the comparison: "Blues" is not named by "blue".
+    relevance = Relevance.of_topic("jazz vs blues", [jazz, blues, blue, *others])
+    assert relevance.of(blues) >= TITLED and relevance.of(blue) == OFF
 
 
 def test_a_title_is_named_word_for_word_not_by_a_shared_stem() -> None:

@@ -89,11 +89,47 @@ def test_a_name_defined_by_a_role_is_a_person_without_pronouns() -> None:
     # The head of "a film director" is the director, not the film.
     assert kind_of("Frank Capra was an Italian-born American film director.") == "person"
     assert kind_of("Sonja Henie was a Norwegian figure skater and film star.") == "person"
+    assert kind_of("Joan Miró was a Catalan painter, sculptor, and ceramicist.") == "person"
     # Not a name, an adjective that looks like a role, a kind noun first: no person.
     assert kind_of("The explorer is a rover that maps the Moon.") != "person"
     assert kind_of("Nineteen Eighty-Four is a dystopian and speculative novel.") == "work"
     assert kind_of("Kievan Rus' was the first Slavic state and, later, a federation.") == "place"
     assert kind_of("Reform Judaism is a major Jewish denomination.") != "person"
+    assert kind_of("National Socialism is the far-right, ultranationalist, racist ideology.") != (
+        "person"
+    )
+
+
+def test_the_people_and_names_a_persons_first_sentence_names_are_related() -> None:
+    lovelace = page(
+        "Ada Lovelace",
+        "Ada Lovelace was an English mathematician and writer chiefly known for work on "
+        "Charles Babbage's proposed mechanical computer. She is often considered the first "
+        "computer programmer.",
+    )
+    babbage = page(
+        "Charles Babbage",
+        "Charles Babbage was an English mathematician, born in London in 1791, who also "
+        "reformed the post office.",
+    )
+    work = page("Work (physics)", "In physics, work is the energy transferred by a force.")
+    writer = page("Writer", "A writer is a person who uses written words to communicate.")
+    relevance = Relevance("Ada Lovelace", [lovelace, babbage, work, writer], "who was Ada Lovelace")
+    # Babbage's text never names her: her lead names him, as a name (and a possessive).
+    assert relevance.of(babbage) == RELATED
+    # Common words of the lead are no names: "work", "writer".
+    assert relevance.of(work) == OFF and relevance.of(writer) == OFF
+    assert fold("Babbage's") == fold("Babbage") == "babbage"
+    # A name inside the subject's own longer name is not named: "Carmen" in hers.
+    kahlo = page(
+        "Frida Kahlo",
+        "Magdalena Carmen Frida Kahlo was a Mexican painter who married Diego Rivera. She "
+        "painted many self-portraits.",
+    )
+    rivera = page("Diego Rivera", "Diego Rivera was a Mexican muralist. His frescoes are famous.")
+    carmen = page("Carmen", "Carmen was a Spanish flamenco dancer. She toured the Americas.")
+    relevance = Relevance("Frida Kahlo", [kahlo, rivera, carmen], "who was Frida Kahlo")
+    assert relevance.of(rivera) >= RELATED and relevance.of(carmen) == OFF
 
 
 def test_each_source_is_judged_by_how_much_it_is_about_the_subject() -> None:

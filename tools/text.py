@@ -59,11 +59,12 @@ def words(text: str) -> list[str]:
 
 
 def fold(word: str) -> str:
-    """A lower-cased word without a plural "s": "vessels" -> "vessel", "glass" stays.
+    """A lower-cased word without a plural "s" or a possessive "'s".
 
-    Lighter than a stem, so "humans" is not "humanism" and "activity" is not "activism".
+    "vessels" -> "vessel", "Babbage's" -> "babbage", "glass" stays. Lighter than a stem,
+    so "humans" is not "humanism" and "activity" is not "activism".
     """
-    lowered = word.lower()
+    lowered = word.lower().replace("’", "'").removesuffix("'s")
     if len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is")):
         return lowered[:-1]
     return lowered
