@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from core.models import SearchResult
 from engines.kinds import kind_of
-from engines.naming import bare_title
+from engines.naming import FORM_STEMS, bare_title
 from engines.relevance import MENTIONS, OFF, OWN, RELATED, Relevance
 from engines.sentences import split_sentences
 from tools.text import cosine, stems, words
@@ -156,10 +156,15 @@ def quotable(
     """Sentences worth quoting, with their base scores.
 
     A source that is not about the subject (`Relevance`) is skipped whatever its
-    rank; one that mentions it in passing lends only the sentences that name it.
+    rank; one that mentions it in passing lends only the sentences that name it with
+    two of the topic's words or more.
     """
     documents: list[set[str]] = []
     candidates: list[Candidate] = []
+    asked = set(stems(relevance.topic)) - FORM_STEMS
+    # A source that mentions the subject in passing speaks to the topic only in a
+    # sentence with more of it than one name ("... every continent except Antarctica").
+    passing_bar = min(2, len(asked))
     for source in sources:
         documents.append(set(stems(f"{source.title} {source.content}")))
         about = relevance.of(source)
@@ -173,7 +178,7 @@ def quotable(
                 continue
             terms = Counter(stems(text))
             named = relevance.names(text)
-            if about <= MENTIONS and not named:
+            if about <= MENTIONS and not (named and len(asked & terms.keys()) >= passing_bar):
                 continue
             if len(terms) >= 4:
                 # A sentence that names the subject in a source that only mentions

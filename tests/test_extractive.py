@@ -360,3 +360,26 @@ async def test_pros_and_cons_name_both_or_say_which_the_sources_leave_open() -> 
     draft = await ExtractiveEngine().write(plan, [bare], None, None)
     open_questions = _sections(draft)[GAPS_SECTION]
     assert "Advantages" in open_questions and "Drawbacks and risks" in open_questions
+
+
+async def test_a_passing_mention_is_quoted_only_where_it_speaks_to_the_topic() -> None:
+    sahara = page(
+        "Sahara",
+        "The Sahara is a desert spanning North Africa. Its climate is hot and dry, and its "
+        "climate has swung between wet and dry phases.",
+    )
+    camel = page(
+        "Camel",
+        "A camel is an even-toed ungulate with humps on its back. Camels store fat in their "
+        "humps and can go a week without water. Caravans of camels crossed the Sahara for "
+        "many centuries.",
+    )
+    mali = page(
+        "Mali",
+        "Mali is a landlocked country in West Africa with a capital at Bamako. Timbuktu was a "
+        "centre of learning. Its north lies in the Sahara, where the climate allows little rain.",
+    )
+    claims = await quoted("Sahara climate", "Sahara", sahara, camel, mali)
+    # Each names the Sahara once; only one says anything of the climate asked about.
+    assert any("where the climate allows little rain" in c for c in claims)
+    assert not any("Caravans" in c for c in claims)
