@@ -97,7 +97,8 @@ class CountingConnection(Connection):
 
 def counting_client(url: str) -> Redis:
     """An asyncio client on `url` whose connections count their requests (`round_trips`)."""
-    return Redis(connection_pool=ConnectionPool.from_url(url, connection_class=CountingConnection))
+    # The client owns the pool it is built from: its aclose() closes the connections too.
+    return Redis.from_pool(ConnectionPool.from_url(url, connection_class=CountingConnection))
 
 
 def round_trips() -> int:
