@@ -19,7 +19,7 @@ from nodes.context import Deps
 from prompts.planner import PLAN_SYSTEM
 from tools.local_corpus import LocalCorpus
 
-from .fake_llm import Call, FakeLLM, Reply, error_body
+from .fake_llm import Call, FakeLLM, Reply, ToolCall, error_body
 from .llm_script import ResearchModel
 from .support import start
 from .test_llm_engine import engine_for, run
@@ -143,6 +143,27 @@ async def test_a_method_set_by_hand_that_the_server_refuses_falls_back_and_names
     assert plan.search_queries  # the extractive plan
     assert len(llm.calls) == 1  # refused once, not retried
     assert "structured_output" in recorder.fallbacks[0].reason
+
+
+@pytest.mark.parametrize(
+    ("call", "told"),
+    [
+        (ToolCall("PlanOutput", {"investigation_points": "not a list"}), "investigation_points"),
+        (ToolCall("PlanOutput", '{"investigation_points": ["Orig'), "did not call"),
+    ],
+    ids=["arguments that do not fit", "arguments that are not JSON"],
+)
+async def test_a_forced_tool_call_that_cannot_be_read_gets_its_repair_round(
+    llm: FakeLLM, settings_env: Path, call: ToolCall, told: str
+) -> None:
+    llm.script(Reply(tool_calls=[call]), Reply.json(GOOD_PLAN))
+    engine = engine_for(llm, models={"default": {"structured_output": "function_calling"}})
+    with recording() as recorder:
+        plan = await engine.plan("history of the printing press", [], None)
+    assert plan.search_queries == ["printing press history"]
+    assert structured_kinds(llm) == ["tool", "tool"]
+    assert "could not be used" in llm.calls[1].user and told in llm.calls[1].user
+    assert [r.step for r in recorder.repairs] == ["plan"] and recorder.fallbacks == []
 
 
 async def test_a_model_that_never_calls_tools_still_closes_its_gaps_with_queries(
