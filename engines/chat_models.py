@@ -25,8 +25,8 @@ def token_cap(max_tokens: int, provider: str, base_url: str | None) -> dict[str,
     """The call arguments that cap an answer at `max_tokens` on this provider and server.
 
     The OpenAI client sends the cap as `max_completion_tokens`, which OpenAI wants and
-    some compatible servers ignore (llama-cpp-python generated 7,708 tokens over 455 s
-    past a cap of 1,024): to any other server the cap goes as `max_tokens` as well.
+    some compatible servers (llama-cpp-python) ignore: to any other server the cap goes as
+    `max_tokens` as well.
     """
     cap: dict[str, Any] = {"max_tokens": max_tokens}
     if provider == "openai" and not speaks_openai(base_url):
