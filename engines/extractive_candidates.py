@@ -43,9 +43,10 @@ _ANAPHORIC = frozenset(
     "term field two three former latter same work film book album song novel play series "
     "group band company movement game show city country region".split()
 )
-# "As one of the first known theropods, it has ...": an "it" after an opening clause that
-# names nothing stands for what an earlier sentence named.
-_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(?:it|its)\s")
+# "As one of the first known theropods, it has ...", "Ultimately, they lost ...": an "it"
+# or "they" after an opening clause that names nothing stands for what an earlier
+# sentence named.
+_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(?:it|its|they|their|them)\s")
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
