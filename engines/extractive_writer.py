@@ -65,12 +65,17 @@ class _Choice:
         score: Callable[[Candidate], float],
         count: int,
         per_source: int | None = None,
+        after: Sequence[Candidate] = (),
     ) -> list[Candidate]:
-        """Up to `count` sentences of `pool` by MMR, none repeating a chosen one."""
+        """Up to `count` sentences of `pool` by MMR, none repeating a chosen one.
+
+        `per_source` counts the sentences of each source in `after` too (picks that this
+        one continues).
+        """
         picks: list[Candidate] = []
         left = [c for c in pool if c not in self.chosen]
         relevance = {id(c): score(c) for c in left}
-        taken: Counter[str] = Counter()
+        taken: Counter[str] = Counter(c.source.url for c in after)
         while left and len(picks) < count:
             likeness = {id(c): self.likeness(c) for c in left}
             best = max(
@@ -92,7 +97,8 @@ def write_briefing(
     plan: ResearchPlan, sources: Sequence[SearchResult], review: Review | None
 ) -> str:
     """Compose the briefing: summary, one finding per point, analysis by point, references."""
-    candidates, idf = quotable(sources, Relevance.of_topic(plan.theme, sources))
+    relevance = Relevance.of_topic(plan.theme, sources)
+    candidates, idf = quotable(sources, relevance)
     choice = _Choice(idf)
     topic = Counter(stems(plan.theme))
 
@@ -105,13 +111,18 @@ def write_briefing(
         answers = any(says(answer, candidate.text) for answer in asked)
         return on_topic(candidate) + ANSWER_WEIGHT * (answers and _speaks_to_subject(candidate))
 
-    # The summary speaks from the articles the topic names, else from those about it.
+    # The summary speaks from the subject's own article and those the topic names first
+    # (not from a thing of the subject: "Cinema of the Soviet Union"), then from the
+    # articles its title names, else from those about it.
+    asked_for = [c for c in candidates if relevance.asked_for(c.source)]
     about = (
         [c for c in candidates if c.about >= TITLED]
         or [c for c in candidates if c.topical >= DEVOTED]
         or candidates
     )
-    summary = choice.pick(about, answering, SUMMARY_SENTENCES, SUMMARY_PER_SOURCE)
+    summary = choice.pick(asked_for, answering, SUMMARY_SENTENCES, SUMMARY_PER_SOURCE)
+    room = SUMMARY_SENTENCES - len(summary)
+    summary += choice.pick(about, answering, room, SUMMARY_PER_SOURCE, after=summary)
     by_point = _answers(asked, candidates, on_topic, choice)
     for answer in asked:  # what the summary answers is no gap, though nothing is left
         if not by_point[answer.heading] and any(says(answer, c.text) for c in summary):

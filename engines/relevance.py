@@ -375,6 +375,12 @@ class Relevance:
             for tokens, title in self._alternatives
         ) or any(by_surname(text, surname, name) for surname, name in self._surnames.items())
 
+    def asked_for(self, source: SearchResult) -> bool:
+        """Whether the source is the subject's own article or one the topic names."""
+        key = normalize_url(source.url)
+        own = self.article is not None and key == normalize_url(self.article.url)
+        return own or key in self._topical
+
     def of(self, source: SearchResult) -> float:
         """OWN, TITLED, LINKED, DEVOTED, RELATED, MENTIONS or OFF."""
         key = normalize_url(source.url)

@@ -391,3 +391,17 @@ async def test_a_passing_mention_is_quoted_only_where_it_speaks_to_the_topic() -
     # Each names the Sahara once; only one says anything of the climate asked about.
     assert any("where the climate allows little rain" in c for c in claims)
     assert not any("Caravans" in c for c in claims)
+
+
+async def test_the_summary_opens_with_the_subject_not_a_thing_of_it() -> None:
+    migration = page(
+        "Dust Bowl migration",
+        "The Dust Bowl migration was a movement of farm families out of the Dust Bowl. The "
+        "Dust Bowl migration took the Dust Bowl's farmers west to California.",
+    )
+    plan = await ExtractiveEngine().plan("the Dust Bowl", [DUST_BOWL, migration], None)
+    draft = await ExtractiveEngine().write(plan, [migration, DUST_BOWL], None, None)
+    cited = re.findall(r"\[\^(\d+)\]", _sections(draft)["Executive Summary"])
+    # The subject's own article first, two sentences at most; then the others about it.
+    assert cited[:2] == ["1", "1"] and "2" in cited[2:]
+    assert draft.split("[^1]: ")[1].startswith("[Dust Bowl](")
