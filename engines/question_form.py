@@ -10,8 +10,6 @@ uses for cause, effect, benefit and cost, and it lets the summary open with them
 import re
 from dataclasses import dataclass
 
-_WORDS = re.IGNORECASE
-
 
 @dataclass(frozen=True, slots=True)
 class Answer:
@@ -28,7 +26,7 @@ CAUSES = Answer(
         r"|led\s+to|leading\s+to|lead\s+to|result(?:ed|s)?\s+(?:of|from)|trigger\w*|spark\w*"
         r"|prompt(?:ed|ing)|brought\s+about|stemm\w*\s+from|driven\s+by|precipitat\w*"
         r"|weaken\w*|undermin\w*)\b",
-        _WORDS,
+        re.IGNORECASE,
     ),
 )
 EFFECTS = Answer(
@@ -38,7 +36,7 @@ EFFECTS = Answer(
         r"|caus(?:e|es|ing)|caused(?!\s+by)|effects?|impacts?|influen\w*|transform\w*"
         r"|chang(?:e|ed|es|ing)"
         r"|brought|legacy|aftermath|reshap\w*|gave\s+rise|paved\s+the\s+way)\b",
-        _WORDS,
+        re.IGNORECASE,
     ),
 )
 ADVANTAGES = Answer(
@@ -46,7 +44,7 @@ ADVANTAGES = Answer(
     re.compile(
         r"\b(?:advantage(?:s|ous)?|benefi\w*|efficien\w*|cheap\w*|inexpensive|low[\s-]cost"
         r"|reliab\w*|safe(?:r|st|ly)?|clean(?:er|est)?|abundant|valuable|improv\w*)\b",
-        _WORDS,
+        re.IGNORECASE,
     ),
 )
 DRAWBACKS = Answer(
@@ -56,7 +54,7 @@ DRAWBACKS = Answer(
         r"|costly|expensive|pollut\w*|waste\w*|accidents?|disasters?|criticis\w*|critics?"
         r"|controvers\w*|harm\w*|limitations?|threat\w*|toxic\w*|damag\w*"
         r"|opposition|opposed|difficult\w*|unsafe)\b",
-        _WORDS,
+        re.IGNORECASE,
     ),
 )
 
@@ -67,7 +65,7 @@ _ASKS: tuple[tuple[re.Pattern[str], tuple[Answer, ...]], ...] = (
         re.compile(
             r"^\W*why\b|\b(?:causes?|reasons?)\s+(?:of|for|behind)\b"
             r"|\bwhat\s+(?:caused|causes|led\s+to)\b",
-            _WORDS,
+            re.IGNORECASE,
         ),
         (CAUSES,),
     ),
@@ -75,7 +73,7 @@ _ASKS: tuple[tuple[re.Pattern[str], tuple[Answer, ...]], ...] = (
         re.compile(
             r"\b(?:effects?|impacts?|consequences?|influence|legacy)\s+(?:of|on)\b"
             r"|\b(?:what|how)\s+did\b.*\b(?:change|affect)\b",
-            _WORDS,
+            re.IGNORECASE,
         ),
         (EFFECTS,),
     ),
@@ -83,12 +81,12 @@ _ASKS: tuple[tuple[re.Pattern[str], tuple[Answer, ...]], ...] = (
         re.compile(
             r"\b(?:pros|cons|disadvantages|drawbacks)\b|\badvantages\s+and\b"
             r"|\bgood\s+and\s+bad\b|\bbenefits\s+and\s+(?:risks|costs|drawbacks)\b",
-            _WORDS,
+            re.IGNORECASE,
         ),
         (ADVANTAGES, DRAWBACKS),
     ),
-    (re.compile(r"\b(?:advantages|benefits)\s+of\b", _WORDS), (ADVANTAGES,)),
-    (re.compile(r"\b(?:risks|dangers)\s+of\b", _WORDS), (DRAWBACKS,)),
+    (re.compile(r"\b(?:advantages|benefits)\s+of\b", re.IGNORECASE), (ADVANTAGES,)),
+    (re.compile(r"\b(?:risks|dangers)\s+of\b", re.IGNORECASE), (DRAWBACKS,)),
 )
 
 
