@@ -49,6 +49,6 @@ class Deps:
     # Where the run's model calls are recorded (its searches and reads are recorded by
     # the tools above); None: nowhere.
     evidence: ModelCallSink | None = None
-    # Where the leg's progress events go as nodes tell them (`nodes.progress`): event
+    # Where the execution's progress events go as nodes tell them (`nodes.progress`): event
     # name and payload; None: to LangGraph's custom stream only.
     progress: Callable[[str, dict[str, Any]], None] | None = None

@@ -8,9 +8,9 @@ its checkpoint writes: a store that keeps that order (the SQLite file's one writ
 Redis checkpointer waits for the log, `FlatRedisSaver.ordered_by`) never has a step's
 writes without its events.
 
-`LegProgress` keys each event by the task that emits it (its checkpoint namespace, which
+`ExecutionProgress` keys each event by the task that emits it (its checkpoint namespace, which
 names the task's deterministic id) and its place among that task's events. A task run
-again, by a retried leg after a worker died or Redis stalled, emits the same keys, and
+again, by a retried execution after a worker died or Redis stalled, emits the same keys, and
 the event log stores none of them twice.
 """
 
@@ -25,22 +25,22 @@ from langgraph.types import Command
 
 from nodes.context import Deps
 
-# Where a leg's events go: name, payload, key.
+# Where an execution's events go: name, payload, key.
 Publish = Callable[[str, dict[str, Any], str], None]
 
 
-class LegProgress:
-    """`Deps.progress` for one leg of a run: numbers each task's events, then publishes."""
+class ExecutionProgress:
+    """`Deps.progress` for one execution of a run: numbers each task's events, then publishes."""
 
-    def __init__(self, publish: Publish, leg: str = "") -> None:
-        """`leg`: what tells this leg's tasks from the same tasks run by another leg.
+    def __init__(self, publish: Publish, execution: str = "") -> None:
+        """`execution`: what tells its tasks from the same tasks run by another execution.
 
-        A node that asked a question runs again, as the same task, in the leg that
-        answers: that leg is named by the checkpoint it answers, and its events are new.
-        A retry of a leg has the same name, and repeats nothing.
+        A node that asked a question runs again, as the same task, in the execution that
+        answers: that one is named by the checkpoint it answers, and its events are new.
+        A retry of an execution has the same name, and repeats nothing.
         """
         self._publish = publish
-        self._leg = leg
+        self._execution = execution
         self._counts: Counter[str] = Counter()
 
     def __call__(self, name: str, data: dict[str, Any]) -> None:
@@ -51,7 +51,7 @@ class LegProgress:
             task = ""
         number = self._counts[task]
         self._counts[task] += 1
-        self._publish(name, data, f"{self._leg}/{task}#{number}")
+        self._publish(name, data, f"{self._execution}/{task}#{number}")
 
 
 def tell(runtime: Runtime[Deps], event: dict[str, Any]) -> None:

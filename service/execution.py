@@ -24,7 +24,7 @@ from core.state import ReportStatus, initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from nodes.context import Deps
-from nodes.progress import LegProgress
+from nodes.progress import ExecutionProgress
 from service.errors import InvalidState
 from service.evidence import run_deps
 from service.platform_runs import STREAM_MODES as PLATFORM_MODES
@@ -156,7 +156,9 @@ class RunExecutor:
                 return True
             payload, rerun = await self._payload(record, run_input)
             deps = await run_deps(self.deps, self.evidence, thread_id, rerun)
-            progress = LegProgress(functools.partial(self._emit, thread_id), run_input.after or "")
+            progress = ExecutionProgress(
+                functools.partial(self._emit, thread_id), run_input.after or ""
+            )
             deps = replace(deps, progress=progress)
             # Not waited for before the graph starts (under load every write waits a turn
             # of the event loop, and the run's first events would wait behind them): the

@@ -341,12 +341,12 @@ class ResearchQueue(RedisQueue):
 
 
 def lease_key(thread_id: str) -> str:
-    """The Redis key of a run's lease: held by the worker executing its leg."""
+    """The Redis key of a run's lease: held by the worker executing it."""
     return f"research:lease:{thread_id}"
 
 
 def research_queue(client: "Redis", waiting: "Redis") -> ResearchQueue:
-    """The queue of research legs: commands on `client`, waits for jobs on `waiting`.
+    """The queue of research executions: commands on `client`, waits for jobs on `waiting`.
 
     Both answer bytes, as saq expects.
     """

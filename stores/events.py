@@ -136,7 +136,7 @@ class EventLog(Protocol):
             lenient: store values JSON has no name for as their repr instead of failing.
             key: the event's identity within the stream: an event emitted again under a
                 key already stored is not stored twice (its first id is returned). The
-                Redis log honours it, where a leg may be retried on another worker; the
+                Redis log honours it, where an execution may be retried on another worker; the
                 SQLite log has one writer and ignores it.
 
         Returns:
@@ -163,7 +163,7 @@ class EventLog(Protocol):
         ...
 
     def writing(self, *streams: str) -> AbstractContextManager[None]:
-        """Mark streams as written by this process while the block runs (a run's leg).
+        """Mark streams as written by this process while the block runs (a run's execution).
 
         Followers in this process then take those streams' new events from memory as
         they are stored, instead of asking the store for each.

@@ -1,7 +1,7 @@
 """The latest events of the streams followed in this process, and who waits for them.
 
 A follower woken by a new event is served from here instead of a store round trip per
-event: the SQLite log keeps every stream it writes, the Redis log the streams a leg of
+event: the SQLite log keeps every stream it writes, the Redis log the streams an execution of
 this process is executing and those its one shared read fetches for followers here
 (`stores.redis_watch`).
 """

@@ -17,15 +17,15 @@ log assumes one Redis server, not a Cluster.
 Appends are idempotent: every event carries a key (the emitter's, or a random one), and
 the script stores an event whose key its stream has stored already not again, answering
 with the first id. A batch that redis-py sends again after a dropped connection, or a
-step that a retried leg runs again, so adds nothing twice. The keys of a stream live in a
+step that a retried execution runs again, so adds nothing twice. The keys of a stream live in a
 hash beside it for `KEYS_TTL_S` after its last append: long enough for any retry.
 
-A leg's events and checkpoint writes are stored in the order they are made, up to the
+An execution's events and checkpoint writes are stored in the order they are made, up to the
 first that fails (`ordered`, around each write of the checkpointer): a retry that skips
 a finished step finds the step's events stored, and a retry that runs a step again
 repeats no event that was stored.
 
-Followers are served from memory (`stores.recent_events`), as on SQLite. A stream a leg
+Followers are served from memory (`stores.recent_events`), as on SQLite. A stream an execution
 of this process is writing (`writing`: the embedded worker) gets there as it is appended;
 the streams other processes write (a worker's run, followed from an API replica) are
 read into it by one blocking `XREAD` over all of them (`stores.redis_watch`), not one per
@@ -133,10 +133,10 @@ class RedisEventLog(QueuedAppends):
         self._appends = Batcher(self._write)
         self._commands = batches or RedisBatches(client)
         self._append_script = client.register_script(_APPEND)
-        # Streams a leg of this process is writing (how many legs), and their latest events.
+        # Streams an execution of this process is writing (how many executions), and their latest events.
         self._local: Counter[str] = Counter()
-        # Per stream a leg writes: its events not yet known stored, and the failure that
-        # lost one (after it, none of the leg's is stored: what is stored is a prefix).
+        # Per stream an execution writes: its events not yet known stored, and the failure that
+        # lost one (after it, none of the execution's is stored: what is stored is a prefix).
         self._unsettled: dict[str, list[asyncio.Future[int]]] = {}
         self._lost: dict[str, BaseException] = {}
         self._recent = RecentEvents()
@@ -170,11 +170,11 @@ class RedisEventLog(QueuedAppends):
 
     @asynccontextmanager
     async def ordered(self, thread_id: str) -> AsyncIterator[None]:
-        """Around a checkpoint write of a thread a leg of this process runs.
+        """Around a checkpoint write of a thread an execution of this process runs.
 
         The write waits until the events queued before it are stored, and is not made
         when one of them was lost (their failure is raised); when the write fails, the
-        leg's later events are not stored either. With steps that wait for their
+        execution's later events are not stored either. With steps that wait for their
         checkpoint (`durability="sync"`), a thread's events and checkpoints are stored
         in the order they were made, up to the first that failed.
         """
@@ -190,7 +190,7 @@ class RedisEventLog(QueuedAppends):
             raise
 
     async def _write(self, batch: list[QueuedEvent]) -> None:
-        # A leg whose event was lost stores no later one: a retry emits them again in order.
+        # An execution whose event was lost stores no later one: a retry emits them again in order.
         kept = []
         for op in batch:
             if (failure := self._lost.get(op.thread_id)) is not None:
@@ -246,7 +246,7 @@ class RedisEventLog(QueuedAppends):
             for stream in streams:
                 if self._local[stream] <= 0:
                     del self._local[stream]
-                    self._unsettled.pop(stream, None)  # the next leg starts clean
+                    self._unsettled.pop(stream, None)  # the next execution starts clean
                     self._lost.pop(stream, None)
                     if self._watch.follows(stream):  # the watch reads on from memory's end
                         self._watch.changed(stream)

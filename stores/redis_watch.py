@@ -8,7 +8,7 @@ which wakes the followers: under load one read answers for many runs at once.
 
 A follower that joins while the read is blocked must not wait for its timeout: the watch
 is unblocked (`CLIENT UNBLOCK` from another connection) and reads again with the new key.
-Streams a leg of this process writes (`skip`) are left out: their events reach memory as
+Streams an execution of this process writes (`skip`) are left out: their events reach memory as
 they are appended.
 """
 
@@ -109,7 +109,7 @@ class StreamWatch:
             self._positions[stream] = 0
 
     def changed(self, stream: str) -> None:
-        """The stream joins the read (a new follower, or no local leg writes it any more)."""
+        """The stream joins the read (a new follower, or no local execution writes it any more)."""
         if stream not in self._positions or self._skip(stream):
             return
         self._changes += 1

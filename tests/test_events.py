@@ -440,7 +440,7 @@ async def test_memory_for_recent_events_is_let_go_and_bounded(
 async def log_pair(
     url: str, **here_options: Any
 ) -> AsyncIterator[tuple[RedisEventLog, RedisEventLog, Redis]]:
-    """Two logs of one prefix, as two processes have: `here` runs legs, `elsewhere` not."""
+    """Two logs of one prefix, as two processes have: `here` runs executions, `elsewhere` not."""
     client = Redis.from_url(url)
     prefix = f"test:{uuid.uuid4().hex}:"
     here = RedisEventLog(client, prefix=prefix, **here_options)
@@ -554,7 +554,7 @@ async def test_events_another_process_appends_in_between_are_not_missed(
 async def test_followers_read_redis_again_once_the_leg_here_ends(
     redis_pair: tuple[RedisEventLog, RedisEventLog, Redis],
 ) -> None:
-    """The next leg may run in another process: its events come from Redis."""
+    """The next execution may run in another process: its events come from Redis."""
     here, elsewhere, client = redis_pair
     with here.writing("t"):
         await here.append("t", "status", {"status": "waiting_for_approval"})
@@ -630,7 +630,7 @@ async def test_a_follower_joining_a_blocked_read_gets_its_events_without_waiting
 
 
 async def test_the_watch_takes_over_a_stream_once_the_leg_here_ends(redis_url: str) -> None:
-    """The run waits for approval here; its next leg runs in another process."""
+    """The run waits for approval here; its next execution runs in another process."""
     async with log_pair(redis_url, recheck_s=600.0) as (here, elsewhere, client):
         with here.writing("t"):
             follower = Follower(here, "t")
@@ -715,7 +715,7 @@ async def test_an_event_emitted_again_under_its_key_is_stored_once(
     redis_log: RedisEventLog,
 ) -> None:
     first = [redis_log.emit("t", "note", {"n": n}, key=f"step#{n}") for n in range(2)]
-    # A retried leg runs the step again: the same keys, then one event further.
+    # A retried execution runs the step again: the same keys, then one event further.
     again = [redis_log.emit("t", "note", {"n": n}, key=f"step#{n}") for n in range(3)]
     assert await asyncio.gather(*first) == [1, 2]
     assert await asyncio.gather(*again) == [1, 2, 3]
@@ -736,7 +736,7 @@ async def test_a_leg_stores_nothing_after_a_lost_event_or_a_failed_checkpoint_wr
         later = redis_log.emit("t", "note", {"n": 1})
         with pytest.raises(ConnectionError):
             await later
-    # The next leg (a retry) starts clean.
+    # The next execution (a retry) starts clean.
     with redis_log.writing("t"):
         assert await redis_log.emit("t", "note", {"n": 1}) == 2
     assert [e.data for e in await redis_log.read("t")] == [{"n": 0}, {"n": 1}]

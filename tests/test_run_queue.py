@@ -127,7 +127,7 @@ async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue)
         )
 
     await register("lost", "running", long_ago)  # its worker's job ran out of attempts
-    await register("carried", "running", long_ago)  # a long leg, its job still running
+    await register("carried", "running", long_ago)  # a long execution, its job still running
     await launcher.launch("carried", RunInput())
     await register("just-started", "queued", datetime.now(UTC))  # its job is on its way
     await register("waiting", "waiting_for_approval", long_ago)  # nothing to execute
@@ -135,9 +135,9 @@ async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue)
     assert await launcher.requeue_lost(registry, quiet_for_s=HEARTBEAT_S) == ["lost"]
     adopted = await queue.job("lost")
     assert adopted is not None and adopted.kwargs is not None
-    leg = dict(adopted.kwargs)
-    assert leg.pop("thread_id") == "lost"
-    assert RunInput.model_validate(leg) == RunInput(recovered=True), "a continuation"
+    job = dict(adopted.kwargs)
+    assert job.pop("thread_id") == "lost"
+    assert RunInput.model_validate(job) == RunInput(recovered=True), "a continuation"
     assert await launcher.requeue_lost(registry, quiet_for_s=HEARTBEAT_S) == [], "once only"
 
 

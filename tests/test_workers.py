@@ -239,7 +239,7 @@ STOP_AFTER_STALL_S = 120.0
 
 
 def timeline(frames: list[Frame]) -> list[str]:
-    """A run's events as a client reads them, but for the status a retried leg adds."""
+    """A run's events as a client reads them, but for the status a retried execution adds."""
     return [
         f"{f.event}:{f.data.get('node', '')}"
         for f in frames
@@ -253,7 +253,7 @@ async def test_a_stalled_redis_loses_and_doubles_no_event(
     with redis_server() as url:
         server_pid = int(redis.Redis.from_url(url).info("server")["process_id"])
         env = environment | {"RESEARCH_REDIS_URL": url, "RESEARCH_SEARCH_DELAY_MS": "300"}
-        # A worker that lost its legs' leases to the stall now and then takes more than
+        # A worker that lost its executions' leases to the stall now and then takes more than
         # 30 s to stop on SIGTERM (seen 1 in 3 full-suite runs; the cause is not found
         # yet, see the issue's note): what this test judges is the runs' events.
         async with deployment(env, tmp_path, stop_s=STOP_AFTER_STALL_S) as (a, b, _):
