@@ -16,7 +16,7 @@ from core.models import SearchResult
 from engines.kinds import kind_of
 from engines.naming import FORM_STEMS, bare_title
 from engines.relevance import MENTIONS, OFF, OWN, RELATED, Relevance
-from engines.sentences import split_sentences
+from engines.sentences import first_sentence, split_sentences
 from tools.text import cosine, stems, words
 
 # How much a sentence that names the subject, in a source that only mentions it, is
@@ -148,7 +148,7 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
 
 def lead_sentence(source: SearchResult) -> str:
     """The source's first sentence: its definition, when it is an encyclopaedia article."""
-    return next(iter(split_sentences(source.content)), "")
+    return first_sentence(source.content)
 
 
 def quotable(

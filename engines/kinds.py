@@ -145,9 +145,10 @@ def named_role(lead: str) -> bool:
     """Whether `lead` defines a person by the role they had.
 
     "Captain Robert Falcon Scott was a British naval officer and explorer", "Joseph
-    Pulitzer was a Hungarian-American politician". What is defined is a name, and the head of the definition is a noun of a role
-    (`_ROLE`) where the phrase may end, before any noun of another kind ("a film director"
-    and "a newspaper publisher" are people; "the first Slavic state and, later" is not).
+    Pulitzer was a Hungarian-American politician". What is defined is a name, and the head
+    of the definition is a noun of a role (`_ROLE`) where the phrase may end, before any
+    noun of another kind ("a film director" and "a newspaper publisher" are people; "the
+    first Slavic state and, later" is not).
     """
     copula = _COPULA.search(lead)
     if copula is None or not _defines_a_name(lead, copula):

@@ -288,16 +288,14 @@ def _as_written(
     "jazz vs blues" names Blues as written; Blue, the colour, only as "blues" inflects it.
     """
     said = {w.lower() for w in written}
-    exact = {
-        title_stems(s.title)
-        for s, _ in titled
-        if {w for w in words(bare_title(s.title)) if w not in STOPWORDS} <= said
-    }
+    as_said = [
+        {w for w in words(bare_title(s.title)) if w not in STOPWORDS} <= said for s, _ in titled
+    ]
+    exact = {title_stems(s.title) for (s, _), yes in zip(titled, as_said, strict=True) if yes}
     return [
-        (s, score)
-        for s, score in titled
-        if title_stems(s.title) not in exact
-        or {w for w in words(bare_title(s.title)) if w not in STOPWORDS} <= said
+        pair
+        for pair, yes in zip(titled, as_said, strict=True)
+        if yes or title_stems(pair[0].title) not in exact
     ]
 
 

@@ -36,7 +36,7 @@ from engines.naming import (
     subject_tokens,
     surnames,
 )
-from engines.sentences import split_sentences
+from engines.sentences import first_sentence, split_sentences
 from tools.text import STOPWORDS, cosine, folded, stems, words
 
 # How much a source is about the subject (Relevance.of).
@@ -214,7 +214,7 @@ def named_by(
     """
     if article is None:
         return frozenset()
-    lead = next(iter(split_sentences(article.content)), "")
+    lead = first_sentence(article.content) if lead_only else ""
     text = folded(lead if lead_only else article.content)
     own_name = set(folded(bare_title(article.title)))
     linked = set()
@@ -274,6 +274,8 @@ class Relevance:
     _topical: frozenset[str] = field(init=False)
     # The titles of the articles the topic names: naming one names the topic.
     _alternatives: list[tuple[list[str], str]] = field(init=False)
+    # Of those titles, the ones a text must write as they are (`_title_tokens`: "Blues").
+    _as_is: set[str] = field(init=False)
     _stemmed: dict[str, list[str]] = field(init=False)
     _common: set[str] = field(init=False)  # of those titles, the common nouns (`common_noun`)
     # Of the people the topic names, those no other collected person shares a surname with.
@@ -304,6 +306,7 @@ class Relevance:
             own = bare_title(self.article.title)
             titles = {t for t in titles if not modifies(t, own, self.topic)} | {own}
         self._alternatives = [(_title_tokens(t), t) for t in sorted(titles) if words(t)]
+        self._as_is = {t for tokens, t in self._alternatives if tokens != folded(t)}
         self._surnames = surnames(titles, self.sources)
         self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
         text = {bare_title(s.title): s.content for s in self.sources}  # each title's article
@@ -366,20 +369,19 @@ class Relevance:
             return True
         if not self._alternatives:
             return False
-        written, as_is = folded(text), words(text)
+        written = folded(text)
+        as_is = words(text) if self._as_is else written
         return any(
             re.search(rf"\b{re.escape(title)}\b", text) is not None
             if len(tokens) == 1 and len(title) <= SHORT_TITLE
-            else phrase_count(written if tokens == folded(title) else as_is, tokens) > 0
+            else phrase_count(as_is if title in self._as_is else written, tokens) > 0
             and mentions(text, self._stemmed[title], title in self._common) > 0
             for tokens, title in self._alternatives
         ) or any(by_surname(text, surname, name) for surname, name in self._surnames.items())
 
     def asked_for(self, source: SearchResult) -> bool:
         """Whether the source is the subject's own article or one the topic names."""
-        key = normalize_url(source.url)
-        own = self.article is not None and key == normalize_url(self.article.url)
-        return own or key in self._topical
+        return self.of(source) == OWN or normalize_url(source.url) in self._topical
 
     def of(self, source: SearchResult) -> float:
         """OWN, TITLED, LINKED, DEVOTED, RELATED, MENTIONS or OFF."""

@@ -38,3 +38,8 @@ def split_sentences(text: str) -> list[str]:
         if pending:
             sentences.append(pending)
     return sentences
+
+
+def first_sentence(text: str) -> str:
+    """The text's first sentence: an encyclopaedia article's definition; "" for none."""
+    return next(iter(split_sentences(text)), "")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tools.corpus_files import Document
 from tools.search import Depth, SearchError, SearchHit
-from tools.text import FORM_WORDS, STOPWORDS, content_words, fold, stem, words
+from tools.text import FORM_WORDS, STOPWORDS, content_words, fold, stem, without_possessive, words
 
 PASSAGE_CHARS = 1500
 _SCHEMA = """
@@ -108,16 +108,13 @@ def build_index(documents: Iterable[Document], index_path: Path) -> IndexStats:
     return IndexStats(documents=docs, passages=passages, seconds=time.perf_counter() - started)
 
 
-_POSSESSIVE = re.compile(r"['’]s$")
-
-
 def query_terms(query: str) -> list[str]:
     """The content words of a query, once each, safe to quote in FTS5.
 
     A possessive loses its "'s": the index splits "DNA's" into "dna" and "s", so the
     quoted word would ask for that two-word phrase and miss every text that says "DNA".
     """
-    found = (_POSSESSIVE.sub("", w).replace('"', "") for w in content_words(query))
+    found = (without_possessive(w).replace('"', "") for w in content_words(query))
     return [t for t in dict.fromkeys(found) if t]
 
 

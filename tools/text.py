@@ -58,13 +58,21 @@ def words(text: str) -> list[str]:
     return [w.lower().replace("’", "'") for w in written_words(text)]
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def without_possessive(word: str) -> str:
+    """The word without a possessive "'s": "DNA's" -> "DNA"."""
+    return _POSSESSIVE.sub("", word)
+
+
 def fold(word: str) -> str:
     """A lower-cased word without a plural "s" or a possessive "'s".
 
     "vessels" -> "vessel", "Babbage's" -> "babbage", "glass" stays. Lighter than a stem,
     so "humans" is not "humanism" and "activity" is not "activism".
     """
-    lowered = word.lower().replace("’", "'").removesuffix("'s")
+    lowered = without_possessive(word.lower()).replace("’", "'")
     if len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is")):
         return lowered[:-1]
     return lowered
