@@ -1,9 +1,7 @@
 """Group writes: what is queued while one batch is being written goes into the next one.
 
-Every store the service writes to often (the SQLite file's writer, the SQLite event
-log, the Redis event log) queues its writes here. One round trip or transaction then
-carries a whole batch, however many runs write at once, and the order of the queue is
-the order of the writes.
+The busy stores (the SQLite writer, both event logs) queue their writes here, so one round
+trip or transaction carries a whole batch, in the order the writes were queued.
 """
 
 import asyncio
@@ -18,8 +16,8 @@ class Batcher(Generic[T]):
     """Writes queued items in batches, one batch at a time, in the order they were queued.
 
     Args:
-        write_batch: writes one batch and settles each item's outcome itself (`settle`).
-            It must not raise: an exception would leave the batch's callers waiting.
+        write_batch: writes one batch and sets each item's outcome (`set_outcome`). It
+            must not raise: an exception would leave the batch's callers waiting.
     """
 
     def __init__(self, write_batch: Callable[[list[T]], Awaitable[None]]) -> None:
@@ -44,7 +42,7 @@ class Batcher(Generic[T]):
             await self._write_batch(batch)
 
 
-def settle(done: "asyncio.Future[Any]", outcome: object) -> None:
+def set_outcome(done: "asyncio.Future[Any]", outcome: object) -> None:
     """Give a queued write's caller its outcome, unless the caller stopped waiting."""
     if done.done():
         return  # its caller was cancelled; the write stands all the same
@@ -56,20 +54,20 @@ def settle(done: "asyncio.Future[Any]", outcome: object) -> None:
 
 @contextmanager
 def committed_together(*writes: Awaitable[Any]) -> Iterator[None]:
-    """Around a write queued with `writes`: if it fails, theirs are taken as said.
+    """Around a write queued with `writes`: if it fails, mark their failures as retrieved.
 
-    Writes queued together commit together; when the caller's own write fails and it
-    raises, the others' futures would otherwise log "exception was never retrieved".
+    Writes queued together commit together; when the caller's own write raises, the
+    others' futures would otherwise log "exception was never retrieved".
     """
     try:
         yield
     except BaseException:
-        said(*writes)
+        ignore_failures(*writes)
         raise
 
 
-def said(*writes: Awaitable[Any]) -> None:
-    """Take the failures of queued writes as said: whoever waited on them knows."""
+def ignore_failures(*writes: Awaitable[Any]) -> None:
+    """Mark the failures of queued writes as retrieved: whoever waited on them knows."""
     for write in writes:
         if isinstance(write, asyncio.Future):
             write.add_done_callback(_retrieve)

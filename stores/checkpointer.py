@@ -1,9 +1,7 @@
 """What a checkpoint may hold, and the serializer that revives that and nothing else.
 
-Every checkpointer of the service (SQLite, `stores.sqlite_saver`; Redis,
-`stores.redis_flat_saver`; in memory for tests) deserialises only the pydantic models of ours
-reachable from the state (`STATE_TYPES`): a checkpoint cannot name any other class to
-construct.
+Every checkpointer of the service deserialises only our pydantic models reachable from
+the state (`STATE_TYPES`): a checkpoint cannot name any other class to construct.
 """
 
 from asyncio import CancelledError
@@ -20,7 +18,7 @@ from nodes.research_state import ResearcherState
 
 
 def model_types(*roots: Any) -> tuple[type[BaseModel], ...]:
-    """The pydantic models of ours reachable from `roots` through type hints and fields.
+    """Return our pydantic models reachable from `roots` through type hints and fields.
 
     LangGraph's and LangChain's own types (messages) are left out: the serializer
     revives those itself.
@@ -55,24 +53,21 @@ ALLOWED_NAMES = [(t.__module__, t.__name__) for t in STATE_TYPES]
 
 
 def serializer() -> JsonPlusSerializer:
-    """A serializer that refuses to revive any type not in `STATE_TYPES`."""
+    """Return a serializer that refuses to revive any type not in `STATE_TYPES`."""
     return JsonPlusSerializer(allowed_msgpack_modules=ALLOWED_NAMES)
 
 
 def memory_saver() -> InMemorySaver:
-    """In-process checkpointer for tests and benchmarks."""
+    """Return an in-process checkpointer for tests and benchmarks."""
     return InMemorySaver(serde=serializer())
 
 
 def kept_writes(writes: Sequence[tuple[str, Any]]) -> Sequence[tuple[str, Any]]:
-    """A task's writes as a checkpointer should keep them: none for a cancelled task.
+    """Return a task's writes as a checkpointer should keep them: none for a cancelled task.
 
-    LangGraph saves what a cancelled task had written so far with the cancellation as
-    its error, and on resume applies those writes as the finished task's output (1.2:
-    `PregelLoop._reapply_writes_to_succeeded_nodes` skips only the error). A node
-    cancelled between its state writes and its routing (a CLI stopped, a service shut
-    down) then ended its run with no next step and no report. Kept as nothing, the task
-    runs again on resume, as after a kill.
+    LangGraph saves a cancelled task's partial writes and on resume applies them as the
+    finished task's output, so a node cancelled before its routing ended the run with no
+    next step. Kept as nothing, the task runs again on resume, as after a kill.
     """
     if any(channel == ERROR and isinstance(value, CancelledError) for channel, value in writes):
         return ()

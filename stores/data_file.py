@@ -1,11 +1,8 @@
 """The SQLite data file as a file: created whole, refused when damaged, its failures named.
 
-The service keeps everything in one SQLite file (`stores/sqlite_writer.py` writes it).
-What can go wrong with the file itself is said here, so that every command and the HTTP
-service say it the same way: a file cut short, overwritten or emptied is refused before
-it is opened (`check_data_file`: one line naming the file and what to do, not a service
-that fails its requests one by one); an SQLite error is told apart as a full disk, a
-damaged file or a failing disk (`storage_failure`), which the API answers 507 or 503.
+A damaged file is refused before it is opened, with one line naming it and what to do
+(`check_data_file`); an SQLite error is classified as a full disk, a damaged file or a
+failing disk (`storage_failure`), which the API answers 507 or 503.
 """
 
 import os
@@ -26,11 +23,10 @@ _RESTORE = f"{_FROM_BACKUP}, or move it away to start with a new, empty one"
 
 
 def storage_failure(exc: BaseException) -> Literal["full", "damaged", "io"] | None:
-    """What an SQLite error says of the data file's storage, or None for any other error.
+    """Classify an SQLite error as a storage failure of the data file, or return None.
 
-    `full`: the disk (or the file's size limit) has no room for the write; `damaged`:
-    the file is no sound database (corrupt, or not a database at all); `io`: the disk
-    failed a read or write (it may pass).
+    `full`: no room for the write; `damaged`: the file is no sound database; `io`: the
+    disk failed a read or write (it may pass).
     """
     if not isinstance(exc, sqlite3.DatabaseError):
         return None
@@ -70,10 +66,9 @@ def check_data_file(path: Path) -> None:
 def create_data_file(path: Path) -> None:
     """Create the data file, unless it exists, whole: never an empty file at its path.
 
-    SQLite creates an empty file first and writes its header later; a process killed in
-    between would leave a 0-byte file, which `check_data_file` rightly refuses. So the
-    file is made beside it, with its header (WAL mode), and linked into place: of two
-    processes creating it at once, one link wins and the other's copy is dropped.
+    SQLite writes the header after creating the file, so a kill in between left a 0-byte
+    file. The file is made beside it with its header and linked into place (of two
+    processes, one link wins).
     """
     if path.exists():
         return

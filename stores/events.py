@@ -1,11 +1,7 @@
 """The per-thread event log that SSE streams replay from and follow live.
 
 Each thread's events carry ids 1, 2, 3, ... with no gaps; the id is the SSE `id`, so a
-client that reconnects with `Last-Event-ID` gets exactly what it missed, also after a
-restart of the process.
-
-The SQLite log (`stores.sqlite_events`) and the Redis log (`stores.redis_events`) both
-queue their appends (`QueuedAppends`) and write them in batches.
+client that reconnects with `Last-Event-ID` gets exactly what it missed.
 """
 
 import asyncio
@@ -30,10 +26,7 @@ MAX_EVENT_ID = 2**63 - 1
 
 
 def event_id(header: str | None) -> int:
-    """A `Last-Event-ID` as a position: 0 unless it is a decimal number, capped at the last id.
-
-    Only ASCII digits count (`str.isdigit` accepts "²", which `int` refuses).
-    """
+    """Return a `Last-Event-ID` as a position: 0 unless ASCII digits, capped at the last id."""
     if not header or not header.isascii() or not header.isdigit():
         return 0
     return MAX_EVENT_ID if len(header) > 19 else min(int(header), MAX_EVENT_ID)
@@ -42,11 +35,10 @@ def event_id(header: str | None) -> int:
 async def resume_point(
     log: "EventLog", thread_id: str, after: int, last_names: set[str]
 ) -> int | None:
-    """Where a reconnecting follower of `thread_id` starts, or None if nothing is left.
+    """Return where a reconnecting follower of `thread_id` starts, or None if nothing is left.
 
-    A position past the last event is taken as the last (no later event may be skipped);
-    at the end of a stream that has ended (its last event is one of `last_names`) there
-    is nothing to follow, and a follower would wait forever.
+    A position past the last event is taken as the last; at the end of a stream whose last
+    event is one of `last_names` there is nothing to follow.
     """
     if after == 0:
         return 0
@@ -62,10 +54,10 @@ EventData = dict[str, Any] | list[Any]
 
 
 def encode(data: Any, lenient: bool = False) -> str:
-    """An event's payload as JSON, once: stored so, and sent so over SSE.
+    """Return an event's payload as JSON, as stored and sent over SSE.
 
-    Pydantic models, messages and dataclasses (a Platform run's chunks) are encoded as the
-    SDK reads them. Another type raises TypeError, or with `lenient` becomes its repr.
+    Pydantic models, messages and dataclasses are encoded as the SDK reads them; another
+    type raises TypeError, or with `lenient` becomes its repr.
     """
     try:
         return to_json(data, fallback=repr if lenient else None).decode()
@@ -97,22 +89,12 @@ class EventLogClosed(RuntimeError):
 class EventLog(Protocol):
     """Where a thread's events are appended, read back and followed.
 
-    Each thread's events are numbered 1, 2, 3, ... with no gap (the SSE ids). The SQLite
-    log (`stores.sqlite_events`) and the Redis log (`stores.redis_events`) implement it;
-    every method raises `EventLogClosed` once the log is closed, and a store error of
-    its backend (`sqlite3.Error`, `redis.exceptions.ConnectionError`) when it is away.
+    Every method raises `EventLogClosed` once the log is closed, and its backend's error
+    (`sqlite3.Error`, `redis.exceptions.ConnectionError`) when the store is away.
     """
 
     async def append(self, thread_id: str, name: str, data: Any) -> Event:
-        """Store an event under the thread's next id, and wait until it is stored.
-
-        Args:
-            thread_id: the stream: a thread, or a Platform run's own stream.
-            name: the SSE event name (`status`, `source`, `done`, ...).
-            data: a JSON-able payload: a dict, list, pydantic model or message.
-
-        Returns:
-            The stored event, with its id.
+        """Store an event under the thread's next id and return it once stored.
 
         Raises:
             TypeError: the payload is not JSON (nothing is stored).
@@ -127,20 +109,15 @@ class EventLog(Protocol):
         lenient: bool = False,
         key: str | None = None,
     ) -> Awaitable[int]:
-        """Queue an event now, without waiting for its write.
+        """Queue an event now and return an awaitable of its id; emits keep their order.
 
         Args:
             thread_id: the stream.
             name: the SSE event name.
             data: the payload.
-            lenient: store values JSON has no name for as their repr instead of failing.
+            lenient: store values JSON cannot encode as their repr instead of failing.
             key: the event's identity within the stream: an event emitted again under a
-                key already stored is not stored twice (its first id is returned). The
-                Redis log honours it, where an execution may be retried on another worker; the
-                SQLite log has one writer and ignores it.
-
-        Returns:
-            An awaitable of the event's id; events of one caller keep the order of emits.
+                stored key is not stored twice. The SQLite log (one writer) ignores it.
 
         Raises:
             TypeError: the payload is not JSON and not `lenient`.
@@ -148,7 +125,7 @@ class EventLog(Protocol):
         ...
 
     async def read(self, thread_id: str, after: int = 0, limit: int | None = None) -> list[Event]:
-        """The thread's events with an id above `after`, oldest first, at most `limit`.
+        """Return the thread's events with an id above `after`, oldest first, at most `limit`.
 
         Raises:
             ValueError: `limit` is negative.
@@ -156,22 +133,18 @@ class EventLog(Protocol):
         ...
 
     def follow(self, thread_id: str, after: int = 0) -> AsyncIterator[Event]:
-        """The events after `after`, then new ones as they come, each once and in order.
-
-        The iteration ends right after the event named `TERMINAL_EVENT` (`done`).
-        """
+        """Yield the events after `after`, then new ones as they come, until `done`."""
         ...
 
     def writing(self, *streams: str) -> AbstractContextManager[None]:
-        """Mark streams as written by this process while the block runs (a run's execution).
+        """Mark streams as written by this process while the block runs.
 
-        Followers in this process then take those streams' new events from memory as
-        they are stored, instead of asking the store for each.
+        Followers in this process then take those streams' new events from memory.
         """
         ...
 
     async def last_id(self, thread_id: str) -> int:
-        """The thread's highest event id, 0 when it has none."""
+        """Return the thread's highest event id, 0 when it has none."""
         ...
 
     async def delete(self, thread_id: str) -> None:
@@ -231,8 +204,5 @@ class QueuedAppends(ABC):
         lenient: bool = False,
         key: str | None = None,
     ) -> asyncio.Future[int]:
-        """Queue an event now, without waiting for its write; the future gives its id.
-
-        Events of one caller keep the order in which they were emitted.
-        """
+        """Queue an event now; the future gives its id. Emits keep their order."""
         return self._append(thread_id, name, data, lenient, key).done

@@ -1,14 +1,9 @@
 """A run's evidence: what it read and asked, kept so its report can be checked and replayed.
 
-Every search call, page read and model call of a run is a record of the thread, in the
-order it happened. The texts the run was given (search snippets, corpus passages, page
-texts) are stored once per content hash, whichever runs read them: a record names its
-texts by hash. A run header says how the run got its evidence (live, or a re-run that
-replays another run's records or searches again) and, for a replay, holds the records it
-answers from, copied from the run it replays (`script`), so a replay never reads another
-thread's records while it runs.
-
-Stores: `stores.sqlite_evidence` (the data file) and `stores.redis_evidence`.
+Every search call, page read and model call of a run is a record of the thread, in order;
+the texts it was given are stored once per content hash and named by hash. A run header
+says how the run got its evidence and, for a replay, holds the records it answers from
+(`script`). Stores: `stores.sqlite_evidence` and `stores.redis_evidence`.
 """
 
 import hashlib
@@ -23,17 +18,17 @@ from core.models import utcnow
 
 
 def content_hash(text: str) -> str:
-    """The key a text is stored under: its SHA-256, hex."""
+    """Return the key a text is stored under: its SHA-256, hex."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def pack(text: str) -> bytes:
-    """A text as stored: UTF-8, deflated (article text shrinks about threefold)."""
+    """Return a text as stored: UTF-8, deflated."""
     return zlib.compress(text.encode("utf-8"), 6)
 
 
 def unpack(body: bytes) -> str:
-    """A stored text back."""
+    """Return a stored text."""
     return zlib.decompress(body).decode("utf-8")
 
 
@@ -42,7 +37,7 @@ PackedText = tuple[str, int, bytes]
 
 
 def packed_texts(texts: Iterable[str]) -> list[PackedText]:
-    """Each distinct text once, deflated: done before a store's write, not inside it."""
+    """Return each distinct text once, deflated (before a store's write, not inside it)."""
     unique = {content_hash(t): t for t in texts}
     return [(h, len(t), pack(t)) for h, t in unique.items()]
 
@@ -112,7 +107,6 @@ class ModelCallRecord(_Record):
 Record = Annotated[SearchCall | PageRead | ModelCallRecord, Field(discriminator="kind")]
 ToolRecord = Annotated[SearchCall | PageRead, Field(discriminator="kind")]
 RECORD = TypeAdapter[Record](Record)
-RECORDS = TypeAdapter[list[Record]](list[Record])
 
 Mode = Literal["live", "replay", "refresh"]
 
@@ -151,7 +145,7 @@ class StoreFigures(BaseModel):
 
 
 def hashes_of(records: Iterable[Record]) -> set[str]:
-    """The content hashes `records` name."""
+    """Return the content hashes `records` name."""
     found: set[str] = set()
     for record in records:
         if isinstance(record, SearchCall):
@@ -165,15 +159,10 @@ class EvidenceStore(Protocol):
     """Where runs' evidence is kept (see the module docstring)."""
 
     def add(self, thread_id: str, header: RunHeader, record: Record, texts: Sequence[str]) -> None:
-        """Queue `record` (with the texts it names) for the thread; never raises.
+        """Queue `record` (with the texts it names) for the thread; log, never raise, a failure.
 
-        `header` is written when the thread has none yet. Writes keep their order. On
-        SQLite a record shares the checkpoints' transactions, so a checkpoint written
-        after it never lands without it; on Redis it is written within milliseconds, on
-        its own, so a process killed in between may lose its last step's records (the
-        step is not repeated, so a replay of that run finds those calls missing and notes
-        them as failed). A failure is logged, never raised: a run does not fail for its
-        bookkeeping.
+        `header` is written when the thread has none yet; writes keep their order. On
+        Redis a process killed right after a step may lose that step's records.
         """
         ...
 
@@ -182,15 +171,15 @@ class EvidenceStore(Protocol):
         ...
 
     async def header(self, thread_id: str) -> RunHeader | None:
-        """The thread's run header, None when it has none."""
+        """Return the thread's run header, None when it has none."""
         ...
 
     async def records(self, thread_id: str) -> list[Record]:
-        """The thread's records, in the order they happened."""
+        """Return the thread's records, in the order they happened."""
         ...
 
     async def contents(self, hashes: Iterable[str]) -> dict[str, str]:
-        """The stored texts of `hashes` (those still kept)."""
+        """Return the stored texts of `hashes` (those still kept)."""
         ...
 
     async def delete(self, thread_id: str) -> None:
@@ -198,15 +187,14 @@ class EvidenceStore(Protocol):
         ...
 
     async def prune(self, older_than: datetime | None, max_bytes: int | None) -> int:
-        """Forget old runs' evidence; how many runs' evidence went.
+        """Forget the runs older than `older_than`, then the oldest until texts fit `max_bytes`.
 
-        First the runs older than `older_than`, then the oldest runs until the texts take
-        at most `max_bytes`.
+        Return how many runs' evidence went.
         """
         ...
 
     async def figures(self) -> StoreFigures:
-        """What the store holds."""
+        """Return what the store holds."""
         ...
 
     async def flush(self) -> None:
@@ -215,7 +203,7 @@ class EvidenceStore(Protocol):
 
 
 async def load(store: EvidenceStore, thread_id: str) -> Evidence:
-    """The thread's whole evidence: header, records and every text they name."""
+    """Return the thread's whole evidence: header, records and every text they name."""
     header = await store.header(thread_id)
     records = await store.records(thread_id)
     wanted = hashes_of(records) | hashes_of(header.script if header else [])

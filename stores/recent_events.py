@@ -1,9 +1,6 @@
 """The latest events of the streams followed in this process, and who waits for them.
 
-A follower woken by a new event is served from here instead of a store round trip per
-event: the SQLite log keeps every stream it writes, the Redis log the streams an execution of
-this process is executing and those its one shared read fetches for followers here
-(`stores.redis_watch`).
+A follower woken by a new event is served from here instead of a store round trip.
 """
 
 import asyncio
@@ -16,8 +13,7 @@ from stores.events import CLOSING_EVENTS, Event
 # Events kept per stream: a follower further behind reads the store.
 RECENT_EVENTS = 64
 # Memory over all streams: the least recently written streams are let go past it (a
-# stream that never closes, such as a thread's run records, must not hold memory for
-# ever: Platform runs grew the process by 1.8 MB each).
+# stream that never closes, such as a thread's run records, must not hold memory for ever).
 RECENT_BYTES = 16 * 1024 * 1024
 
 
@@ -43,7 +39,7 @@ class RecentEvents:
         return self._bytes
 
     def after(self, stream: str, position: int) -> list[Event] | None:
-        """The events after `position`, or None when memory does not reach back to it."""
+        """Return the events after `position`, or None when memory does not reach back to it."""
         recent = self._streams.get(stream)
         if not recent or recent[0].id > position + 1:
             return None
@@ -52,11 +48,10 @@ class RecentEvents:
     async def look(
         self, stream: str, position: int, read: Callable[[int], Awaitable[list[Event]]]
     ) -> tuple[list[Event], asyncio.Event]:
-        """A follower's next events after `position`, and what to wait on when they are few.
+        """Return a follower's next events after `position`, and what to wait on.
 
-        From memory, or `read(position)` from the store when memory does not reach back
-        (a gap, or a late follower). The waiter is taken before looking, so an event
-        stored between the look and the wait still wakes the follower.
+        From memory, or `read(position)` when memory does not reach back. The waiter is
+        taken before looking, so an event stored in between still wakes the follower.
         """
         waiter = self.waiter(stream)
         events = self.after(stream, position)
@@ -65,18 +60,15 @@ class RecentEvents:
         return events, waiter
 
     def last_id(self, stream: str) -> int:
-        """The id of the stream's latest event held, 0 when none is."""
+        """Return the id of the stream's latest event held, 0 when none is."""
         recent = self._streams.get(stream)
         return recent[-1].id if recent else 0
 
     def remember(self, event: Event) -> None:
-        """Keep a stored event (a closing one lets its stream go) and wake its followers.
-
-        An event held already (read twice: by the watch and by its writer) is ignored.
-        """
+        """Keep a stored event (a closing one lets its stream go) and wake its followers."""
         stream = event.thread_id
         if event.id <= self.last_id(stream):
-            return
+            return  # held already (read by the watch and by its writer)
         if event.name in CLOSING_EVENTS:
             self.forget(stream)
         else:
@@ -102,11 +94,7 @@ class RecentEvents:
             self._bytes -= sum(len(e.text) for e in recent)
 
     def waiter(self, stream: str) -> asyncio.Event:
-        """What a follower waits on: set at the stream's next `remember` or `wake`.
-
-        Take it before looking at the store, so an append between the look and the wait
-        still wakes the follower.
-        """
+        """Return what a follower waits on: set at the stream's next `remember` or `wake`."""
         waiter = self._waiters.get(stream)
         if waiter is None:
             waiter = self._waiters[stream] = asyncio.Event()

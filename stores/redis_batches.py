@@ -1,18 +1,10 @@
 """Redis commands of many concurrent callers, sent to Redis together in one pipeline.
 
-Under load (hundreds of runs checkpointing and streaming at once) most of a Redis
-command's cost is in the client: taking a pooled connection, its timeout, packing, a
-round trip of its own (measured at 50 concurrent callers: 55-140 us of CPU per command
-alone, from a GET to a record's HGETALL; 85 for that HGETALL in a pipeline), and
-a burst of lone commands opens a connection each. Calls queued while a pipeline is in
-flight go in the next one (`stores.batching`), so a busy process pays those once per
-batch. A lone call goes at once, alone. Calls go out in the order they were queued (a
-read queued after a write sees it). Each call keeps its own outcome: one that fails (a
-script error, a key of another type) fails alone, a lost connection fails the whole
-batch, as it would have failed each call.
-
-`lock` gives redis-py's lock whose acquire and release (a SET and a script call, twice
-per run for a run's lease and its admission) go out the same way.
+Under load most of a command's cost is in the client (a pooled connection, packing, a
+round trip of its own), so calls queued while a pipeline is in flight go in the next one
+(`stores.batching`), in the order they were queued. A call that fails (a script error)
+fails alone; a lost connection fails the whole batch. `lock` gives redis-py's lock whose
+acquire and release go out the same way.
 """
 
 import asyncio
@@ -26,7 +18,7 @@ from redis.asyncio.lock import Lock
 from redis.commands.core import AsyncScript
 from redis.exceptions import LockNotOwnedError, NoScriptError
 
-from stores.batching import Batcher, settle
+from stores.batching import Batcher, set_outcome
 
 # Queues one command on a pipeline (`lambda pipe: pipe.hgetall(key)`): redis-py builds it
 # and parses its reply as it would for the client.
@@ -53,7 +45,7 @@ class RedisBatches:
         return self._client
 
     def lock(self, name: str, **options: Any) -> "BatchedLock":
-        """redis-py's lock on `name` (`options`: `Lock`'s), sent through these batches."""
+        """Return redis-py's lock on `name` (`options`: `Lock`'s), sent through these batches."""
         return BatchedLock(self, name, **options)
 
     def command(self, queue: Command) -> "asyncio.Future[Any]":
@@ -74,7 +66,7 @@ class RedisBatches:
         await self._batches.drain()
 
     async def _send(self, calls: list[_Call]) -> None:
-        """Send one batch; settle each call with its reply (never raise: `Batcher`)."""
+        """Send one batch and give each call its reply (never raise: `Batcher`)."""
         try:
             replies = await self._pipeline(calls)
             unknown = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
@@ -87,10 +79,10 @@ class RedisBatches:
                     replies[i] = reply
         except Exception as exc:  # the connection: every call of the batch fails with it
             for call in calls:
-                settle(call.done, exc)
+                set_outcome(call.done, exc)
             return
         for call, reply in zip(calls, replies, strict=True):
-            settle(call.done, reply)
+            set_outcome(call.done, reply)
 
     async def _pipeline(self, calls: list[_Call]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
@@ -100,12 +92,7 @@ class RedisBatches:
 
 
 class BatchedLock(Lock):
-    """redis-py's lock; its acquire and release go out in `RedisBatches` pipelines.
-
-    `do_acquire` and `do_release` are the lock's own commands, as redis-py sends them
-    (SET NX PX, then its release script), only batched; waiting, extending and
-    ownership stay redis-py's.
-    """
+    """redis-py's lock whose own acquire and release commands go out in `RedisBatches` pipelines."""
 
     def __init__(self, batches: RedisBatches, name: str, **options: Any) -> None:
         super().__init__(batches.client, name, **options)

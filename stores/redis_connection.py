@@ -1,9 +1,4 @@
-"""The service's Redis client, and the typing helper its commands need.
-
-Every Redis store (checkpoints, events, registry, evidence, the run queue) gets its
-client from `redis_client`, so all of them wait for a free connection, retry on a fresh
-one after a restart and time out the same way.
-"""
+"""The service's Redis client, shared by every Redis store, and a typing helper."""
 
 from collections.abc import Awaitable
 from typing import TypeVar, cast
@@ -28,14 +23,10 @@ REDIS_TIMEOUT_S = 3.0
 def redis_client(url: str, max_connections: int = 256, blocking_s: float = 0.0) -> Redis:
     """Build a client whose commands wait for a free connection and retry on a fresh one.
 
-    Waiting (a blocking pool) instead of failing with "Too many connections": 200
-    concurrent runs burst past redis-py's default pool of 100. The retry hides a pooled
-    connection that died with a Redis restart once the server is back. The library
-    version is given, not looked up in the package metadata for every new connection.
-
-    Every command times out after `REDIS_TIMEOUT_S` (plus `blocking_s` for a client whose
-    commands block on the server, as XREAD BLOCK does). A timeout is not retried: the
-    command may have run (an XADD twice is an event twice), and the caller answers 503.
+    The blocking pool waits instead of failing with "Too many connections" under bursts;
+    the retry hides a connection that died with a Redis restart. Commands time out after
+    `REDIS_TIMEOUT_S` (plus `blocking_s` for blocking reads) and a timeout is not retried:
+    the command may have run.
     """
     pool = BlockingConnectionPool.from_url(
         url,
@@ -57,8 +48,10 @@ T = TypeVar("T")
 
 
 def awaited(result: Awaitable[T] | T) -> Awaitable[T]:
-    """Type a command of the asyncio client as what it is: awaitable.
-
-    redis-py 7 types commands shared with the sync client as `Awaitable[T] | T`.
-    """
+    """Type a command of the asyncio client as awaitable (redis-py types it `Awaitable[T] | T`)."""
     return cast(Awaitable[T], result)
+
+
+def text(value: bytes | str) -> str:
+    """Return a reply's bytes as text."""
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,37 +1,21 @@
 """The event log on Redis Streams: one stream per thread, readable from any API replica.
 
-Stream ids are `0-N`: Redis numbers them itself (`XADD key 0-* ...` takes the thread's
-next sequence number atomically), so the SSE id of an event is N, the same 1, 2, 3, ...
-as the SQLite log, and `Last-Event-ID: N` is `XREAD ... 0-N` on whichever replica the
-client reaches. Streams are capped (approximately) at `max_events` entries.
+Stream ids are `0-N` (`XADD key 0-*` takes the next sequence number atomically), so the
+SSE id is N, as in the SQLite log, on whichever replica the client reaches. Streams are
+capped (approximately) at `max_events` entries. Like the registry, this log assumes one
+Redis server, not a Cluster: a batch's script spans many threads' streams.
 
-Appends are queued and written in order by one flusher, a whole batch (the events of
-every run that emitted meanwhile) in one call of a Lua script (`_APPEND`) that goes out
-with the process's other commands (`stores.redis_batches`), reads too. A run that emits
-many progress events shares one round trip per batch, the client packs one command
-instead of one per event (measured: 25 events 0.6 -> 0.3 ms of client CPU), and the
-events of one caller keep the order in which they were emitted. The script names every
-stream it appends to, but a batch spans many threads' streams: like the registry, this
-log assumes one Redis server, not a Cluster.
+Appends are batched into one Lua script call (`_APPEND`) sent through the process's
+shared pipelines (`stores.redis_batches`), in the order they were emitted. They are
+idempotent: each event carries a key, and an event whose key its stream stored already
+is not stored again, so a resent batch or a retried execution adds nothing twice. An
+execution's events and checkpoint writes are stored in order, up to the first that
+fails (`ordered`).
 
-Appends are idempotent: every event carries a key (the emitter's, or a random one), and
-the script stores an event whose key its stream has stored already not again, answering
-with the first id. A batch that redis-py sends again after a dropped connection, or a
-step that a retried execution runs again, so adds nothing twice. The keys of a stream live in a
-hash beside it for `KEYS_TTL_S` after its last append: long enough for any retry.
-
-An execution's events and checkpoint writes are stored in the order they are made, up to the
-first that fails (`ordered`, around each write of the checkpointer): a retry that skips
-a finished step finds the step's events stored, and a retry that runs a step again
-repeats no event that was stored.
-
-Followers are served from memory (`stores.recent_events`), as on SQLite. A stream an execution
-of this process is writing (`writing`: the embedded worker) gets there as it is appended;
-the streams other processes write (a worker's run, followed from an API replica) are
-read into it by one blocking `XREAD` over all of them (`stores.redis_watch`), not one per
-follower. A follower reads the stream itself when memory does not reach back to its
-position (it joined late, or another process appended in between), and when it has
-waited a while without news, so nothing is missed while the shared read is down.
+Followers are served from memory (`stores.recent_events`): streams this process writes
+get there as they are appended, the others through one shared blocking `XREAD`
+(`stores.redis_watch`). A follower reads the stream itself when memory does not reach
+back to its position, and after waiting a while without news.
 """
 
 import asyncio
@@ -45,11 +29,11 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from stores.batching import Batcher, settle
+from stores.batching import Batcher, set_outcome
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.recent_events import RecentEvents
 from stores.redis_batches import RedisBatches
-from stores.redis_connection import awaited
+from stores.redis_connection import awaited, text
 from stores.redis_outage import Outage
 from stores.redis_watch import BLOCK_MS, StreamWatch
 
@@ -96,12 +80,7 @@ return out
 
 
 def _seq(stream_id: bytes | str) -> int:
-    text = stream_id.decode() if isinstance(stream_id, bytes) else stream_id
-    return int(text.split("-", 1)[1])
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    return int(text(stream_id).split("-", 1)[1])
 
 
 class RedisEventLog(QueuedAppends):
@@ -120,10 +99,9 @@ class RedisEventLog(QueuedAppends):
     ) -> None:
         """Log on `client`; the shared read of followed streams blocks on `follow_client`.
 
-        `batches`: the command batches of `client` to send through (shared: fewer trips).
-        `recheck_s`: how long a follower of a stream another process writes waits without
-        news before reading the stream itself. `block_ms`: how long the shared read blocks
-        (the follow client's socket timeout must allow for it).
+        `batches`: `client`'s shared command batches. `recheck_s`: how long a follower of a
+        stream another process writes waits for news before reading it itself.
+        `block_ms`: how long the shared read blocks.
         """
         self._client = client
         # The watch blocks on a connection of its own: a pool of its own keeps it apart.
@@ -133,10 +111,10 @@ class RedisEventLog(QueuedAppends):
         self._appends = Batcher(self._write)
         self._commands = batches or RedisBatches(client)
         self._append_script = client.register_script(_APPEND)
-        # Streams an execution of this process is writing (how many executions), and their latest events.
+        # Streams an execution of this process is writing (how many executions).
         self._local: Counter[str] = Counter()
-        # Per stream an execution writes: its events not yet known stored, and the failure that
-        # lost one (after it, none of the execution's is stored: what is stored is a prefix).
+        # Per stream written here: events not yet known stored, and the failure that lost
+        # one (none after it is stored: what is stored is a prefix).
         self._unsettled: dict[str, list[asyncio.Future[int]]] = {}
         self._lost: dict[str, BaseException] = {}
         self._recent = RecentEvents()
@@ -170,13 +148,10 @@ class RedisEventLog(QueuedAppends):
 
     @asynccontextmanager
     async def ordered(self, thread_id: str) -> AsyncIterator[None]:
-        """Around a checkpoint write of a thread an execution of this process runs.
+        """Wrap a checkpoint write of a thread an execution of this process runs.
 
-        The write waits until the events queued before it are stored, and is not made
-        when one of them was lost (their failure is raised); when the write fails, the
-        execution's later events are not stored either. With steps that wait for their
-        checkpoint (`durability="sync"`), a thread's events and checkpoints are stored
-        in the order they were made, up to the first that failed.
+        The write waits for the events queued before it and is not made when one was lost;
+        when the write fails, the execution's later events are not stored either.
         """
         pending = self._unsettled.get(thread_id, [])
         await asyncio.gather(*(asyncio.shield(f) for f in pending if not f.cancelled()))
@@ -190,11 +165,11 @@ class RedisEventLog(QueuedAppends):
             raise
 
     async def _write(self, batch: list[QueuedEvent]) -> None:
-        # An execution whose event was lost stores no later one: a retry emits them again in order.
+        # An execution whose event was lost stores no later one (a retry emits them again).
         kept = []
         for op in batch:
             if (failure := self._lost.get(op.thread_id)) is not None:
-                settle(op.done, failure)
+                set_outcome(op.done, failure)
             else:
                 kept.append(op)
         batch = kept
@@ -210,20 +185,20 @@ class RedisEventLog(QueuedAppends):
             if isinstance(reply, BaseException):
                 if op.thread_id in self._local:
                     self._lost.setdefault(op.thread_id, reply)
-                settle(op.done, reply)
+                set_outcome(op.done, reply)
                 continue
             if isinstance(reply, list):  # stored already, by an earlier try
-                settle(op.done, _seq(reply[0]))
+                set_outcome(op.done, _seq(reply[0]))
                 continue
             event_id = _seq(reply)
             if op.thread_id in self._local:
                 self._recent.remember(
                     Event(event_id, op.thread_id, op.name, op.text, op.created_at)
                 )
-            settle(op.done, event_id)
+            set_outcome(op.done, event_id)
 
     def _append_call(self, chunk: list[QueuedEvent]) -> "asyncio.Future[Any]":
-        """One call of `_APPEND` for these events (queued now, so the chunks keep order)."""
+        """Queue one call of `_APPEND` for these events (now, so the chunks keep order)."""
         index: dict[str, int] = {}
         keys: list[str] = []
         args: list[Any] = [self._max_events, KEYS_TTL_S]
@@ -256,7 +231,7 @@ class RedisEventLog(QueuedAppends):
     def _events(self, thread_id: str, entries: list[Any]) -> list[Event]:
         events = []
         for stream_id, fields in entries:
-            values = {_text(k): _text(v) for k, v in fields.items()}
+            values = {text(k): text(v) for k, v in fields.items()}
             at = datetime.fromisoformat(values["at"])
             events.append(Event(_seq(stream_id), thread_id, values["name"], values["data"], at))
         return events
@@ -277,9 +252,8 @@ class RedisEventLog(QueuedAppends):
     async def follow(self, thread_id: str, after: int = 0) -> AsyncGenerator[Event, None]:
         """Yield the events after `after`, then new ones as they come, until `done`.
 
-        While Redis is away the follower waits for it (one warning per outage, not a
-        traceback per follower); away longer than `FOLLOW_OUTAGE_S`, the stream ends
-        without `done`, for its client to reconnect from its last event id.
+        While Redis is away the follower waits; away longer than `FOLLOW_OUTAGE_S`, the
+        stream ends without `done`, for its client to reconnect.
         """
         self._check_open()
         position = after
@@ -301,7 +275,7 @@ class RedisEventLog(QueuedAppends):
             self._watch.remove(thread_id)
 
     async def _next(self, thread_id: str, position: int) -> list[Event]:
-        """The next events after `position`: from memory when it has them.
+        """Return the next events after `position`, from memory when it has them.
 
         Empty when the follower was woken without news (look again: the log may be closed).
         """
@@ -319,7 +293,7 @@ class RedisEventLog(QueuedAppends):
             return await self._read_page(thread_id, position)
 
     async def _read_page(self, thread_id: str, position: int) -> list[Event]:
-        """A follower's page read from Redis; the shared read then starts after it."""
+        """Read a follower's page from Redis; the shared read then starts after it."""
         events = await self.read(thread_id, after=position, limit=_FOLLOW_PAGE)
         if events:
             self._watch.advance(thread_id, events[-1].id)

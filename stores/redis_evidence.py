@@ -12,10 +12,8 @@ Keys, all under the prefix:
 - `runs`: the threads by their header's `created_at` (a sorted set), for pruning;
 - `totals`: running counts of records, stored bytes and characters, for `figures`.
 
-`add` queues; one flusher writes the queue in order, a batch per call of the add script,
-so a batch lands whole in one round trip. Texts are deflated and records JSON-encoded in Python:
-the scripts only file what they are given. Deleting, replacing and pruning wait for the
-queue first, as the SQLite store's single writer does, so an earlier `add` never lands
+`add` queues; one flusher writes the queue in order, a batch per call of the add script.
+Deleting, replacing and pruning wait for the queue first, so an earlier `add` never lands
 after them.
 """
 
@@ -149,7 +147,7 @@ class _Queued:
 
 
 def _score(at: datetime) -> float:
-    """A time as the `runs` set orders it (a naive time is read as UTC)."""
+    """Return a time as the `runs` set orders it (a naive time is read as UTC)."""
     return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp()
 
 
@@ -169,7 +167,7 @@ class RedisEvidenceStore:
         self._prefix = prefix
         self._add_script = client.register_script(_ADD)
         self._outage = Outage("the evidence store")
-        # The token of the last batch applied: forgotten by the next, or by `_settled`.
+        # The token of the last batch applied: deleted by the next batch, or by `_drained`.
         self._applied: str | None = None
         self._forget_script = client.register_script(_FORGET)
         self._batches = Batcher(self._write)
@@ -185,7 +183,7 @@ class RedisEvidenceStore:
         records: Sequence[str],
         texts: Sequence[PackedText],
     ) -> list[Any]:
-        """One write's arguments of the add script."""
+        """Return one write's arguments of the add script."""
         group: list[Any] = [thread_id, header, repr(score), len(records), *records, len(texts)]
         for h, chars, body in texts:
             group += [h, chars, body]
@@ -203,9 +201,8 @@ class RedisEvidenceStore:
     async def _write(self, batch: list[_Queued]) -> None:
         """Write one batch with one script call (atomic); log, never raise, a failure.
 
-        While Redis is away the batch is sent again (`WRITE_WAIT_S` at most, the queue
-        waiting behind it): a write that timed out may have been applied, and its token
-        makes the repeat a no-op. Only evidence that was not stored is reported lost.
+        While Redis is away the batch is sent again for up to `WRITE_WAIT_S`; its token
+        makes a repeat of an applied batch a no-op.
         """
         token = secrets.token_hex(8)
         args: list[Any] = [self._prefix, token, self._applied or ""]
@@ -243,24 +240,24 @@ class RedisEvidenceStore:
                 thread_id, header.model_dump_json(), _score(header.created_at), records, texts
             ),
         ]
-        await self._settled()
+        await self._drained()
         pipe = self._client.pipeline(transaction=True)
         await self._forget_script(args=[self._prefix, thread_id], client=pipe)
         await self._add_script(args=args, client=pipe)
         await pipe.execute()
 
     async def header(self, thread_id: str) -> RunHeader | None:
-        """The thread's run header."""
+        """Return the thread's run header."""
         body = await awaited(self._client.get(self._key("run:", thread_id)))
         return RunHeader.model_validate_json(body) if body is not None else None
 
     async def records(self, thread_id: str) -> list[Record]:
-        """The thread's records, oldest first."""
+        """Return the thread's records, oldest first."""
         bodies = await awaited(self._client.lrange(self._key("records:", thread_id), 0, -1))
         return [RECORD.validate_json(body) for body in bodies]
 
     async def contents(self, hashes: Iterable[str]) -> dict[str, str]:
-        """The texts still kept of `hashes`."""
+        """Return the texts still kept of `hashes`."""
         wanted = sorted(set(hashes))
         found: dict[str, str] = {}
         for start in range(0, len(wanted), _MGET_CHUNK):
@@ -270,7 +267,7 @@ class RedisEvidenceStore:
         return found
 
     async def _forget(self, thread_ids: Sequence[str | bytes]) -> int:
-        """Forget the threads (one script call each chunk); how many had a run."""
+        """Forget the threads (one script call per chunk); return how many had a run."""
         gone = 0
         for start in range(0, len(thread_ids), _FORGET_CHUNK):
             chunk = thread_ids[start : start + _FORGET_CHUNK]
@@ -279,12 +276,12 @@ class RedisEvidenceStore:
 
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's evidence, atomically."""
-        await self._settled()
+        await self._drained()
         await self._forget([thread_id])
 
     async def prune(self, older_than: datetime | None, max_bytes: int | None) -> int:
         """Forget old runs' evidence, then the oldest runs' until under `max_bytes`."""
-        await self._settled()
+        await self._drained()
         runs = self._key("runs")
         gone = 0
         if older_than is not None:
@@ -304,7 +301,7 @@ class RedisEvidenceStore:
         return _int(await awaited(self._client.hget(self._key("totals"), "bytes")))
 
     async def figures(self) -> StoreFigures:
-        """Counts and sizes of what is stored under the prefix."""
+        """Return counts and sizes of what is stored under the prefix."""
         pipe = self._client.pipeline(transaction=True)
         pipe.zcard(self._key("runs"))
         pipe.hmget(self._key("totals"), ["records", "bytes", "chars"])
@@ -320,10 +317,10 @@ class RedisEvidenceStore:
 
     async def flush(self) -> None:
         """Wait until what is queued is written."""
-        await self._settled()
+        await self._drained()
 
-    async def _settled(self) -> None:
-        """Wait for the queue, then forget the last batch's token: nothing is left over."""
+    async def _drained(self) -> None:
+        """Wait for the queue, then delete the last batch's token."""
         await self._batches.drain()
         if self._applied is not None:
             token, self._applied = self._applied, None

@@ -1,8 +1,6 @@
 """Whole-thread operations of `stores.redis_flat_saver`: delete, prune, copy, delete runs.
 
-Rare calls (an operator's, not a run's): they read what a thread holds, then change it
-in one transaction. `copy_thread` runs one Lua script over two threads' keys, so on a
-Redis Cluster both threads must share a slot; the rest touch one thread's keys each.
+Rare calls: each reads what a thread holds, then changes it in one transaction.
 """
 
 from collections.abc import Iterable

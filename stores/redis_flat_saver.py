@@ -1,19 +1,15 @@
 """The production Redis checkpointer: plain keys, msgpack values, one round trip per call.
 
-`FlatRedisSaver` keeps checkpoints as LangGraph's `InMemorySaver` and our SQLite saver
-do: each checkpoint without its channel values, each channel value once per version,
-pending writes per checkpoint. They live in plain hashes, sets and a sorted set (layout:
-`stores.redis_flat_layout`), serialised with `stores.checkpointer.serializer()`, the same
-allowlist as the SQLite saver. No JSON or Search module is needed. `aput`, `aput_writes`
-and `aget_tuple` are one Lua script each, atomic as MULTI/EXEC: one round trip, which
-concurrent runs' calls share (`stores.redis_batches`). LangGraph's conformance suite
-holds it to the saver contract (`tests/test_redis_saver.py`).
+Like `InMemorySaver` and our SQLite saver, it keeps each checkpoint without its channel
+values, each channel value once per version, and pending writes per checkpoint, in plain
+Redis keys (`stores.redis_flat_layout`). `aput`, `aput_writes` and `aget_tuple` are one
+atomic Lua script each, sent through shared pipelines (`stores.redis_batches`).
 """
 
 import asyncio
 import random
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from itertools import chain
 from typing import Any, TypeVar
 
@@ -57,11 +53,6 @@ from stores.redis_flat_layout import (
 T = TypeVar("T")
 
 
-@asynccontextmanager
-async def _unordered(thread_id: str) -> AsyncIterator[None]:
-    yield
-
-
 class FlatRedisSaver(BaseCheckpointSaver[str]):
     """A checkpointer on plain Redis keys (see the module docstring)."""
 
@@ -76,13 +67,12 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         self._commands = RedisBatches(client)
         self.loop = asyncio.get_running_loop()
         # Around each put and write of a thread (`ordered_by`).
-        self._ordered: Callable[[str], AbstractAsyncContextManager[None]] = _unordered
+        self._ordered: Callable[[str], AbstractAsyncContextManager[None]] = lambda _: nullcontext()
 
     def ordered_by(self, ordered: Callable[[str], AbstractAsyncContextManager[None]]) -> None:
         """Make every put and write of a thread happen within `ordered(thread_id)`.
 
-        The event log's `RedisEventLog.ordered`: a step's events are then stored before
-        its writes, and nothing after a write that failed.
+        With `RedisEventLog.ordered`, a step's events are stored before its writes.
         """
         self._ordered = ordered
 
@@ -91,7 +81,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         await self._commands.drain()
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """The in-memory saver's versions: a counter, then a random tie-breaker."""
+        """Return the in-memory saver's versions: a counter, then a random tie-breaker."""
         number = 0 if current is None else int(str(current).split(".")[0])
         return f"{number + 1:032}.{random.random():016}"
 
@@ -166,7 +156,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
             )
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint asked for (the namespace's latest without an id), in one trip."""
+        """Return the checkpoint asked for (the namespace's latest without an id), in one trip."""
         configurable = config["configurable"]
         thread_id, namespace = str(configurable["thread_id"]), configurable.get("checkpoint_ns", "")
         keys = thread_keys(thread_id)
@@ -217,7 +207,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         filter: dict[str, Any],  # noqa: A002
         limit: int | None,
     ) -> list[CheckpointTuple]:
-        """One thread's matching checkpoints, newest first: three round trips."""
+        """Return one thread's matching checkpoints, newest first, in three round trips."""
         keys = thread_keys(thread_id)
         if namespace is None:
             raw = await self._redis.zrange(keys.index, 0, -1)
@@ -258,7 +248,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
         filter: dict[str, Any],  # noqa: A002
         limit: int | None,
     ) -> list[tuple[Stored, list[bytes]]]:
-        """The candidates (id, namespace) whose metadata matches, with their blob fields."""
+        """Return the candidates (id, namespace) whose metadata matches, with their blob fields."""
         keys = thread_keys(thread_id)
         names = [member(ns, checkpoint_id) for checkpoint_id, ns in candidates]
         pipe = self._redis.pipeline(transaction=False)
@@ -354,8 +344,7 @@ class FlatRedisSaver(BaseCheckpointSaver[str]):
 async def redis_saver(url: str) -> AsyncIterator[FlatRedisSaver]:
     """Open the saver on `url`; what it queued is stored before the client closes.
 
-    The server is asked once first, so an unreachable one fails here, where the service
-    names it, not at the first checkpoint.
+    The server is pinged first, so an unreachable one fails here, not at the first checkpoint.
     """
     client = redis_client(url)
     try:

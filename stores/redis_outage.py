@@ -1,9 +1,7 @@
-"""A Redis outage, told once: a warning when Redis stops answering, one when it is back.
+"""A Redis outage, logged once: a warning when Redis stops answering, one when it is back.
 
-Periodic work (a worker's upkeep, heartbeats, a sweep) fails every few hundred
-milliseconds while Redis is away; each failure logged on its own buried the log in
-tracebacks of one known cause. Work that must happen (a job's retry, a write of
-evidence) waits for Redis instead, for a bounded time (`persist`).
+Periodic work skips its rounds while Redis is away instead of logging a traceback each
+time; work that must happen waits for Redis, for a bounded time (`persist`).
 """
 
 import asyncio
@@ -39,13 +37,13 @@ class Outage:
         return self._since is not None
 
     def failed(self, exc: BaseException) -> None:
-        """An attempt failed because Redis is away: warn if that is news."""
+        """Note a failure because Redis is away; warn if the outage is new."""
         if self._since is None:
             self._since = time.monotonic()
             logger.warning("%s: Redis is not answering (%s); waiting for it", self._what, exc)
 
     def answered(self) -> None:
-        """An attempt succeeded: say how long Redis was away, if it was."""
+        """Note a success; say how long Redis was away, if it was."""
         if self._since is not None:
             away = time.monotonic() - self._since
             self._since = None
@@ -53,10 +51,10 @@ class Outage:
 
     @asynccontextmanager
     async def tolerated(self, confirms: bool = True) -> AsyncIterator[None]:
-        """Around one round of periodic work: Redis being away ends the round quietly.
+        """End one round of periodic work quietly when Redis is away.
 
-        `confirms`: a round that ends well shows Redis answers; not so for one that may
-        end without asking it anything (saq's aborts, when no job runs long enough).
+        `confirms`: whether a round that ends well shows Redis answers (not so for a round
+        that may ask it nothing).
         """
         try:
             yield
@@ -67,17 +65,16 @@ class Outage:
             self.answered()
 
     async def waited(self, action: Callable[[], Awaitable[T]], longest_s: float) -> T | None:
-        """`persist`, but None where it would raise: Redis was away for `longest_s`."""
+        """Return `persist(action, longest_s)`, or None where it would raise."""
         try:
             return await self.persist(action, longest_s)
         except AWAY:
             return None
 
     async def persist(self, action: Callable[[], Awaitable[T]], longest_s: float) -> T:
-        """`action()`, tried again while Redis is away, for up to `longest_s` seconds.
+        """Return `action()`, tried again while Redis is away, for up to `longest_s` seconds.
 
-        Raises the last failure when Redis is away longer; `action` must be safe to
-        repeat (one that timed out may have been applied).
+        Raise the last failure when Redis is away longer; `action` must be safe to repeat.
         """
         deadline = time.monotonic() + longest_s
         pause, longest = PAUSE_S

@@ -1,17 +1,13 @@
 """The thread registry on Redis: shared by every API replica and worker.
 
 One hash per thread; a sorted set per owner (score: creation time in integer
-microseconds, exact in a double) lists a key's threads newest first, so each key only
-ever sees its own; a sorted set of the queued and running threads is what a restarted
-service resumes. The page cursor is the SQLite registry's: (created_at, thread_id).
+microseconds) lists a key's threads newest first; a sorted set of the queued and running
+threads is what a restarted service resumes. The page cursor is the SQLite registry's.
 
-A run's record is created, and its status set, by one Lua script call each: atomic, and
-sent with other runs' calls in one pipeline (`stores.redis_batches`), where a read and
-a transaction of their own were two round trips each, a few times per run; reads of a
-record go in those pipelines too (after the writes queued before them). The status
-script finds the owner's set through the record (a key it is not given): like the
-registry's transactions over a thread's, its owner's and the active set, it assumes one
-server, not a Cluster.
+Creating a record and setting its status are one Lua script call each, sent through the
+shared pipelines (`stores.redis_batches`). The status script finds the owner's set
+through the record (a key it is not given), so the registry assumes one server, not a
+Cluster.
 """
 
 import builtins
@@ -23,7 +19,7 @@ from redis.asyncio import Redis
 
 from core.state import ReportStatus
 from stores.redis_batches import RedisBatches
-from stores.redis_connection import awaited
+from stores.redis_connection import awaited, text
 from stores.registry import (
     RunStatus,
     ThreadExists,
@@ -78,19 +74,17 @@ def _micros(moment: datetime) -> int:
     return int(moment.astimezone(UTC).timestamp() * 1_000_000)
 
 
-def _text(value: bytes | str | None) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 class RedisRegistry:
     """`SqliteRegistry`'s operations, on Redis."""
 
     def __init__(
         self, client: "Redis", prefix: str = "research:", batches: RedisBatches | None = None
     ) -> None:
-        """`batches`: the command batches of `client` to send through (shared: fewer trips)."""
+        """`batches`: `client`'s shared command batches."""
         self._client = client
         self._prefix = prefix
+        self._owner_prefix = f"{prefix}owner:"
+        self._active = f"{prefix}active"
         self._commands = batches or RedisBatches(client)
         self._create = client.register_script(_CREATE)
         self._set_status = client.register_script(_SET_STATUS)
@@ -100,14 +94,6 @@ class RedisRegistry:
 
     def _owner(self, owner: str) -> str:
         return f"{self._owner_prefix}{owner}"
-
-    @property
-    def _owner_prefix(self) -> str:
-        return f"{self._prefix}owner:"
-
-    @property
-    def _active(self) -> str:
-        return f"{self._prefix}active"
 
     async def create(self, record: ThreadRecord) -> None:
         """Register a new thread; raise `ThreadExists` if its id is taken."""
@@ -139,7 +125,7 @@ class RedisRegistry:
         return self._record(thread_id, fields)
 
     async def _get_many(self, thread_ids: builtins.list[str]) -> builtins.list[ThreadRecord]:
-        """The records of these threads in one round trip, in order, skipping absent ones."""
+        """Return the records of these threads in one round trip, in order, skipping absent ones."""
         pipe = self._client.pipeline(transaction=False)
         for thread_id in thread_ids:
             pipe.hgetall(self._thread(thread_id))
@@ -148,16 +134,16 @@ class RedisRegistry:
         return [r for r in records if r is not None]
 
     def _record(self, thread_id: str, fields: dict[Any, Any]) -> ThreadRecord | None:
-        values = {_text(k): _text(v) for k, v in fields.items()}
+        values = {text(k): text(v) for k, v in fields.items()}
         if "created_at" not in values:  # absent
             return None
         return ThreadRecord(
             thread_id=thread_id,
-            owner=values["owner"] or "",
-            topic=values["topic"] or "",
+            owner=values["owner"],
+            topic=values["topic"],
             status=values["status"],
-            created_at=datetime.fromisoformat(values["created_at"] or ""),
-            updated_at=datetime.fromisoformat(values["updated_at"] or ""),
+            created_at=datetime.fromisoformat(values["created_at"]),
+            updated_at=datetime.fromisoformat(values["updated_at"]),
             error=json.loads(values.get("error") or "null"),
             options=json.loads(values.get("options") or "{}"),
             metadata=json.loads(values.get("metadata") or "{}"),
@@ -171,10 +157,7 @@ class RedisRegistry:
         error: str | None = None,
         report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Set the run status and error, stamp `updated_at`; KeyError for an unknown thread.
-
-        `report`: the status of the report the run wrote; a run that starts again clears it.
-        """
+        """Set the run status, error and report status (see `Registry.set_status`)."""
         now = datetime.now(UTC)
         active = status in _ACTIVE_STATUSES
         report_change = "set" if report is not None else "clear" if active else "keep"
@@ -236,7 +219,7 @@ class RedisRegistry:
     async def active(self) -> builtins.list[ThreadRecord]:
         """Return the queued and running threads, oldest first (to resume after a restart)."""
         members: Any = await self._client.zrange(self._active, 0, -1)
-        return await self._get_many([_text(t) or "" for t in members])
+        return await self._get_many([text(t) for t in members])
 
     async def ping(self) -> None:
         """Raise when Redis cannot be reached."""
@@ -245,7 +228,7 @@ class RedisRegistry:
     async def list(
         self, owner: str, limit: int = 20, cursor: str | None = None
     ) -> tuple[builtins.list[ThreadRecord], str | None]:
-        """One page of the owner's threads, newest first, and the next page's cursor."""
+        """Return one page of the owner's threads, newest first, and the next page's cursor."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
         key = self._owner(owner)
@@ -264,9 +247,9 @@ class RedisRegistry:
             entries = [
                 (member, score)
                 for member, score in candidates
-                if int(score) < top or (_text(member) or "") < after_id
+                if int(score) < top or text(member) < after_id
             ][: limit + 1]
-        found = await self._get_many([_text(member) or "" for member, _score in entries])
+        found = await self._get_many([text(member) for member, _score in entries])
         if len(found) <= limit:
             return found, None
         page = found[:limit]

@@ -1,15 +1,9 @@
 """One blocking read for every stream this process follows and another process writes.
 
-An API replica follows the runs its workers execute: a follower per SSE client. Blocking
-in `XREAD` per follower costs a connection each (hundreds under load) and a round trip
-per follower per event batch. Here one task blocks in a single `XREAD` over all of those
-streams, on one connection, and puts what it reads into the process's `RecentEvents`,
-which wakes the followers: under load one read answers for many runs at once.
-
-A follower that joins while the read is blocked must not wait for its timeout: the watch
-is unblocked (`CLIENT UNBLOCK` from another connection) and reads again with the new key.
-Streams an execution of this process writes (`skip`) are left out: their events reach memory as
-they are appended.
+Instead of an `XREAD` (and a connection) per follower, one task blocks in a single
+`XREAD` over all those streams and puts what it reads into `RecentEvents`, which wakes
+the followers. A follower that joins while the read blocks unblocks it (`CLIENT UNBLOCK`
+from another connection) so it reads again with the new key.
 """
 
 import asyncio
@@ -20,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from stores.events import Event
 from stores.recent_events import RecentEvents
+from stores.redis_connection import text
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -77,7 +72,7 @@ class StreamWatch:
         self._unblocker: asyncio.Task[None] | None = None
 
     def add(self, stream: str, position: int) -> None:
-        """A follower of `stream`, at `position`, wants its next events."""
+        """Add a follower of `stream` that wants the events after `position`."""
         self._followers[stream] += 1
         if stream not in self._positions:
             self._positions[stream] = position
@@ -86,7 +81,7 @@ class StreamWatch:
             self._task = asyncio.create_task(self._run())
 
     def remove(self, stream: str) -> None:
-        """One follower of `stream` is gone; the last one takes the stream out of the read."""
+        """Remove one follower of `stream`; the last one takes the stream out of the read."""
         self._followers[stream] -= 1
         if self._followers[stream] <= 0:
             del self._followers[stream]
@@ -95,21 +90,21 @@ class StreamWatch:
                 self._recent.forget(stream)
 
     def follows(self, stream: str) -> bool:
-        """Whether a follower in this process reads `stream`."""
+        """Return whether a follower in this process reads `stream`."""
         return stream in self._positions
 
     def advance(self, stream: str, position: int) -> None:
-        """A follower read the stream up to `position` itself: the watch need not."""
+        """Note that a follower read the stream up to `position` itself."""
         if position > self._positions.get(stream, position):
             self._positions[stream] = position
 
     def restart(self, stream: str) -> None:
-        """The stream was deleted: its ids start again from 1."""
+        """Read a deleted stream from the start again (its ids restart at 1)."""
         if stream in self._positions:
             self._positions[stream] = 0
 
     def changed(self, stream: str) -> None:
-        """The stream joins the read (a new follower, or no local execution writes it any more)."""
+        """Add the stream to the read (a new follower, or no local execution writes it now)."""
         if stream not in self._positions or self._skip(stream):
             return
         self._changes += 1
@@ -158,7 +153,7 @@ class StreamWatch:
                 finally:
                     self._reading = None
                 for key, entries in answer or []:
-                    stream, _ = streams[key.decode() if isinstance(key, bytes) else key]
+                    stream, _ = streams[text(key)]
                     events = self._parse(stream, entries)
                     if stream in self._positions and events:  # a follower may be ahead
                         self._positions[stream] = max(self._positions[stream], events[-1].id)

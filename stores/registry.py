@@ -19,16 +19,6 @@ from pydantic import BaseModel, field_validator
 from core.state import ReportStatus
 from stores.sqlite_writer import SqliteReader, SqliteWriter
 
-__all__ = [
-    "ACTIVE",
-    "TERMINAL",
-    "Registry",
-    "RunStatus",
-    "SqliteRegistry",
-    "ThreadExists",
-    "ThreadRecord",
-]
-
 # `new`: a thread created (through the LangGraph Platform API) before its first run.
 RunStatus = Literal[
     "new", "queued", "running", "waiting_for_approval", "paused", "completed", "failed", "cancelled"
@@ -72,7 +62,6 @@ _UPDATE = (
     f"metadata = COALESCE(?, metadata), updated_at = ? WHERE thread_id = ? RETURNING {_COLUMNS}"
 )
 _DELETE = "DELETE FROM thread_registry WHERE thread_id = ?"
-# Files made before threads had metadata get the column.
 _ADD_METADATA = "ALTER TABLE thread_registry ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'"
 _ADD_REPORT = "ALTER TABLE thread_registry ADD COLUMN report TEXT"
 # Must match the partial index above so SQLite can use it.
@@ -98,8 +87,7 @@ class ThreadRecord(BaseModel):
     error: str | None = None
     options: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
-    # The status of the report the last run wrote (core.state.ReportStatus): final,
-    # or partial when it did not pass review or its sources do not cover the subject.
+    # The status of the report the last run wrote (core.state.ReportStatus).
     report: ReportStatus | None = None
 
     @field_validator("created_at", "updated_at")
@@ -126,7 +114,7 @@ class Registry(Protocol):
         ...
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
-        """The thread's record, or None when it is not registered."""
+        """Return the thread's record, or None when it is not registered."""
         ...
 
     async def set_status(
@@ -136,17 +124,10 @@ class Registry(Protocol):
         error: str | None = None,
         report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Record the run's status, stamping `updated_at`.
+        """Record the run's status, stamp `updated_at` and return the record as stored now.
 
-        Args:
-            thread_id: the thread.
-            status: the run's new status.
-            error: why it failed, replacing any earlier error (None clears it).
-            report: the status of the report the run wrote; a run that starts again
-                (queued, running) clears the last one.
-
-        Returns:
-            The record as stored now.
+        `error` replaces any earlier error (None clears it); `report` is the status of the
+        report the run wrote, which a run that starts again (queued, running) clears.
 
         Raises:
             KeyError: no thread has this id.
@@ -161,10 +142,7 @@ class Registry(Protocol):
         options: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ThreadRecord:
-        """Replace the fields given (None leaves one as it is), stamping `updated_at`.
-
-        Returns:
-            The record as stored now.
+        """Replace the fields given (None leaves one as it is); return the record as stored now.
 
         Raises:
             KeyError: no thread has this id.
@@ -172,11 +150,11 @@ class Registry(Protocol):
         ...
 
     async def delete(self, thread_id: str) -> bool:
-        """Remove the thread's record; whether there was one."""
+        """Remove the thread's record; return whether there was one."""
         ...
 
     async def active(self) -> builtins.list[ThreadRecord]:
-        """The queued and running threads, oldest first (what `recover` takes up)."""
+        """Return the queued and running threads, oldest first (what `recover` continues)."""
         ...
 
     async def ping(self) -> None:
@@ -186,15 +164,10 @@ class Registry(Protocol):
     async def list(
         self, owner: str, limit: int = 20, cursor: str | None = None
     ) -> tuple[builtins.list[ThreadRecord], str | None]:
-        """One page of the owner's threads, newest first.
+        """Return one page of the owner's threads, newest first, and the next page's cursor.
 
-        Args:
-            owner: whose threads (no other owner's are ever listed).
-            limit: the most records on the page.
-            cursor: where the page starts: a previous page's cursor, None for the first.
-
-        Returns:
-            The page's records and the next page's cursor (None after the last page).
+        `cursor` is a previous page's cursor, None for the first; the next one is None
+        after the last page.
 
         Raises:
             ValueError: the cursor is not one this registry gave out.
@@ -218,7 +191,7 @@ class SqliteRegistry:
         return cls(reader, writer)
 
     async def _write(self, sql: str, params: tuple[Any, ...]) -> builtins.list[ThreadRecord]:
-        """Run one statement in the writer's next transaction; the records it returns."""
+        """Run one statement in the writer's next transaction; return the records it returns."""
         return await self._writer.run(lambda conn: _records(conn.execute(sql, params).fetchall()))
 
     async def create(self, record: ThreadRecord) -> None:
@@ -252,13 +225,7 @@ class SqliteRegistry:
         error: str | None = None,
         report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Set the run status and error (replacing any earlier error), stamp `updated_at`.
-
-        `report`: the status of the report the run wrote; a run that starts again clears it.
-
-        Raises:
-            KeyError: no thread has this id.
-        """
+        """Set the run status, error and report status (see `Registry.set_status`)."""
         now = stamp(datetime.now(UTC))
         row = (status, error, now, report, report, status, thread_id)
         records = await self._write(_SET_STATUS, row)
@@ -305,8 +272,6 @@ class SqliteRegistry:
     ) -> tuple[builtins.list[ThreadRecord], str | None]:
         """Return one page of the owner's threads, newest first, and the next page's cursor.
 
-        The cursor is opaque and None after the last page.
-
         Raises:
             ValueError: `limit` is below 1 or `cursor` is not one this method returned.
         """
@@ -328,7 +293,7 @@ class SqliteRegistry:
 
 
 def stamp(moment: datetime) -> str:
-    """Fixed-width UTC text, so that comparing the text compares the times."""
+    """Return a time as fixed-width UTC text, so that comparing the text compares the times."""
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
@@ -358,13 +323,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def encode_cursor(created_at: datetime, thread_id: str) -> str:
-    """The cursor of the page after the thread created at `created_at`."""
+    """Return the cursor of the page after the thread created at `created_at`."""
     micros = (created_at.astimezone(UTC) - _EPOCH) // timedelta(microseconds=1)
     return f"{micros}~{thread_id}"
 
 
 def decode_cursor(cursor: str) -> tuple[str, str]:
-    """The (stamp, thread id) a cursor names; ValueError if it is not of the cursor's shape."""
+    """Return the (stamp, thread id) a cursor names; ValueError if it is not a cursor."""
     if re.fullmatch(CURSOR_PATTERN, cursor) is None:
         raise ValueError("invalid cursor")
     micros, thread_id = cursor.split("~", 1)

@@ -1,25 +1,12 @@
 """The event log in the SQLite data file (the embedded default).
 
-Deliberate choices:
-
-- Appends go through a group commit: concurrent appends queue up and are written
-  together, in the data file's shared transaction (`stores.sqlite_writer`). The log
-  hands the writer one piece of work that takes every append queued by the time the
-  writer runs it: no batching of its own before the writer's, which cost each event a
-  turn of the event loop more before its followers saw it. Ids are
-  assigned inside that transaction from a per-thread last-id cache that only the writer
-  touches while a batch is out, so appends to one thread never collide and appends to
-  many threads never wait on each other's round trips. The cache assumes this process is
-  the only writer of the log's table; after a failed transaction it forgets the threads
-  involved and reads their last id from the file again, so no id is skipped or reused.
-- A caller that is cancelled while waiting for its append still gets the event written:
-  the write belongs to the shared transaction, not to the caller.
-- `delete` forgets the thread entirely: a later append to the same thread id starts
-  again at 1. Stop the thread's followers first; one left behind keeps waiting for ids
-  past its position.
-- Followers wait on an in-process notification: they register before reading the
-  backlog, so an append that commits between the read and the wait still wakes them.
-  Woken, they take the new events from memory (`stores.recent_events`).
+Appends queued by the time the file's writer runs go into its next transaction as one
+piece of work (`stores.sqlite_writer`). Ids come from a per-thread last-id cache that
+only the writer touches, so this process must be the only writer of the table; after a
+failed transaction the threads involved are read from the file again. A cancelled
+caller's append is still written. `delete` forgets the thread: its ids restart at 1.
+Followers register before reading the backlog and are served from memory
+(`stores.recent_events`).
 """
 
 import asyncio
@@ -31,19 +18,19 @@ from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from stores.batching import said, settle
+from stores.batching import ignore_failures, set_outcome
 from stores.events import TERMINAL_EVENT, Event, QueuedAppends, QueuedEvent
 from stores.recent_events import RecentEvents
 from stores.sqlite_writer import SqliteReader, SqliteWriter, StoreClosed
 
-# A rowid table: a Platform run's `updates` chunks are tens of KB, and SQLite keeps rows
-# that large poorly in a WITHOUT ROWID table's b-tree (inserts took twice as long).
+# A rowid table: SQLite keeps rows of tens of KB (a Platform run's `updates` chunks)
+# poorly in a WITHOUT ROWID table's b-tree.
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS event_log (seq INTEGER PRIMARY KEY, "
     "thread_id TEXT NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, "
     "created_at TEXT NOT NULL, UNIQUE (thread_id, id))"
 )
-# Files written before: their WITHOUT ROWID table is copied into the new one, once.
+# A WITHOUT ROWID table is copied into the rowid one, once.
 _OLD_TABLE = (
     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_log' "
     "AND sql LIKE '%WITHOUT ROWID%'"
@@ -63,8 +50,7 @@ _READ = (
     "SELECT id, name, data, created_at FROM event_log "
     "WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?"
 )
-# A follower reads its backlog in pages of this many events so a long history never
-# lands in memory at once.
+# A follower reads its backlog in pages of this many events.
 _FOLLOW_PAGE = 256
 # Streams whose last id is kept in memory; past it the oldest are read again when needed.
 _LAST_IDS = 4096
@@ -98,7 +84,7 @@ class SqliteEventLog(QueuedAppends):
     async def open_in(
         cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
     ) -> "SqliteEventLog":
-        """The log of the file (see `stores.sqlite_writer.open_sqlite`); closed with `stack`."""
+        """Return the log of the file (see `stores.sqlite_writer.open_sqlite`)."""
         await writer.run(_prepare)
         log = cls(reader, writer)
         stack.push_async_callback(log.close)
@@ -120,7 +106,7 @@ class SqliteEventLog(QueuedAppends):
         self._submitted = True
         self._in_flight.add(submitted)
         submitted.add_done_callback(self._in_flight.discard)
-        said(submitted)  # its outcome reaches the ops through `then`
+        ignore_failures(submitted)  # its outcome reaches the ops through `then`
 
     def _take_pending(self) -> list[_Op]:
         batch, self._pending = self._pending, []
@@ -128,7 +114,7 @@ class SqliteEventLog(QueuedAppends):
         return batch
 
     def _commit_pending(self, conn: sqlite3.Connection, *, taken: list[list[_Op]]) -> list[int]:
-        """The writer's work: every op queued until now, in its open transaction."""
+        """Write every op queued until now, in the writer's open transaction."""
         batch = self._take_pending()
         taken.append(batch)
         return self._commit(conn, batch=batch)
@@ -146,11 +132,7 @@ class SqliteEventLog(QueuedAppends):
         ]
 
     async def follow(self, thread_id: str, after: int = 0) -> AsyncGenerator[Event, None]:
-        """Yield the events after `after`, then new ones as they come, until `done`.
-
-        Each event is yielded once and in order; the iterator ends right after the
-        event named `TERMINAL_EVENT`. Raises `EventLogClosed` if the log closes first.
-        """
+        """Yield the events after `after`, then new ones as they come, until `done`."""
         position = after
         while True:
             self._check_open()
@@ -196,10 +178,9 @@ class SqliteEventLog(QueuedAppends):
         yield
 
     def _committed(self, outcome: list[int] | BaseException, *, taken: list[list[_Op]]) -> None:
-        """Settle the ops of a transaction: their ids, or the error that failed it.
+        """Give the ops of a transaction their ids, or the error that failed it.
 
-        Called by the writer as the transaction ends, so followers here are woken in the
-        same turn of the event loop as the commit.
+        Called by the writer as the transaction ends, so followers wake in the same turn.
         """
         # The work never ran when its transaction could not begin: its ops still wait.
         batch = taken[0] if taken else self._take_pending()
@@ -209,15 +190,15 @@ class SqliteEventLog(QueuedAppends):
         for op, result in zip(batch, outcome, strict=True):
             if isinstance(op, QueuedEvent):
                 self._recent.remember(Event(result, op.thread_id, op.name, op.text, op.created_at))
-                settle(op.done, result)
+                set_outcome(op.done, result)
             else:
                 self._recent.forget(op.thread_id)
-                settle(op.done, None)
+                set_outcome(op.done, None)
 
     def _fail(self, batch: list[_Op], error: BaseException) -> None:
         for op in batch:  # its ids were not taken: read them from the file again
             self._last_ids.pop(op.thread_id, None)
-            settle(op.done, error)
+            set_outcome(op.done, error)
 
     def _commit(self, conn: sqlite3.Connection, *, batch: list[_Op]) -> list[int]:
         """Write a batch (in the writer's transaction); return each op's id (0 for deletes)."""
@@ -244,7 +225,7 @@ class SqliteEventLog(QueuedAppends):
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
-    """Create the table, or bring a file written by an earlier version up to date."""
+    """Create the table, or move a WITHOUT ROWID one into it."""
     if conn.execute(_OLD_TABLE).fetchone():
         for statement in _MIGRATE:
             conn.execute(statement)

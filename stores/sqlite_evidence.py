@@ -1,9 +1,8 @@
 """Runs' evidence in the SQLite data file (see `stores.evidence`).
 
-Texts are rows of `evidence_content`, one per hash, deflated; `evidence_ref` says which
-threads name which texts, so deleting or pruning a thread drops exactly the texts no
-other thread names. Records are appended through the file's writer, in its shared
-transactions: a record queued before a checkpoint commits with it or before it.
+Texts are rows of `evidence_content`, one per hash; `evidence_ref` says which threads name
+which texts, so deleting a thread drops exactly the texts no other thread names. Records
+go through the file's writer: one queued before a checkpoint commits with it or before it.
 """
 
 import asyncio
@@ -95,7 +94,7 @@ class SqliteEvidenceStore:
     async def open_in(
         cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
     ) -> "SqliteEvidenceStore":
-        """The store of the file (see `stores.sqlite_writer.open_sqlite`)."""
+        """Return the store of the file (see `stores.sqlite_writer.open_sqlite`)."""
 
         def prepare(conn: sqlite3.Connection) -> None:
             for statement in _SCHEMA:
@@ -105,11 +104,7 @@ class SqliteEvidenceStore:
         return cls(reader, writer)
 
     def add(self, thread_id: str, header: RunHeader, record: Record, texts: Sequence[str]) -> None:
-        """Queue `record` and its texts (see `EvidenceStore.add`).
-
-        Everything queued by the time the writer runs goes in one piece of its work: one
-        savepoint for many records, not one each.
-        """
+        """Queue `record` and its texts (see `EvidenceStore.add`); one savepoint takes them all."""
         try:
             rows = packed_texts(texts)
             self._pending.append(_Write(thread_id, header, record.model_dump_json(), rows))
@@ -120,7 +115,7 @@ class SqliteEvidenceStore:
             logger.warning("evidence of %s not kept: %s", thread_id, exc)
 
     def _write_pending(self, conn: sqlite3.Connection) -> list[str]:
-        """Write every queued record (in the writer's transaction); their threads."""
+        """Write every queued record in the writer's transaction; return their threads."""
         pending, self._pending, self._submitted = self._pending, [], False
         headers: dict[str, RunHeader] = {}
         for write in pending:  # the first header of a thread stands, as INSERT OR IGNORE
@@ -157,17 +152,17 @@ class SqliteEvidenceStore:
         await self._writer.run(write)
 
     async def header(self, thread_id: str) -> RunHeader | None:
-        """The thread's run header."""
+        """Return the thread's run header."""
         rows = await self._reader.fetchall(_GET_HEADER, (thread_id,))
         return RunHeader.model_validate_json(rows[0][0]) if rows else None
 
     async def records(self, thread_id: str) -> list[Record]:
-        """The thread's records, oldest first."""
+        """Return the thread's records, oldest first."""
         rows = await self._reader.fetchall(_GET_RECORDS, (thread_id,))
         return [RECORD.validate_json(body) for (body,) in rows]
 
     async def contents(self, hashes: Iterable[str]) -> dict[str, str]:
-        """The texts still kept of `hashes`."""
+        """Return the texts still kept of `hashes`."""
         wanted = sorted(set(hashes))
         found: dict[str, str] = {}
         for start in range(0, len(wanted), 500):  # SQLite's limit on parameters
@@ -204,7 +199,7 @@ class SqliteEvidenceStore:
         return await self._writer.run(work)
 
     async def figures(self) -> StoreFigures:
-        """Counts and sizes of what is stored."""
+        """Return counts and sizes of what is stored."""
         rows = await self._reader.fetchall(
             "SELECT (SELECT COUNT(*) FROM evidence_run), (SELECT COUNT(*) FROM evidence_record), "
             "(SELECT COUNT(*) FROM evidence_content), "

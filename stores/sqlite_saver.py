@@ -1,22 +1,11 @@
 """The embedded checkpointer: LangGraph's SQLite saver with its writes group-committed.
 
-It is LangGraph's `AsyncSqliteSaver` with one change: its writes go
-through a group commit (`stores.sqlite_writer`, shared with the service's other stores of
-the same file). The stock saver makes several round trips to aiosqlite's thread and
-commits once per checkpoint; with hundreds of runs in one process that serial thread,
-not the disk, bounds throughput. Here concurrent writes queue up, are written together
-in one transaction, and each caller returns only once its rows are committed, so
-durability is the same. Reading a checkpoint (every run starts with one) is one call of
-the sync saver on the event loop; listing uses the stock query.
-
-Channel values are stored once per version in `checkpoint_blobs`, as the in-memory saver
-keeps them, not inside every checkpoint row as the stock saver does: a run's sources are
-written when they change, not again at every step. Checkpoints that hold their values
-inline (files of the stock saver) are read as they are.
-
-It subclasses `AsyncSqliteSaver` and writes the stock rows itself: the two methods it
-copies are fingerprinted in `COPIED` (checked by `tests/test_upstream.py`); schema,
-reads, lists and deletes are the library's own.
+It is `AsyncSqliteSaver` whose writes go through the file's group commit
+(`stores.sqlite_writer`): the stock saver commits once per checkpoint on aiosqlite's one
+thread, which bounds throughput with hundreds of runs. Channel values are stored once per
+version in `checkpoint_blobs`, not in every checkpoint row; checkpoints of the stock
+saver, with values inline, are read as they are. The two methods it copies are
+fingerprinted in `COPIED` (checked by `tests/test_upstream.py`).
 """
 
 import functools
@@ -99,10 +88,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
     async def open_in(
         cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
     ) -> "GroupCommitSqliteSaver":
-        """The embedded default: one SQLite file holds every thread's checkpoints.
-
-        See `stores.sqlite_writer.open_sqlite`; what is queued is written on close.
-        """
+        """Return the file's checkpointer (see `stores.sqlite_writer.open_sqlite`)."""
         conn = await stack.enter_async_context(
             aiosqlite.connect(str(writer.path), timeout=BUSY_TIMEOUT_S)
         )
@@ -127,7 +113,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         await self._writer.drain()
 
     def _with_values(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
-        """Put the channel values a checkpoint names back into it."""
+        """Return the checkpoint with the channel values it names put back into it."""
         if found is None or found.checkpoint["channel_values"]:
             return found  # nothing stored, or a checkpoint written with values inline
         configurable = found.config["configurable"]

@@ -1,27 +1,13 @@
 """One writer for a SQLite file (concurrent writes share one transaction), and its reads.
 
-The service keeps checkpoints, events and the thread registry in one file. Measured with
-200 runs at once (bench/sdk_load.py), two designs before this one lost most of a second
-per commit though the disk was idle:
+Writes queued while a transaction commits go together into the next one, run on the
+event loop itself: a writer connection per store took SQLite's write lock in turn and
+slept in its busy handler, and a writer thread had to win the GIL back from the busy loop
+for every statement. The busy timeout is zero: a lock held by another process is retried
+after an asyncio sleep. The WAL is checkpointed by a worker thread. Each write runs in a
+savepoint, so one that fails fails alone; a failed commit fails all.
 
-- a writer connection per store: they took SQLite's one write lock in turn, and a writer
-  that found it taken slept in SQLite's busy handler (1, 2, 5, ... up to 100 ms);
-- one shared writer on a worker thread: every statement gives up the GIL and must win it
-  back from the busy event loop (up to the 5 ms switch interval each), so a batch of a
-  few hundred writes took seconds.
-
-So the writes queued while a transaction commits go together into the next one, run on
-the event loop itself: a batch takes a few milliseconds of C, with no lock wait, because
-this is the file's only writer in the process. A write lock held by another process is
-never waited for on the loop: the busy timeout is zero, and the batch is retried after
-an asyncio sleep. The WAL is copied back into the database (the part that fsyncs) by a
-worker thread, not by the commit that happens to cross the threshold. Each write runs in
-a savepoint, so one that fails (a duplicate key) fails alone; a failed commit fails all.
-
-Reads run on the event loop too (`SqliteReader`): a WAL reader never waits for the
-writer, and a point read from the page cache takes microseconds, where a hop to a reader
-thread (aiosqlite's one thread per connection) queued behind every other read and had
-to win the GIL back from the loop.
+Reads run on the event loop too (`SqliteReader`): a WAL reader never waits for the writer.
 """
 
 import asyncio
@@ -34,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
-from stores.batching import Batcher, settle
+from stores.batching import Batcher, set_outcome
 from stores.data_file import check_data_file, create_data_file, storage_failure
 
 T = TypeVar("T")
@@ -86,14 +72,9 @@ class SqliteWriter:
     ) -> "asyncio.Future[T]":
         """Queue `work` for the next transaction; the future gives its result once committed.
 
-        `work` runs on the event loop with the connection inside a transaction: it only
-        executes statements (no waiting, no serialising of large values), and never
-        commits or rolls back itself. Its place in the order is fixed now.
-
-        `then` is called with the outcome (the result, or the exception that failed the
-        write or its transaction) as soon as the transaction ends, before the future is
-        settled: a callback on the future would run one turn of the event loop later, and
-        under load a turn is tens of milliseconds. It must not raise.
+        `work` runs on the event loop inside the transaction: it only executes statements,
+        and never commits or rolls back. `then` gets the outcome as the transaction ends,
+        a turn of the event loop before a callback on the future would; it must not raise.
         """
         if self._closed:
             raise StoreClosed("the SQLite writer is closed")
@@ -119,8 +100,8 @@ class SqliteWriter:
     async def check_writable(self) -> None:
         """Raise the storage failure of the last commit, until a write succeeds again.
 
-        While the last commit succeeded this writes nothing; after a failure (a full
-        disk) it tries a small real write, so readiness returns once there is room.
+        After a failure (a full disk) it tries a small real write, so readiness returns
+        once there is room.
         """
         if self._storage_failure is not None:
             await self.run(_probe_write)
@@ -136,13 +117,12 @@ class SqliteWriter:
         for work, outcome in zip(batch, outcomes, strict=True):
             if work.then is not None:
                 work.then(outcome)
-            settle(work.done, outcome)
+            set_outcome(work.done, outcome)
 
     async def _commit_when_unlocked(self, batch: list[_Work]) -> list[Any]:
         """Commit the batch; while another process holds the write lock, sleep and retry.
 
-        Only taking the lock is retried: once a write has run, its effects (an event
-        log's id cache) must not be repeated.
+        Only taking the lock is retried: a write that has run must not run again.
         """
         await _when_unlocked(lambda: self._conn.execute("BEGIN IMMEDIATE"))
         outcomes = self._commit(batch)
@@ -186,19 +166,19 @@ class SqliteReader:
         self.closed = False
 
     async def run(self, work: Callable[[], T]) -> T:
-        """The result of `work` (reads of `conn` only); a busy file is retried later."""
+        """Return the result of `work` (reads of `conn` only); a busy file is retried later."""
         if self.closed:
             raise StoreClosed("the SQLite reader is closed")
         return await _when_unlocked(work)
 
     async def fetchall(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        """The rows of one query."""
+        """Return the rows of one query."""
         return await self.run(lambda: self.conn.execute(sql, params).fetchall())
 
 
 @asynccontextmanager
 async def open_sqlite_reader(path: Path) -> AsyncIterator[SqliteReader]:
-    """A reader of the SQLite file at `path` (it waits for no lock on the loop)."""
+    """Open a reader of the SQLite file at `path`."""
     reader = SqliteReader(await asyncio.to_thread(_connect_reader, path))
     try:
         yield reader
@@ -214,10 +194,7 @@ def _connect_reader(path: Path) -> sqlite3.Connection:
 
 
 async def _when_unlocked(attempt: Callable[[], T]) -> T:
-    """`attempt()`; while SQLite says another connection holds the lock, sleep and retry.
-
-    The sleeps are asyncio's, so the loop never waits on a lock (busy timeouts are 0).
-    """
+    """Return `attempt()`; while another connection holds the lock, sleep (asyncio's) and retry."""
     pause, longest = _LOCKED_RETRY_S
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while True:
@@ -250,12 +227,10 @@ def _checkpoint_wal(path: Path) -> None:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """The writer's connection to the data file, in WAL mode.
+    """Open the writer's connection to the data file, in WAL mode.
 
-    WAL without a sync per commit: a killed process loses nothing (the WAL is in the OS
-    cache); only a power cut may lose the last writes. No busy timeout (see the module
-    docstring) and no automatic WAL checkpoint: `SqliteWriter` runs those in a thread.
-    An existing file must pass `check_data_file` first (DamagedDataFile otherwise).
+    No sync per commit (only a power cut may lose the last writes), no busy timeout and no
+    automatic WAL checkpoint. An existing file must pass `check_data_file` first.
     """
     check_data_file(path)
     create_data_file(path)
@@ -273,7 +248,7 @@ def connect(path: Path) -> sqlite3.Connection:
 async def open_sqlite_writer(
     path: Path, wal_checkpoint_every_s: float = _WAL_CHECKPOINT_EVERY_S
 ) -> AsyncIterator[SqliteWriter]:
-    """The writer of the SQLite file at `path`; what is queued is committed on exit."""
+    """Open the writer of the SQLite file at `path`; what is queued is committed on exit."""
     conn = await asyncio.to_thread(connect, path)
     writer = SqliteWriter(conn, path, wal_checkpoint_every_s)
     try:
@@ -292,16 +267,7 @@ class SqliteStore(Protocol):
     async def open_in(
         cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
     ) -> Self:
-        """Prepare the store's tables and return it; what it must close goes on `stack`.
-
-        Args:
-            stack: closed when the store is closed, after what the store puts on it.
-            reader: the file's reader, run on the event loop.
-            writer: the file's writer (shared by the file's stores, or the store's own).
-
-        Returns:
-            The store, ready to use.
-        """
+        """Prepare the store's tables and return it; what it must close goes on `stack`."""
         ...
 
 
@@ -314,14 +280,8 @@ async def open_sqlite(
 ) -> AsyncIterator[S]:
     """Open (creating what is missing) a store of `kind` in the SQLite file at `path`.
 
-    Args:
-        path: the data file; created, with its folder, if it does not exist.
-        kind: the store's class (`SqliteEventLog`, `SqliteRegistry`, the checkpointer).
-        writer: the file's writer, when other stores of the file share it; without one,
-            the store gets a writer of its own, closed with it.
-
-    Yields:
-        The store; what it queued is written before it closes.
+    `writer`: the file's writer, when other stores share it; without one, the store gets
+    a writer of its own. What the store queued is written before it closes.
     """
     async with AsyncExitStack() as stack:
         if writer is None:
