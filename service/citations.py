@@ -1,10 +1,8 @@
 """What a report's footnote stands on: the exact text the run read, and the quote it cites.
 
-A footnote names a source by URL; the source's text is what the run was given for it
-(the page text it read, or the search snippet or corpus passage), and the run's evidence
-says where that text came from and when it was read. The quote is the passage of that
-text closest to each report sentence citing the footnote, found by the same stemmed-word
-overlap the review's citation check uses.
+The run's evidence says where the source's text came from and when it was read; the
+quote is the passage closest to each report sentence citing the footnote, by the
+stemmed-word overlap the review's citation check uses.
 """
 
 from collections.abc import Sequence
@@ -57,7 +55,7 @@ class FootnoteMissing(LookupError):
 
 
 def _spans(text: str) -> list[tuple[int, int]]:
-    """Where each sentence of `text` starts and ends."""
+    """Return where each sentence of `text` starts and ends."""
     spans: list[tuple[int, int]] = []
     cursor = 0
     for sentence in split_sentences(text):
@@ -70,7 +68,7 @@ def _spans(text: str) -> list[tuple[int, int]]:
 
 
 def closest_passage(sentence: str, text: str) -> Quote:
-    """The run of up to three source sentences holding most of `sentence`'s words."""
+    """Return the run of up to three source sentences holding most of `sentence`'s words."""
     wanted = set(stems(sentence))
     spans = _spans(text)
     terms = [set(stems(text[a:b])) for a, b in spans]
@@ -95,7 +93,7 @@ def closest_passage(sentence: str, text: str) -> Quote:
 def _provenance(
     source: SearchResult, digest: str, records: Sequence[Record]
 ) -> tuple[str, str, str | None, datetime | None]:
-    """(kind, provider, query, read_at) of the text, from the run's evidence if it has it."""
+    """Return (kind, provider, query, read_at) of the text, from the run's evidence if it has it."""
     for record in records:
         if isinstance(record, PageRead) and record.content_hash == digest:
             return "page", source.source, source.query, record.at
@@ -108,10 +106,9 @@ def _provenance(
 
 
 def source_view(values: dict[str, Any], n: int, records: Sequence[Record]) -> SourceView:
-    """Footnote `n` of the thread's report (`values`: its state), or FootnoteMissing.
+    """Return footnote `n` of the thread's report (`values`: its state), or FootnoteMissing.
 
-    `records` are the run's evidence records. Whether the store still keeps the text is
-    the store's to say: `kept` is False until the caller has asked it.
+    `kept` is False until the caller has asked the evidence store.
     """
     _, body = split_front_matter(values.get("final_report") or "")
     urls = footnote_urls(body)

@@ -1,11 +1,9 @@
 """A run's tools, recording what they return, or answering from a replayed run's records.
 
-A live (or refreshed) run searches and reads through `RecordingSearch` and
-`RecordingReader`: each call is written to the evidence store as it returns, its texts
-stored once by hash. A replay searches and reads through `ReplaySearch` and
-`ReplayReader`, which answer each call with what the same call returned in the run it
-replays (the header's `script`), failures included, and record that answer as the
-replay's own evidence; a call the original never made fails, and the run goes on.
+A live (or refreshed) run records each search and page read as it returns. A replay
+answers each call with what the same call returned in the run it replays (the header's
+`script`), failures included, and records that as its own evidence; a call the original
+never made fails, and the run goes on.
 """
 
 from collections import defaultdict
@@ -35,14 +33,14 @@ _KINDS: dict[tuple[str, type[Exception]], type[Exception]] = {}
 
 
 def _replayed_kind(name: str, base: type[Exception]) -> type[Exception]:
-    """An exception class named as the recorded failure's, so notes read the same."""
+    """Return an exception class named as the recorded failure's, so notes read the same."""
     if (name, base) not in _KINDS:
         _KINDS[name, base] = type(name, (base,), {"__module__": __name__})
     return _KINDS[name, base]
 
 
 def replayed_error(recorded: str, base: type[Exception]) -> Exception:
-    """The recorded failure ('Type: message', as `describe` wrote it) raised again as a `base`."""
+    """Return the recorded failure ('Type: message', as `describe` wrote it) as a `base`."""
     name, _, message = recorded.partition(": ")
     kind = _replayed_kind(name, base) if name.isidentifier() else base
     return kind(message)
@@ -139,7 +137,7 @@ class RecordingSearch:
     async def search(
         self, query: str, max_results: int = 5, depth: Depth = "basic"
     ) -> list[SearchHit]:
-        """The inner provider's hits, recorded (a failure too, then raised)."""
+        """Return the inner provider's hits, recorded (a failure too, then raised)."""
         try:
             hits = await self._inner.search(query, max_results, depth)
         except Exception as exc:
@@ -157,7 +155,7 @@ class RecordingReader:
         self._evidence = evidence
 
     async def fetch(self, url: str) -> Page:
-        """The inner reader's page, recorded (a failure too, then raised)."""
+        """Return the inner reader's page, recorded (a failure too, then raised)."""
         try:
             page = await self._inner.fetch(url)
         except Exception as exc:
@@ -168,11 +166,7 @@ class RecordingReader:
 
 
 class _Script:
-    """The replayed run's calls, each answered in turn.
-
-    The n-th call asking the same thing gets the n-th answer (the last one again once
-    they run out).
-    """
+    """The replayed run's calls: the n-th same call gets the n-th answer (or the last)."""
 
     def __init__(self, keys: list[tuple[object, ...]], answers: list[object]) -> None:
         self._answers: dict[tuple[object, ...], list[object]] = defaultdict(list)
@@ -181,7 +175,7 @@ class _Script:
         self._asked: dict[tuple[object, ...], int] = defaultdict(int)
 
     def answer(self, *keys: tuple[object, ...]) -> object | None:
-        """The next answer to the first key the script knows, None if it knows none."""
+        """Return the next answer to the first key the script knows, None if it knows none."""
         for key in keys:
             answers = self._answers.get(key)
             if answers:
@@ -208,7 +202,7 @@ class ReplaySearch:
     async def search(
         self, query: str, max_results: int = 5, depth: Depth = "basic"
     ) -> list[SearchHit]:
-        """What the same search returned in the replayed run, or its failure."""
+        """Return what the same search returned in the replayed run, or raise its failure."""
         call = self._script.answer((query, max_results, depth), (query,))
         if not isinstance(call, SearchCall):
             error = SearchError(f"the replayed run never searched for {query!r}")
@@ -244,7 +238,7 @@ class ReplayReader:
         self._script = _Script([(r.url,) for r in reads], list(reads))
 
     async def fetch(self, url: str) -> Page:
-        """The page as the replayed run read it."""
+        """Return the page as the replayed run read it."""
         read = self._script.answer((url,))
         if not isinstance(read, PageRead):
             error = ScrapeError(f"the replayed run never read {url}")
@@ -266,7 +260,7 @@ class ReplayReader:
 
 
 def header_for(deps: Deps, rerun: Rerun | None) -> RunHeader:
-    """The header of a run with these tools (a live run's, or a refresh's)."""
+    """Return the header of a run with these tools (a live run's, or a refresh's)."""
     return RunHeader(
         mode=rerun.mode if rerun else "live",
         of=rerun.of if rerun else None,
@@ -277,7 +271,7 @@ def header_for(deps: Deps, rerun: Rerun | None) -> RunHeader:
 
 
 def recording_deps(deps: Deps, evidence: RunEvidence) -> Deps:
-    """`deps` whose search and page reads are recorded, as are its model calls."""
+    """Return `deps` whose searches, page reads and model calls are recorded."""
     reader = RecordingReader(deps.reader, evidence) if deps.reader is not None else None
     return replace(
         deps, search=RecordingSearch(deps.search, evidence), reader=reader, evidence=evidence
@@ -285,7 +279,7 @@ def recording_deps(deps: Deps, evidence: RunEvidence) -> Deps:
 
 
 async def replay_deps(deps: Deps, store: EvidenceStore, thread_id: str, header: RunHeader) -> Deps:
-    """`deps` answering searches and page reads from `header.script` (the same engine)."""
+    """Return `deps` answering searches and page reads from `header.script`."""
     evidence = RunEvidence(store, thread_id, header)
     texts = await store.contents(hashes_of(header.script))
     searches = [r for r in header.script if isinstance(r, SearchCall)]
@@ -303,9 +297,9 @@ async def replay_deps(deps: Deps, store: EvidenceStore, thread_id: str, header: 
 async def run_deps(
     deps: Deps, store: EvidenceStore | None, thread_id: str, rerun: Rerun | None
 ) -> Deps:
-    """The run's tools: recording what they return, or a replay's recorded answers.
+    """Return the run's tools: recording what they return, or a replay's recorded answers.
 
-    Without a store (`None`) nothing is recorded and the tools are used as they are.
+    Without a store nothing is recorded.
     """
     if store is None:
         return deps

@@ -1,11 +1,9 @@
 """Executing a research run: the graph from its last checkpoint to its next stop.
 
-An execution ends when the graph finishes, waits for approval, honours a pause, fails
-or is cancelled. Everything it does becomes a status (in the registry) and events (in
-the event log), written in the order a client may rely on (`set_status`). The same code
-executes a run in the API process (embedded mode) and in a queue worker (Redis mode);
-an execution handed to it twice, or again after a worker died, continues from the
-checkpoint instead of repeating what is already done.
+An execution ends when the graph finishes, waits for approval, pauses, fails or is
+cancelled; what it does becomes statuses (registry) and events (event log). The same code
+runs in the API process and in queue workers, and an execution delivered twice continues
+from the checkpoint instead of repeating what is done.
 """
 
 import asyncio
@@ -50,8 +48,7 @@ FULL_DISK_RETRY_S = (0.5, 10.0)
 
 # The key of an `updates` chunk that says the graph stopped at an interrupt.
 INTERRUPT = "__interrupt__"
-# LangGraph's stream modes an execution reads: how a step ended (its events the nodes tell
-# themselves, through `Deps.progress`).
+# LangGraph's stream modes an execution reads (nodes emit their own events, `Deps.progress`).
 STREAM_MODES: list[StreamMode] = ["updates"]
 # Stream modes whose chunks carry the thread's config (debug checkpoints, message
 # metadata): the client knows its thread by its own id, not the stored one.
@@ -61,9 +58,8 @@ CONFIG_MODES = frozenset({"debug", "messages"})
 class RunInput(BaseModel):
     """What an execution of a thread starts with, small enough to travel in a queue job.
 
-    `decision` answers the approval the thread waited on at checkpoint `after`. Once the
-    thread has moved past that checkpoint the answer is already applied, and a second
-    delivery of the same execution only continues.
+    `decision` answers the approval the thread waited on at checkpoint `after`; past that
+    checkpoint it is applied already, and a second delivery only continues.
     """
 
     decision: dict[str, Any] | None = None
@@ -114,22 +110,19 @@ class RunExecutor:
         self.registry = registry
         self.signals = signals
         self._observers: list[Callable[[ThreadRecord], None]] = []
-        # Writes queued but not yet known to be stored (progress events, the status), per thread.
+        # Per thread, writes queued but not yet known to be stored.
         self._pending: dict[str, list[Awaitable[object]]] = {}
         self.deps = deps
         # Where runs' evidence is recorded (None: it is not, and nothing can be re-run).
         self.evidence = evidence
-        # Failures of a shared store that is away for a moment: the run is not failed but
-        # left `running`, for the queue to deliver it again once the store is back.
+        # Failures of a store away for a moment: the run is left `running` for a retry.
         self._transient = transient
 
     async def execute(self, thread_id: str, run_input: RunInput) -> None:
-        """Run the thread until it stops; raises only what leaves the run to a retry.
+        """Run the thread until it stops, then the Platform runs enqueued behind it.
 
-        A cancellation the owner asked for ends the run as `cancelled`; any other (the
-        process stops) propagates and leaves the run `running`, to be continued later, as
-        does a transient store failure. A Platform run enqueued behind this one starts
-        once it stops, in the same call.
+        An owner's cancel ends the run as `cancelled`; any other cancellation, or a
+        transient store failure, propagates and leaves the run `running` for a retry.
         """
         next_input: RunInput | None = run_input
         while next_input is not None:
@@ -138,7 +131,7 @@ class RunExecutor:
             next_input = await self.admit_next(thread_id)
 
     async def _execute_once(self, thread_id: str, run_input: RunInput) -> bool:
-        """Run to the next stop; False when cancelled (what waits behind it is the canceller's)."""
+        """Run to the next stop; return False when cancelled."""
         streams = [thread_id]
         if run_input.run_id is not None:
             streams.append(stream_key(run_input.run_id))
@@ -160,10 +153,8 @@ class RunExecutor:
                 functools.partial(self._emit, thread_id), run_input.after or ""
             )
             deps = replace(deps, progress=progress)
-            # Not waited for before the graph starts (under load every write waits a turn
-            # of the event loop, and the run's first events would wait behind them): the
-            # status event is queued ahead of the graph's, and both writes are awaited
-            # with the run's events, before its stop is recorded.
+            # Not awaited before the graph starts: the status event is queued ahead of the
+            # graph's and awaited with them, before the stop is recorded.
             self._track(thread_id, self.activate(thread_id, "running", run_input.recovered))
             if run_input.run_id is not None:
                 running = self.platform.mark_running(thread_id, run_input.run_id)
@@ -202,10 +193,7 @@ class RunExecutor:
         return True
 
     async def _payload(self, record: ThreadRecord, run_input: RunInput) -> tuple[Any, Rerun | None]:
-        """The graph input, and what the thread re-runs if it is a re-run.
-
-        The input is a new thread's first state, an answer, or None to continue.
-        """
+        """Return the graph input (a first state, an answer, or None) and the thread's re-run."""
         snapshot = await self.graph.aget_state(thread_config(record.thread_id))
         current = checkpoint_id(snapshot)
         if current is None:
@@ -217,11 +205,7 @@ class RunExecutor:
         return None, rerun
 
     async def _stream(self, thread_id: str, payload: Any, run_input: RunInput, deps: Deps) -> Stop:
-        """Run the graph, publishing its events; how it stopped.
-
-        A Platform run also gets the chunks of the stream modes it asked for, in its own
-        stream.
-        """
+        """Run the graph, publishing its events and a Platform run's chunks; return the stop."""
         stop = Stop()
         config = thread_config(thread_id)
         public = public_id(thread_id)  # the id its client knows, in configs it streams
@@ -252,10 +236,10 @@ class RunExecutor:
                 for update in chunk.values():
                     if isinstance(update, dict) and "report_status" in update:
                         stop.report = update["report_status"]
-            if isinstance(chunk, dict) and INTERRUPT in chunk:  # a question, or a stop
-                stop.interrupted = True  # before/after a node (an empty tuple then)
-                if chunk[INTERRUPT] and stop.question is None:
-                    stop.question = question_of(chunk[INTERRUPT][0])
+                if INTERRUPT in chunk:  # a question, or a stop before/after a node (empty)
+                    stop.interrupted = True
+                    if chunk[INTERRUPT] and stop.question is None:
+                        stop.question = question_of(chunk[INTERRUPT][0])
             if await self.signals.take_pause(thread_id):
                 stop.paused = True
                 break
@@ -263,7 +247,7 @@ class RunExecutor:
         return stop
 
     async def _record_stop(self, thread_id: str, stop: Stop) -> None:
-        """Record the status the run stopped in: the stream told it, no state read is needed."""
+        """Record the status the run stopped in."""
         if stop.question is not None:
             await self.signals.clear(thread_id)
             # Status first: a client that answers as soon as it sees the question must
@@ -276,12 +260,7 @@ class RunExecutor:
             await self.finish(thread_id, "completed", report=stop.report)
 
     async def _record_failure(self, thread_id: str, message: str) -> None:
-        """The failed run's `error` event and status; while the disk is full, tried again.
-
-        A full disk fails these writes too: they wait and retry (backing off up to
-        FULL_DISK_RETRY_S[1]) until there is room, so the run ends, its stream closes, once
-        space is freed, rather than staying `running` for good.
-        """
+        """Record the failed run's `error` event and status, retried while the disk is full."""
         published = False
         pause, longest = FULL_DISK_RETRY_S
         while True:
@@ -301,7 +280,7 @@ class RunExecutor:
             pause = min(pause * 2, longest)
 
     def _is_transient(self, exc: BaseException) -> bool:
-        """A store away for a moment, also when a library wraps its error in its own."""
+        """Return whether `exc` is (or wraps) a store failure that passes."""
         return _caused(exc, lambda e: isinstance(e, self._transient))
 
     async def update_status_from_checkpoint(self, thread_id: str) -> None:
@@ -355,11 +334,10 @@ class RunExecutor:
         recovered: bool = False,
         report: ReportStatus | None = None,
     ) -> ThreadRecord:
-        """Record a status (and the report's, when a run completes) and publish it as an event.
+        """Record a status (and the report's) and publish it as an event.
 
-        A status that ends, pauses or questions the run is recorded before its event is
-        stored: a client that acts on the event (answers, starts the next run) finds it
-        recorded. One that keeps the run active is written with its event (`activate`).
+        A status that ends, pauses or questions the run is recorded before its event, so a
+        client acting on the event finds it; an active one is written with it (`activate`).
         """
         if status in ACTIVE and error is None and report is None:
             # Awaited here, not through `activate`'s task: a task starts a turn later.
@@ -374,13 +352,11 @@ class RunExecutor:
     def activate(
         self, thread_id: str, status: RunStatus, recovered: bool = False
     ) -> "asyncio.Future[ThreadRecord]":
-        """Record that the run is queued or running; its status event is queued at once.
+        """Record that the run is queued or running, with its status event queued at once.
 
-        The record and the event are written together, not one after the other: under
-        load each write waits a turn of the event loop. Set under the thread's admission
-        lock or by the run's own execution, an active status changes nothing a client may do,
-        so the event may be stored a moment before the record. Queued before this
-        returns, the event comes before any the caller emits next.
+        The record and the event are written together: an active status changes nothing a
+        client may do, so the event may be stored a moment before the record. It is queued
+        before this returns, ahead of any event the caller emits next.
         """
         event = self._status_emitted(thread_id, status, recovered)
         return asyncio.ensure_future(self._activated(thread_id, status, event))
@@ -392,7 +368,7 @@ class RunExecutor:
     async def _activated(
         self, thread_id: str, status: RunStatus, event: Awaitable[int]
     ) -> ThreadRecord:
-        """Record an active status whose event is queued already; the record."""
+        """Record an active status whose event is queued already; return the record."""
         with committed_together(event):
             record = await self.registry.set_status(thread_id, status)
         self.notify(record)
@@ -422,10 +398,10 @@ class RunExecutor:
     # -- Platform runs: admission, and the runs waiting for a busy thread ----------------
 
     async def admit(self, record: ThreadRecord, admission: Admission) -> RunInput:
-        """The input of a Platform run on this idle thread, or InvalidState saying why not.
+        """Return the input of a Platform run on this idle thread, or raise InvalidState.
 
-        A topic starts a new thread (and becomes its topic), a decision answers the
-        question the thread waits on, and a run with neither continues a paused thread.
+        A topic starts a new thread, a decision answers its question, and neither
+        continues a paused thread.
         """
         run_input = admission.run_input
         if admission.request is not None:
@@ -453,18 +429,16 @@ class RunExecutor:
     async def answering(
         self, thread_id: str, decision: ApprovalDecision, run_input: RunInput
     ) -> RunInput:
-        """`run_input` carrying the decision for the question the thread waits on now."""
+        """Return `run_input` carrying the decision for the question the thread waits on."""
         snapshot = await self.graph.aget_state(thread_config(thread_id))
         return run_input.model_copy(
             update={"decision": decision.model_dump(mode="json"), "after": checkpoint_id(snapshot)}
         )
 
     async def admit_next(self, thread_id: str) -> RunInput | None:
-        """Start the oldest run enqueued for this thread, if idle; its input, or None.
+        """Admit the oldest run enqueued for this idle thread; return its input, or None.
 
-        A waiting run that no longer fits the thread (an answer, but nothing is asked)
-        ends in `error` saying why, and the next one is tried. Decided under the thread's
-        admission lock, the thread left `queued` for the run that starts.
+        A waiting run that no longer fits the thread ends in `error` and the next is tried.
         """
         async with self.signals.admission(thread_id):
             return await self.admit_waiting(thread_id)
@@ -495,12 +469,12 @@ class RunExecutor:
 
 
 def _disk_full(exc: BaseException) -> bool:
-    """Whether the data file's disk had no room for a write on the way to `exc`."""
+    """Return whether the data file's disk had no room for a write on the way to `exc`."""
     return _caused(exc, lambda e: storage_failure(e) == "full")
 
 
 def _caused(exc: BaseException, test: Callable[[BaseException], bool]) -> bool:
-    """Whether `exc`, or an exception it was raised from or during, passes `test`."""
+    """Return whether `exc`, or an exception it was raised from or during, passes `test`."""
     seen: BaseException | None = exc
     for _ in range(8):  # a chain of causes is short; a cycle of contexts must not hang
         if seen is None:
@@ -514,7 +488,7 @@ def _caused(exc: BaseException, test: Callable[[BaseException], bool]) -> bool:
 def _status_event(
     status: RunStatus, error: str | None, report: ReportStatus | None, recovered: bool
 ) -> dict[str, Any]:
-    """The payload of a `status` event."""
+    """Return the payload of a `status` event."""
     data: dict[str, Any] = {"status": status}
     if error:
         data["error"] = error
@@ -526,13 +500,13 @@ def _status_event(
 
 
 def checkpoint_id(snapshot: StateSnapshot) -> str | None:
-    """The id of the checkpoint a snapshot was read from; None for a thread never run."""
+    """Return the id of the checkpoint a snapshot was read from; None for a thread never run."""
     value = snapshot.config.get("configurable", {}).get("checkpoint_id")
     return str(value) if value else None
 
 
 def renamed(value: Any, stored: str, public: str) -> Any:
-    """`value` with every string `stored` in its dicts, lists and tuples replaced by `public`."""
+    """Return `value` with every string `stored` in it replaced by `public`."""
     if isinstance(value, str):
         return public if value == stored else value
     if isinstance(value, dict):

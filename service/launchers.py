@@ -1,9 +1,4 @@
-"""Where runs execute: tasks in this process, or jobs on the Redis queue.
-
-The run manager decides *what* happens to a thread; a launcher only starts, stops and
-counts executions. `LocalLauncher` is the embedded one; `service.run_queue.QueueLauncher`
-hands runs to workers.
-"""
+"""Where runs execute: tasks in this process (`LocalLauncher`), or queue jobs (`QueueLauncher`)."""
 
 import asyncio
 import contextlib
@@ -27,17 +22,11 @@ class Launcher(Protocol):
         ...
 
     async def launch(self, thread_id: str, run_input: RunInput) -> None:
-        """Have the thread executed (it is `queued`) from `run_input`.
-
-        `run_input` is what the execution starts with (an answer, a Platform run's modes).
-        """
+        """Have the thread (it is `queued`) executed from `run_input`."""
         ...
 
     async def ensure_running(self, thread_id: str) -> None:
-        """Make sure an active thread whose executor may have died is executed.
-
-        A thread this process already executes is left alone.
-        """
+        """Make sure an active thread whose executor may have died is executed."""
         ...
 
     async def stop(self, thread_id: str) -> None:
@@ -61,10 +50,9 @@ class LocalLauncher:
 
     @contextlib.asynccontextmanager
     async def reserve(self) -> AsyncIterator[None]:
-        """Hold a place for a new run while it is registered and launched.
+        """Hold a place for a new run while it is registered and launched; TooManyRuns if full.
 
-        The check and the hold happen with no await between them, so a burst of
-        requests cannot all pass the check before any of them has launched its task.
+        The check and the hold happen with no await between them.
         """
         held = len(self._tasks) + self._reserved
         if held >= self._capacity:

@@ -1,18 +1,11 @@
 """LangGraph Platform runs: their records and their streams, kept in the event log.
 
-A Platform run is one execution of a research thread (from its start to its end, a pause
-or a question), started through the Platform API. Its record and its stream need no
-store of their own: both are event-log streams, so they replay after a restart and any
-replica (SQLite or Redis) serves them.
-
 - `platform-runs:{thread_id}` holds one event per change of a run's record; the newest
   event of a run is its record;
 - `platform-run:{run_id}` is what the run streams, in the SDK's framing: `metadata`
-  first, then one event per chunk named by its stream mode, `error` if it failed, and
-  `end` last.
+  first, then one event per chunk, `error` if it failed, and `end` last.
 
-Both names hold a `:`, which no thread id has (`service.thread_ids`): a client cannot name a
-thread whose own log is one of these streams.
+Both names hold a `:`, which no thread id has (`service.thread_ids`).
 """
 
 import asyncio
@@ -66,12 +59,12 @@ FINISHED: frozenset[PlatformRunStatus] = frozenset({"error", "success", "timeout
 
 
 def thread_status(status: RunStatus) -> PlatformThreadStatus:
-    """The Platform's name for a thread in this state."""
+    """Return the Platform's name for a thread in this state."""
     return _THREAD_STATUS[status]
 
 
 def jsonable(value: Any) -> Any:
-    """A chunk or state as the SDK receives it: pydantic models and messages as dicts."""
+    """Return a chunk or state as the SDK receives it: pydantic models and messages as dicts."""
     return to_jsonable_python(value, fallback=repr)
 
 
@@ -88,19 +81,18 @@ class PlatformRun(BaseModel):
     multitask_strategy: str = "reject"
     # What the run was asked to do (input, command, stream modes, ...): the API's `kwargs`.
     request: dict[str, Any] = Field(default_factory=dict)
-    # A run sent to a busy thread with `multitask_strategy` enqueue or interrupt waits
-    # here, its work validated and ready (`service.execution.Admission`), until the thread is
-    # free; None once it has started.
+    # A run sent to a busy thread waits here, its work validated
+    # (`service.execution.Admission`), until the thread is free; None once it has started.
     enqueued: dict[str, Any] | None = None
 
 
 def records_key(thread_id: str) -> str:
-    """The event-log stream that holds the thread's run records."""
+    """Return the event-log stream that holds the thread's run records."""
     return f"platform-runs:{thread_id}"
 
 
 def stream_key(run_id: str) -> str:
-    """The event-log stream of one run's chunks."""
+    """Return the event-log stream of one run's chunks."""
     return f"platform-run:{run_id}"
 
 
@@ -118,7 +110,7 @@ class PlatformRuns:
         return run
 
     async def list(self, thread_id: str) -> list[PlatformRun]:
-        """The thread's runs, newest first."""
+        """Return the thread's runs, newest first."""
         latest: dict[str, PlatformRun] = {}
         for event in await self.events.read(records_key(thread_id)):
             run = PlatformRun.model_validate(event.data)
@@ -126,7 +118,7 @@ class PlatformRuns:
         return sorted(latest.values(), key=lambda r: r.created_at, reverse=True)
 
     async def get(self, thread_id: str, run_id: str) -> PlatformRun | None:
-        """One run of the thread, or None."""
+        """Return one run of the thread, or None."""
         return next((r for r in await self.list(thread_id) if r.run_id == run_id), None)
 
     async def set_status(self, run: PlatformRun, status: PlatformRunStatus) -> PlatformRun:
@@ -137,8 +129,7 @@ class PlatformRuns:
     def start(self, run: PlatformRun) -> Awaitable[object]:
         """Record a new run and open its stream with the `metadata` event.
 
-        Both events are queued before this returns (with whatever the caller queues
-        next, in one write); the awaitable ends once both are stored.
+        Both events are queued before this returns; the awaitable ends once both are stored.
         """
         record = self.events.emit(
             records_key(run.thread_id), RECORD_EVENT, run.model_dump(mode="json")
@@ -154,11 +145,7 @@ class PlatformRuns:
         return self.events.emit(stream_key(run_id), name, chunk, lenient=True)
 
     async def close_open(self, thread_id: str, status: RunStatus, error: str | None) -> None:
-        """End the thread's started runs now that it stopped in `status`.
-
-        A run closed already (by an earlier delivery of the same execution) is left as it is, and
-        so is a run still waiting for its turn (enqueued).
-        """
+        """End the thread's started runs (not closed or enqueued ones): it stopped in `status`."""
         final = _RUN_STATUS[status]
         for run in await self.list(thread_id):
             if run.status not in FINISHED and run.enqueued is None:
@@ -178,7 +165,7 @@ class PlatformRuns:
         )
 
     async def next_enqueued(self, thread_id: str) -> PlatformRun | None:
-        """The thread's oldest run still waiting for its turn."""
+        """Return the thread's oldest run still waiting for its turn."""
         waiting = [r for r in await self.list(thread_id) if r.enqueued is not None]
         return waiting[-1] if waiting else None
 

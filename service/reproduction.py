@@ -1,10 +1,8 @@
 """Re-runs and run archives: what a re-run starts from, and a run whole as JSON.
 
-A re-run is a new thread seeded with the topic, options and plan of the run it re-runs
-(its plan already approved). `replay` copies that run's search and page records into the
-new run's header, so its searches and reads are answered from them with no network;
-`refresh` searches and reads again. An archive holds a run whole (its record, its state,
-its events and its evidence) as JSON, and imports into any data directory.
+A re-run is a new thread seeded with the topic, options and approved plan of the run it
+re-runs; `replay` answers its searches and reads from that run's records, `refresh`
+searches and reads again. An archive holds a run's record, state, events and evidence.
 """
 
 import asyncio
@@ -106,10 +104,9 @@ class RunArchive(BaseModel):
 async def rerun_of(
     graph: ResearchGraph, store: EvidenceStore, thread_id: str, mode: Literal["replay", "refresh"]
 ) -> tuple[ResearchRequest, Callable[[str], Awaitable[None]]]:
-    """What a re-run of `thread_id` starts from: its request, and what seeds its new thread.
+    """Return what a re-run of `thread_id` starts from: its request, and its new thread's seed.
 
-    The seed writes the new thread's evidence header (with `replay`, the records it
-    answers from) and its first state, the plan already approved.
+    The seed writes the new thread's evidence header and its first state, plan approved.
     """
     values = await _values(graph, thread_id)
     plan = values.get("task_plan")
@@ -153,7 +150,7 @@ async def _values(graph: ResearchGraph, thread_id: str) -> dict[str, Any]:
 async def export_archive(
     graph: ResearchGraph, events: EventLog, store: EvidenceStore, record: ThreadRecord
 ) -> RunArchive:
-    """The thread of `record` whole: its record, state, events and evidence."""
+    """Return the thread of `record` whole: its record, state, events and evidence."""
     snapshot = await graph.aget_state(thread_config(record.thread_id))
     logged = await events.read(record.thread_id)
     return RunArchive(
@@ -173,7 +170,7 @@ async def export_archive(
 
 
 def _state_json(values: dict[str, Any]) -> dict[str, Any]:
-    """A thread's state as JSON; its messages as LangChain's own dicts (type and data)."""
+    """Return a thread's state as JSON; its messages as LangChain's own dicts."""
     messages = messages_to_dict(values.pop("messages", []))
     state: dict[str, Any] = to_jsonable_python(values)
     return state | {"messages": messages}
@@ -187,9 +184,8 @@ async def import_archive(
 ) -> ThreadRecord:
     """Register the archived run as the owner's finished thread `thread_id` (a stored id).
 
-    Raises ThreadExists when the id is taken, InvalidState for a run that had not
-    finished, ValueError for a state this version cannot read. The event log ends with
-    one `done` (added when the archive's has none), as every finished thread's does.
+    Raise ThreadExists when the id is taken, InvalidState for a run that had not
+    finished, ValueError for a state this version cannot read.
     """
     graph, events, registry, store = stores
     if archive.thread.status not in ("completed", "failed", "cancelled"):

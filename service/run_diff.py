@@ -1,10 +1,8 @@
 """Two runs side by side: which sources came, went or changed, which findings, which scores.
 
-A source is the same source in both runs when its URL is (normalised); it changed when
-the text the run was given for it differs (by content hash). A finding is a sentence of
-the report that cites a source (as `cited_sentences` gives it: without footnote marks). Models and prompt
-templates come from the runs' evidence: a model the server named differently, or a
-template whose version differs, is what changed under the same settings.
+A source is the same in both runs when its normalised URL is; it changed when its text's
+hash differs. A finding is a report sentence that cites a source. Models and prompt
+template versions come from the runs' evidence.
 """
 
 from collections.abc import Sequence
@@ -61,18 +59,18 @@ class RunDiff(BaseModel):
 
 
 def _key(sentence: str) -> str:
-    """How findings are compared: case and spacing aside (`cited_sentences` drops marks)."""
+    """Return how findings are compared: case and spacing aside."""
     return " ".join(sentence.casefold().split())
 
 
 def findings(values: dict[str, Any]) -> dict[str, str]:
-    """The report's cited sentences, by comparison key, as written."""
+    """Return the report's cited sentences, by comparison key, as written."""
     _, body = split_front_matter(values.get("final_report") or "")
     return {_key(s): s for s, refs in cited_sentences(body) if refs}
 
 
 def _sources(values: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
-    """Normalised URL -> (url, title, content hash) of every collected source."""
+    """Return normalised URL -> (url, title, content hash) of every collected source."""
     return {
         normalize_url(s.url): (s.url, s.title, content_hash(s.content))
         for s in values.get("research_data", [])
@@ -80,7 +78,7 @@ def _sources(values: dict[str, Any]) -> dict[str, tuple[str, str, str]]:
 
 
 def side(thread_id: str, values: dict[str, Any], records: Sequence[Record]) -> RunSide:
-    """One run's side of the diff."""
+    """Return one run's side of the diff."""
     review = values.get("review")
     citations = review.citations if review is not None else None
     calls = [r for r in records if isinstance(r, ModelCallRecord)]
@@ -103,7 +101,7 @@ def side(thread_id: str, values: dict[str, Any], records: Sequence[Record]) -> R
 def diff_runs(
     base: RunSide, other: RunSide, before: dict[str, Any], after: dict[str, Any]
 ) -> RunDiff:
-    """The differences between the run of `before` (its state) and the run of `after`."""
+    """Return the differences between the run of `before` (its state) and the run of `after`."""
     old, new = _sources(before), _sources(after)
     diff = RunDiff(base=base, other=other)
     for key, (url, title, digest) in new.items():

@@ -1,16 +1,10 @@
 """Runs as jobs on a Redis queue (saq), executed by workers in any process.
 
-One saq job per thread, keyed by its id, carries the thread's next execution. A worker holds
-the run under a lease (a Redis lock) that its heartbeat renews together with the job's:
-
-- a worker that dies (SIGKILL, lost machine) stops renewing; the sweep
-  (`service.saq_queue`) sees the job's heartbeat go stale and its lease gone, and queues
-  it again with every other orphan at once; the next worker continues the thread from its
-  last checkpoint. A job whose lease is still held is never taken from its worker;
-- a worker that stops (SIGTERM) hands its jobs back to the queue at once;
-- cancel aborts the job, which reaches the task of the worker that holds it.
-
-The lease also fences: two deliveries of the same job can never execute at once.
+One saq job per thread, keyed by its id, carries the thread's next execution. A worker
+holds the run under a lease (a Redis lock) that its heartbeat renews with the job's, so
+two deliveries never execute at once. A dead worker's jobs are requeued by the sweep
+(`service.saq_queue`) once their lease lapses; a stopping worker hands its jobs back;
+cancel aborts the job.
 """
 
 import asyncio
@@ -50,13 +44,10 @@ JOB_TTL_S = 600
 STOP_WAIT_S = 10.0
 # How often cancel looks whether the job it aborted has closed.
 CLOSE_POLL_S = 0.05
-# How long a worker's wait for a job blocks on Redis before it asks again: each of its
-# slots waits so (on a client whose socket timeout allows for it), so the idle slots of
-# a large worker ask Redis rarely.
+# How long a worker's wait for a job blocks on Redis before it asks again.
 DEQUEUE_WAIT_S = 30.0
-# Look for abandoned jobs and due retries every second, for aborts four times a second:
-# takeovers and cancels are quick. (saq also aborts only jobs that have run for at least
-# the abort period; its type says int, a fraction works.)
+# Look for abandoned jobs and due retries every second, for aborts four times a second
+# (saq's type says int; a fraction works).
 TIMERS: "PartialTimersDict" = {
     "sweep": 1,
     "abort": 0.25,  # type: ignore[typeddict-item]
@@ -81,8 +72,7 @@ class QueueLauncher:
     async def reserve(self) -> AsyncIterator[None]:
         """Hold a place for a new run while it is registered and queued; TooManyRuns if full.
 
-        Decided in one Redis script, so a burst of requests to any number of API
-        processes cannot all pass the check before any of them has queued its job.
+        Decided in one Redis script, atomically across API processes.
         """
         token = uuid.uuid4().hex
         held = await self._queue.reserve(token, self._capacity)
@@ -121,11 +111,10 @@ class QueueLauncher:
         await self._queue.enqueue(self._job(thread_id, RunInput(recovered=True)))
 
     async def requeue_lost(self, registry: Registry, quiet_for_s: float) -> list[str]:
-        """Queue again the active runs that no job carries any more; their ids.
+        """Queue again the active runs that no job carries any more; return their ids.
 
-        A run is lost when its process died between registering it and queuing it, or when
-        its job ran out of attempts. Runs whose status changed within `quiet_for_s` are
-        left alone: their job may be on its way.
+        Runs whose status changed within `quiet_for_s` are left alone: their job may be on
+        its way.
         """
         cutoff = datetime.now(UTC) - timedelta(seconds=quiet_for_s)
         quiet = [r.thread_id for r in await registry.active() if r.updated_at < cutoff]
@@ -163,8 +152,8 @@ class QueueLauncher:
     async def _wait_closed(self, thread_id: str, seconds: float) -> None:
         """Poll the job until it is closed (or gone), for at most `seconds`.
 
-        Polling, not saq's `refresh(until_complete=)`: that subscribes only after reading
-        the job, and misses a close that falls in between (it then waits the whole time).
+        Not saq's `refresh(until_complete=)`: it misses a close between its read and its
+        subscription.
         """
         deadline = asyncio.get_running_loop().time() + seconds
         while True:
@@ -240,13 +229,9 @@ class JobRunner:
 
 
 class ResearchWorker(Worker[Any]):
-    """saq's worker, for which Redis being away is an outage, not a crash of its upkeep.
+    """saq's worker whose periodic work skips its rounds quietly while Redis is away.
 
-    Its periodic work (aborts, schedules, the sweep, its own record) skips its rounds
-    while Redis is away, with one warning when Redis goes and one when it is back, where
-    saq logs a traceback for every round. A job's retry waits for Redis to answer
-    (`ResearchQueue.retry`), so a job that failed with Redis is queued again once it
-    is back, not left active for a sweep to find.
+    Redis going and coming back is logged once each (`Outage`), not a traceback per round.
     """
 
     @property
@@ -255,35 +240,26 @@ class ResearchWorker(Worker[Any]):
         return cast(ResearchQueue, self.queue).outage
 
     async def stop(self) -> None:
-        """The stock stop, with the jobs it stops handed back by one try each.
+        """Stop as saq does, handing each stopped job back with one try.
 
-        saq waits for every job's task to end (asyncio's `wait_for` waits out the
-        cancellations it asks for, whatever saq's deadline says), and a stopped job's
-        retry waits for Redis (`ResearchQueue.retry`): a stop while Redis was away lasted
-        as long as the outage. A job not handed back is left to a sweep (its lease lapses).
+        A retry that waited for Redis made a stop during an outage last as long as it; a
+        job not handed back is left to a sweep.
         """
         cast(ResearchQueue, self.queue).stopping = True
         await super().stop()
 
     async def abort(self, abort_threshold: float) -> None:
-        """The stock round of aborts; none while Redis is away.
-
-        A round with no job running long enough asks Redis nothing: it shows nothing of
-        whether Redis is back (the next schedule or record renewal does).
-        """
+        """Run saq's round of aborts; none while Redis is away."""
         async with self.outage.tolerated(confirms=False):
             await super().abort(abort_threshold)
 
     async def schedule(self, lock: int = 1) -> None:
-        """The stock round of scheduled jobs; none while Redis is away."""
+        """Run saq's round of scheduled jobs; none while Redis is away."""
         async with self.outage.tolerated():
             await super().schedule(lock)
 
     async def worker_info(self, ttl: int = 60) -> "WorkerInfo":
-        """The stock renewal of this worker's record; while Redis is away, the round is skipped.
-
-        (Its value is for saq's poll, which ignores it.)
-        """
+        """Renew this worker's record as saq does; while Redis is away, skip the round."""
         try:
             info = await super().worker_info(ttl)
         except AWAY as exc:
@@ -300,11 +276,7 @@ class EmbeddedWorker(ResearchWorker):
 
 
 class QuietRetries(logging.Filter):
-    """saq's "Error processing job" for a job that Redis being away stopped: one line.
-
-    The executor said so already ("left for a retry"), and the job is retried; a traceback
-    per job made an outage look like a crash.
-    """
+    """Turn saq's "Error processing job" for a job Redis being away stopped into one line."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Turn the record into a warning without traceback when Redis caused it."""
@@ -327,7 +299,7 @@ def research_worker(
     lease_seconds: int,
     embedded: bool,
 ) -> Worker[Any]:
-    """A saq worker that executes research runs from `queue`."""
+    """Return a saq worker that executes research runs from `queue`."""
     worker_class = EmbeddedWorker if embedded else ResearchWorker
     runner = JobRunner(executor, batches, lease_seconds)
     saq_log = logging.getLogger("saq")

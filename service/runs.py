@@ -1,10 +1,8 @@
 """The run manager: what the API's and the CLI's commands do to a research thread.
 
-Start, pause, resume, cancel, delete and re-run are decided here; a launcher executes
-the runs (tasks of this process, or jobs for workers on the Redis queue) and an executor
-turns what they do into statuses and events. Pause takes effect at the next node
-boundary (the graph's own checkpoint), cancel at once (in-flight searches included).
-The manager also answers every read of a thread, as the read model of `service.views`.
+Start, pause, resume, cancel, delete and re-run are decided here; a launcher executes the
+runs and an executor records what they do. Pause takes effect at the next node boundary,
+cancel at once. The manager also answers every read of a thread (`service.views`).
 """
 
 import asyncio
@@ -53,9 +51,8 @@ class RunManager:
         self.signals = executor.signals
         self.launcher = launcher
         self._delete_checkpoints = delete_checkpoints
-        # When this process writes every status of its live runs (embedded mode), it can
-        # answer lookups of them from memory; the registry stays the record (finished
-        # runs, restarts). Workers elsewhere write statuses too: then always ask it.
+        # When this process writes every status of its live runs (embedded mode), lookups
+        # of them are answered from memory; otherwise the registry is always asked.
         self._records: dict[str, ThreadRecord] = {}
         if sole_writer:
             executor.observe(self._remember)
@@ -90,9 +87,8 @@ class RunManager:
     ) -> ThreadRecord:
         """Register a new thread and queue its run (TooManyRuns when no place is left).
 
-        `thread_id`: a name the caller chose (the CLI's `--thread`); `ThreadExists` if
-        the caller has a thread of that name, or a checkpoint of it is left. `seed`
-        writes what the run starts from (a re-run's first state) before it is queued.
+        `thread_id`: a name the caller chose (ThreadExists if taken). `seed` writes what
+        the run starts from (a re-run's first state) before it is queued.
         """
         stored = uuid.uuid4().hex if thread_id is None else scoped(owner, thread_id)
         if thread_id is not None and (await self.snapshot(stored)).values:
@@ -117,18 +113,17 @@ class RunManager:
         return record
 
     async def get(self, owner: str, thread_id: str) -> ThreadRecord:
-        """The caller's thread, or NotFound (also for another owner's thread)."""
+        """Return the caller's thread, or raise NotFound (also for another owner's thread)."""
         record = self._records.get(thread_id) or await self.registry.get(thread_id)
         if record is None or record.owner != owner:
             raise NotFound(f"no research thread {thread_id!r}: list yours with GET /v1/research")
         return record
 
     async def resolve(self, owner: str, thread_id: str) -> str:
-        """The stored id of the caller's thread that the caller calls `thread_id`.
+        """Return the stored id of the caller's thread that the caller calls `thread_id`.
 
-        A generated id is stored as it is, a name the caller chose scoped to its key
-        (`service.thread_ids`); another key's thread, or a name no client could use, is
-        NotFound, exactly like an id nobody has.
+        Another key's thread, or a name no client could use, is NotFound, like an id
+        nobody has (`service.thread_ids`).
         """
         if is_client_id(thread_id):
             for stored in dict.fromkeys((thread_id, scoped(owner, thread_id))):
@@ -152,8 +147,7 @@ class RunManager:
     ) -> ThreadRecord:
         """Continue a paused run, or answer the approval a run waits for.
 
-        Decided under the thread's admission lock: of two answers to one question, or an
-        answer and a Platform run waiting for the thread, exactly one starts.
+        Decided under the thread's admission lock, so of two answers exactly one starts.
         """
         await self.get(owner, thread_id)
         async with self.signals.admission(thread_id):
@@ -181,10 +175,8 @@ class RunManager:
     async def continue_from_checkpoint(self, owner: str, thread_id: str) -> ThreadRecord:
         """Continue a thread whose checkpoint has steps left though no run drives it.
 
-        A run whose process was killed (its record still says running), or that failed
-        and may go on once its cause is fixed, continues from its last checkpoint. A
-        thread that waits for an answer (`resume`), or has nothing left, is left as it is.
-        Only for a thread no other process is running: the CLI's `resume`.
+        For the CLI's `resume` of a killed or failed run; a thread that waits for an
+        answer, or has nothing left, is left as it is.
         """
         await self.get(owner, thread_id)
         async with self.signals.admission(thread_id):
@@ -196,7 +188,7 @@ class RunManager:
         return record
 
     async def _latest(self, thread_id: str) -> ThreadRecord:
-        """The thread's record as the registry has it now (not this process's memory)."""
+        """Return the thread's record as the registry has it now (not from memory)."""
         record = await self.registry.get(thread_id)
         if record is None:
             raise NotFound(f"no research thread {thread_id!r}: it was deleted")
@@ -209,9 +201,7 @@ class RunManager:
     ) -> ThreadRecord:
         """Register a thread before its first run (status `new`, no topic yet).
 
-        A name the caller chose is stored scoped to its key, so only the caller's own
-        threads can be "already there". With `if_exists="do_nothing"` such a thread is
-        returned as it is.
+        With `if_exists="do_nothing"`, the caller's thread of that name is returned as it is.
         """
         if thread_id is None:
             stored = str(uuid.uuid4())
@@ -245,12 +235,10 @@ class RunManager:
         return updated
 
     async def start_platform_run(self, owner: str, run: PlatformRun, admission: Admission) -> None:
-        """Start a Platform run: a new thread's topic, an answer, or the continuation of a pause.
+        """Start a Platform run: a new thread's topic, an answer, or a continuation.
 
-        On a busy thread the run is rejected (409), or with `multitask_strategy` enqueue
-        waits for the thread's current run to stop (its executor starts it then);
-        interrupt also asks that run to pause at its next node boundary. Decided under
-        the thread's admission lock, as `resume` is.
+        On a busy thread the run is rejected, or with `multitask_strategy` enqueue (or
+        interrupt, which also pauses the current run) waits for the thread to stop.
         """
         thread_id = run.thread_id
         await self.get(owner, thread_id)
@@ -274,7 +262,7 @@ class RunManager:
                         if run.multitask_strategy == "interrupt":
                             await self.signals.request_pause(thread_id)
                         return
-                    # Idle with runs waiting: their executor stopped before it took them up.
+                    # Idle with runs waiting: their executor stopped before it started them.
                     next_input = await self.executor.admit_waiting(thread_id)
                 else:
                     if admission.request is not None:  # a new topic: a new run needs a place
@@ -303,10 +291,8 @@ class RunManager:
     ) -> RunnableConfig:
         """Write `values` into an idle thread's state as if node `as_node` returned them.
 
-        The thread's status then follows the new checkpoint: a question pending, steps
-        left to run (paused), or as it was when nothing is left. Returns the new
-        checkpoint's config. Unprocessable says what is wrong with the update. Under the
-        thread's admission lock: no run starts while the state changes.
+        The thread's status then follows the new checkpoint; return its config.
+        Unprocessable says what is wrong with the update.
         """
         await self.get(owner, thread_id)
         try:
@@ -362,9 +348,7 @@ class RunManager:
     async def delete(self, owner: str, thread_id: str) -> None:
         """Remove the thread: its run, checkpoints, events and registry entry.
 
-        Under the thread's admission lock, so no answer or Platform run starts a run
-        while the thread is removed: one launched before is stopped here, one that comes
-        after finds the thread gone.
+        Under the thread's admission lock, so no run starts while the thread is removed.
         """
         await self.get(owner, thread_id)
         async with self.signals.admission(thread_id):
@@ -383,15 +367,11 @@ class RunManager:
     # -- reads: views of threads, their checkpoints and Platform runs --------------------
 
     async def view(self, record: ThreadRecord) -> ThreadView:
-        """The view of the thread `record` is the record of."""
+        """Return the view of the thread `record` is the record of."""
         return thread_view(record, await self.snapshot(record.thread_id))
 
     async def report(self, thread_id: str) -> ReportView | None:
-        """The thread's report, None before there is one.
-
-        At the report gate (approval `plan_and_report`), the draft that waits for sign-off:
-        the reviewer reads it as the report it will be (its front matter gives its status).
-        """
+        """Return the thread's report (at the report gate, the draft), None before there is one."""
         snapshot = await self.snapshot(thread_id)
         values = dict(snapshot.values or {})
         asked = pending_interrupt(snapshot)
@@ -400,18 +380,18 @@ class RunManager:
         return report_view(values)
 
     async def notes(self, thread_id: str) -> list[ResearchNote]:
-        """The thread's research notes: one per search query."""
+        """Return the thread's research notes: one per search query."""
         values = (await self.snapshot(thread_id)).values or {}
         return list(values.get("notes", []))
 
     async def threads(
         self, owner: str, limit: int, cursor: str | None
     ) -> tuple[list[ThreadRecord], str | None]:
-        """A page of the owner's threads, newest first, and the cursor of the next."""
+        """Return a page of the owner's threads, newest first, and the cursor of the next."""
         return await self.registry.list(owner, limit, cursor)
 
     async def snapshot(self, thread_id: str, checkpoint_id: str | None = None) -> StateSnapshot:
-        """The thread's state at a checkpoint (the latest without one), or NotFound."""
+        """Return the thread's state at a checkpoint (the latest without one), or NotFound."""
         config = thread_config(thread_id)
         if checkpoint_id:
             config["configurable"]["checkpoint_id"] = checkpoint_id
@@ -430,7 +410,7 @@ class RunManager:
         before: dict[str, Any] | None,
         metadata: dict[str, Any] | None,
     ) -> list[StateSnapshot]:
-        """The thread's checkpoints, newest first, before `before`, matching `metadata`."""
+        """Return the thread's checkpoints, newest first, before `before`, matching `metadata`."""
         until: RunnableConfig | None = {"configurable": before} if before else None
         snapshots = self.graph.aget_state_history(
             thread_config(thread_id), limit=limit, before=until, filter=metadata
@@ -438,19 +418,19 @@ class RunManager:
         return [s async for s in snapshots]
 
     def drawing(self) -> dict[str, Any]:
-        """The graph's nodes and edges, as JSON."""
+        """Return the graph's nodes and edges, as JSON."""
         drawn: dict[str, Any] = self.graph.get_graph().to_json()
         return drawn
 
     async def platform_run(self, thread_id: str, run_id: str) -> PlatformRun:
-        """One Platform run of the thread, or NotFound."""
+        """Return one Platform run of the thread, or raise NotFound."""
         run = await self.executor.platform.get(thread_id, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r} on thread {public_id(thread_id)!r}")
         return run
 
     async def platform_runs(self, thread_id: str) -> list[PlatformRun]:
-        """The thread's Platform runs, newest first."""
+        """Return the thread's Platform runs, newest first."""
         return await self.executor.platform.list(thread_id)
 
     # -- records: re-runs, citations, diffs, archives -----------------------------------
@@ -466,7 +446,7 @@ class RunManager:
     async def rerun(
         self, owner: str, thread_id: str, mode: Literal["replay", "refresh"]
     ) -> ThreadRecord:
-        """A new thread re-running `thread_id`'s topic, options and plan (`rerun_of`)."""
+        """Start a new thread re-running `thread_id`'s topic, options and plan (`rerun_of`)."""
         store = self._evidence()
         record = await self.registry.get(thread_id)
         if record is not None and record.status in ACTIVE:
@@ -475,7 +455,7 @@ class RunManager:
         return await self.start(owner, request, seed=seed)
 
     async def source(self, thread_id: str, n: int) -> SourceView:
-        """Footnote `n` of the thread's report: the text the run read, and the quotes."""
+        """Return footnote `n` of the thread's report: the text the run read, and the quotes."""
         values = await self._values(thread_id)
         if not values.get("final_report"):
             raise InvalidState("there is no report yet: follow the events until 'report'")
@@ -490,7 +470,7 @@ class RunManager:
         return view
 
     async def diff(self, thread_id: str, other_id: str) -> RunDiff:
-        """What differs between the run of `thread_id` and that of `other_id`."""
+        """Return what differs between the run of `thread_id` and that of `other_id`."""
         before, after = await asyncio.gather(self._values(thread_id), self._values(other_id))
         store = self.executor.evidence
         records = (
@@ -506,7 +486,7 @@ class RunManager:
         )
 
     async def export_run(self, record: ThreadRecord) -> RunArchive:
-        """The thread whole, as an archive."""
+        """Return the thread whole, as an archive."""
         return await export_archive(self.graph, self.events, self._evidence(), record)
 
 
@@ -518,7 +498,7 @@ def _new_thread(
     options: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> ThreadRecord:
-    """The record of a thread registered now."""
+    """Return the record of a thread registered now."""
     now = datetime.now(UTC)
     return ThreadRecord(
         thread_id=thread_id,

@@ -1,14 +1,9 @@
-"""saq's Redis queue, with a sweep that only takes up jobs that are really abandoned.
+"""saq's Redis queue, with a sweep that only requeues jobs that are really abandoned.
 
-`ResearchQueue` overrides saq's `RedisQueue.sweep` and runs a copy of its Lua script;
-what it copies of saq is fingerprinted in `COPIED`, each with the bench figure that pays
-for the copy (checked by `tests/test_upstream.py`), so an upgrade of saq that changes it
-fails that test by name. It also reserves places for
-runs about to be queued, atomically across processes, and waits for jobs on a client of
-its own (`dequeue`). The commands saq sends for every job (queue it, read it once
-dequeued, mark it active, announce each change) are its own, sent through shared
-pipelines (`stores.redis_batches`): a burst of runs pays for a few round trips, not four
-lone ones per run.
+`ResearchQueue` also reserves places for runs about to be queued, atomically across
+processes, waits for jobs on a client of its own, and sends saq's per-job commands through
+shared pipelines (`stores.redis_batches`). What it copies of saq is fingerprinted in
+`COPIED` (checked by `tests/test_upstream.py`).
 """
 
 import asyncio
@@ -40,7 +35,7 @@ _BATCHED = (
     "runs/s 15.1 against 13.4; TTFE p50 1.8 s against 2.5 s"
 )
 COPIED = {
-    # Abandoned jobs taken up from one snapshot, by lease, without saq's abort-and-wait.
+    # Abandoned jobs requeued from one snapshot, by lease, without saq's abort-and-wait.
     "saq.queue.redis.RedisQueue.sweep": Copied(
         "ac8aad56cb810ab0",
         "a burst of 200 runs (018e565): saq's sweep took 99 jobs from live workers and left "
@@ -114,13 +109,10 @@ OUTAGE_WAIT_S = 120.0
 
 
 def abandoned(job: Job) -> bool:
-    """Whether no worker drives this job of the active list any more.
+    """Return whether no worker drives this job of the active list any more.
 
-    saq takes any job there that is not yet marked active for abandoned. But a worker
-    marks a job active only a moment after moving it there, and with hundreds of jobs
-    starting at once that moment outlasts a one-second sweep: the job would be aborted
-    under a live worker (measured: 99 such sweeps in a burst of 200 runs). Here a job is
-    abandoned only once its heartbeat has been silent for a whole heartbeat period.
+    saq takes a job not yet marked active for abandoned, but under a burst a live worker
+    marks it active only after a sweep; here the heartbeat must be silent for a period.
     """
     if job.status in (Status.ACTIVE, Status.ABORTING):
         return job.stuck
@@ -128,11 +120,10 @@ def abandoned(job: Job) -> bool:
 
 
 class ResearchQueue(RedisQueue):
-    """saq's Redis queue whose sweep only takes up jobs that are really abandoned.
+    """saq's Redis queue whose sweep only requeues jobs that are really abandoned.
 
-    `waiting`: the client whose connections block waiting for jobs (a socket timeout
-    longer than the wait), apart from the one every other command uses, so that waits
-    can be long without a stalled server holding a request for as long.
+    `waiting`: the client that blocks waiting for jobs (with a longer socket timeout),
+    apart from the one every other command uses.
     """
 
     _active_jobs: "AsyncScript | None" = None
@@ -146,17 +137,11 @@ class ResearchQueue(RedisQueue):
         self._commands = RedisBatches(redis)
         # Redis being away, as this process's queue and its worker's upkeep see it.
         self.outage = Outage("the run queue")
-        # Set once its worker stops: a job's retry or finish then tries Redis once and
-        # leaves the job to a sweep, rather than hold the stop for up to OUTAGE_WAIT_S.
+        # Set once its worker stops: a job's retry or finish then tries Redis once.
         self.stopping = False
 
     async def retry(self, job: Job, error: str | None) -> None:
-        """The stock retry; while Redis is away, it waits for it (up to `OUTAGE_WAIT_S`).
-
-        saq retries a job whose function failed: failing with Redis, its retry failed
-        too, unseen, and the job stayed active until a sweep found it. Beyond the wait it
-        is left so, with a warning.
-        """
+        """Retry as saq does, waiting for Redis while it is away (up to `OUTAGE_WAIT_S`)."""
         retry = super().retry
         await self._persisted(lambda: retry(job, error), job, "queued again")
 
@@ -169,36 +154,28 @@ class ResearchQueue(RedisQueue):
         error: str | None = None,
         **kwargs: Any,
     ) -> None:
-        """The stock finish; while Redis is away, it waits for it, as `retry` does."""
+        """Finish as saq does, waiting for Redis while it is away, as `retry` does."""
         finish = super().finish
         await self._persisted(
             lambda: finish(job, status, result=result, error=error, **kwargs), job, "closed"
         )
 
     async def _persisted(self, action: Callable[[], Awaitable[None]], job: Job, done: str) -> None:
-        """`action` for `job`, waiting for Redis; past the wait, left to a sweep with a warning."""
+        """Run `action` for `job`, waiting for Redis; past the wait, leave it to a sweep."""
         try:
             await self.outage.persist(action, 0.0 if self.stopping else OUTAGE_WAIT_S)
         except AWAY as exc:
             logger.warning("job %s could not be %s (%s): a sweep takes it up", job.key, done, exc)
 
     async def version(self) -> VersionTuple:
-        """The server's version, asked once.
-
-        saq caches it after its first answer, but the worker's hundreds of dequeue slots
-        all start before that answer: each sent an INFO of its own (a few KB to parse).
-        """
+        """Return the server's version, asked once even by many dequeue slots starting at once."""
         if self._version is None:
             async with self._asking_version:
                 return await super().version()
         return self._version
 
     async def dequeue(self, timeout: float = 0.0, poll_interval: float = 0.0) -> Job | None:
-        """The stock dequeue, waiting on the waiting client.
-
-        saq's worker runs one dequeue loop per slot: with hundreds of slots and a short
-        wait, the idle loops alone asked Redis 500 times a second.
-        """
+        """Dequeue as saq does, waiting on the waiting client."""
         waiting = self._waiting
         if await self.version() < (6, 2, 0):
             job_id = await awaited(waiting.brpoplpush(self._queued, self._active, timeout))
@@ -212,32 +189,31 @@ class ResearchQueue(RedisQueue):
         return None
 
     async def notify(self, job: Job) -> None:
-        """saq's: announce the job's status on its channel."""
+        """Announce the job's status on its channel, as saq does."""
         await self._announce(job)
 
     def _announce(self, job: Job) -> "asyncio.Future[Any]":
         return self._commands.command(lambda pipe: pipe.publish(job.id, job.status))
 
     async def _update(self, job: Job, status: Status | None = None, **kwargs: object) -> None:
-        """saq's: store the job with its status, then announce it (one batch for both)."""
+        """Store the job with its status, then announce it, as saq does (one batch for both)."""
         if not status:
             stored = await self.job(job.key)
             status = stored.status if stored else None
         job.status = status or job.status
         serialized = self.serialize(job)
-        # Both queued before either is awaited: `notify` as a task would start a turn
-        # later, and its PUBLISH would wait for the SET's round trip. Awaited together, so
-        # that a cancelled update (a worker stopping) leaves no failure unretrieved.
+        # Both queued before either is awaited, and awaited together, so that a cancelled
+        # update leaves no failure unretrieved.
         stored_now = self._commands.command(lambda pipe: pipe.set(job.id, serialized))
         await asyncio.gather(stored_now, self._announce(job))
 
     async def _get_job_by_id(self, job_id: bytes | str) -> Job | None:
-        """saq's: the stored job."""
+        """Return the stored job, as saq does."""
         async with self._op_sem:
             return self.deserialize(await self._commands.command(lambda pipe: pipe.get(job_id)))
 
     async def _enqueue(self, job: Job) -> Job | None:
-        """saq's: queue the job unless it is queued already; None if it was."""
+        """Queue the job unless it is queued already, as saq does; None if it was."""
         if self._enqueue_script is None:
             self._enqueue_script = self.redis.register_script(_ENQUEUE)
         keys = [self._incomplete, job.id, self._queued, job.abort_id]
@@ -251,7 +227,7 @@ class ResearchQueue(RedisQueue):
         return job
 
     async def reserve(self, token: str, capacity: int) -> int:
-        """Hold a place for a run about to be queued: the places now held, negative if full."""
+        """Hold a place for a run about to be queued; return the places held, negative if full."""
         if self._reserve is None:
             self._reserve = self.redis.register_script(_RESERVE)
         keys = [self._incomplete, self.namespace("reserved")]
@@ -264,11 +240,7 @@ class ResearchQueue(RedisQueue):
         await self._commands.command(lambda pipe: pipe.zrem(key, token))
 
     async def disconnect(self) -> None:
-        """Close the pub/sub and both clients, and their connections whatever fails first.
-
-        saq's own stops at its first failure: after an outage its pub/sub's close raised,
-        and a connection the sweep had just opened stayed open (a ResourceWarning later).
-        """
+        """Close the pub/sub and both clients, whatever fails first (saq's stops at a failure)."""
         try:
             await super().disconnect()
         finally:
@@ -279,7 +251,7 @@ class ResearchQueue(RedisQueue):
                     await self._waiting.aclose()
 
     async def sweep(self, lock: int = 60, abort: float = 0) -> list[str]:
-        """The jobs `_swept` took up; none while Redis is away (`outage` tells)."""
+        """Return the jobs `_swept` requeued; none while Redis is away."""
         try:
             swept = await self._swept(lock)
         except AWAY as exc:
@@ -291,15 +263,9 @@ class ResearchQueue(RedisQueue):
     async def _swept(self, lock: int) -> list[str]:
         """Requeue every abandoned job at once; the run's lease decides, not a confirmation.
 
-        saq's own sweep aborts each abandoned job and waits for its worker to confirm,
-        one job after another: a dead worker never confirms, so eight orphans took 4 s
-        more to take over, and meanwhile the snapshot went stale until live jobs looked
-        silent and were aborted too. Here the jobs are judged from one snapshot; a job
-        whose run lease is still held (its worker renews it with the heartbeat) is left
-        alone whatever its heartbeat says; each remaining one is read again just before
-        it is requeued (or, out of attempts, ended), so a job that finished or was
-        touched since is left as it is. `abort` (saq's wait) is not used. Sweeps are
-        spaced by saq's lock of `lock` seconds across workers.
+        saq's sweep aborts each job and waits for a dead worker to confirm. Here jobs are
+        judged from one snapshot, a job whose lease is held is left alone, and each other
+        one is read again just before it is requeued (or, out of attempts, ended).
         """
         if self._active_jobs is None:
             self._active_jobs = self.redis.register_script(_ACTIVE_JOBS)
@@ -320,14 +286,14 @@ class ResearchQueue(RedisQueue):
                 silent.append(job)
         held = await asyncio.gather(*(self._leased(job) for job in silent))
         orphans = [job for job, leased in zip(silent, held, strict=True) if not leased]
-        taken = await asyncio.gather(*(self._take_up(job) for job in orphans))
+        taken = await asyncio.gather(*(self._recover(job) for job in orphans))
         return swept + [job.id for job, took in zip(orphans, taken, strict=True) if took]
 
     async def _leased(self, job: Job) -> bool:
-        """Whether the job's run lease is held: a worker still drives it."""
+        """Return whether the job's run lease is held: a worker still drives it."""
         return bool(await awaited(self.redis.exists(lease_key(job.key))))
 
-    async def _take_up(self, job: Job) -> bool:
+    async def _recover(self, job: Job) -> bool:
         """Requeue (or end) an abandoned job, unless its record says otherwise now."""
         current = await self._get_job_by_id(job.id)
         if current is None or not abandoned(current):
@@ -341,13 +307,10 @@ class ResearchQueue(RedisQueue):
 
 
 def lease_key(thread_id: str) -> str:
-    """The Redis key of a run's lease: held by the worker executing it."""
+    """Return the Redis key of a run's lease: held by the worker executing it."""
     return f"research:lease:{thread_id}"
 
 
 def research_queue(client: "Redis", waiting: "Redis") -> ResearchQueue:
-    """The queue of research executions: commands on `client`, waits for jobs on `waiting`.
-
-    Both answer bytes, as saq expects.
-    """
+    """Return the research queue: commands on `client`, waits for jobs on `waiting`."""
     return ResearchQueue(client, waiting, name=QUEUE_NAME)

@@ -1,11 +1,8 @@
 """Pause and cancel requests, from the process that took the call to the one running the run.
 
-A run checks for a pause at every node boundary and for a cancel when its task is
-cancelled, so both kinds of request must be readable wherever the run executes: in
-memory when runs execute in the API process, in Redis when workers elsewhere hold them.
-The same place holds each thread's admission lock: who starts a Platform run that waited
-for a busy thread (the thread's executor as its run stops, or the API that stored the
-waiting run just after) must decide it alone, or two runs start on one question.
+Requests live in memory when runs execute in the API process, in Redis when workers do.
+The same place holds each thread's admission lock, so only one caller decides which
+waiting run starts.
 """
 
 import asyncio
@@ -26,11 +23,9 @@ logger = logging.getLogger(__name__)
 SIGNAL_TTL_S = 24 * 3600
 # An admission takes a few store round trips; a holder that died frees the lock after this.
 ADMISSION_LOCK_S = 30.0
-# A process that hears pause requests published asks Redis about a thread at a node
-# boundary only when one was heard for it, or when it last asked this long ago. A
-# subscription seen to drop makes every boundary ask until it is back, and then every
-# thread once; this bounds the wait for a message lost on a connection that broke
-# unnoticed; asking more often costs Redis commands on every run under load.
+# A process that hears pause requests asks Redis about a thread at a node boundary only
+# when one was heard for it, or when it last asked this long ago (this bounds the wait
+# for a message lost on a connection that broke unnoticed).
 PAUSE_RECHECK_S = 5.0
 # How long the subscription waits for a message before it looks again; after a failure,
 # how long it waits before subscribing again.
@@ -52,7 +47,7 @@ class RunSignals(Protocol):
         ...
 
     async def take_pause(self, thread_id: str) -> bool:
-        """Whether a pause was asked for; True once per request (it is consumed)."""
+        """Return whether a pause was asked for; True once per request (it is consumed)."""
         ...
 
     async def request_cancel(self, thread_id: str) -> None:
@@ -60,7 +55,7 @@ class RunSignals(Protocol):
         ...
 
     async def cancel_requested(self, thread_id: str) -> bool:
-        """Whether a stopped task was cancelled by its owner (False: the process stops)."""
+        """Return whether a stopped task was cancelled by its owner (False: the process stops)."""
         ...
 
     async def clear(self, thread_id: str) -> None:
@@ -68,7 +63,7 @@ class RunSignals(Protocol):
         ...
 
     def admission(self, thread_id: str) -> AbstractAsyncContextManager[None]:
-        """The thread's admission lock, held while deciding which waiting run starts.
+        """Hold the thread's admission lock while deciding which waiting run starts.
 
         Raises:
             redis.exceptions.LockError: (Redis) the lock was not had within its timeout.
@@ -89,7 +84,7 @@ class MemorySignals:
 
     @asynccontextmanager
     async def admission(self, thread_id: str) -> AsyncIterator[None]:
-        """The thread's admission lock, in this process."""
+        """Hold the thread's admission lock, in this process."""
         lock = self._admissions.get(thread_id)
         if lock is None:
             lock = self._admissions[thread_id] = asyncio.Lock()
@@ -112,7 +107,7 @@ class MemorySignals:
         self._cancels.add(thread_id)
 
     async def cancel_requested(self, thread_id: str) -> bool:
-        """Whether the owner asked to cancel."""
+        """Return whether the owner asked to cancel."""
         return thread_id in self._cancels
 
     async def clear(self, thread_id: str) -> None:
@@ -124,10 +119,9 @@ class MemorySignals:
 class RedisSignals:
     """Requests any API replica can set and any worker can read: one key each.
 
-    A pause request is also published on a channel. A process that executes runs
-    subscribes to it, so its node boundaries ask Redis nothing unless a request was heard
-    for the thread, or `recheck_s` passed since they last asked. Until the subscription is up
-    (and while it is down), every boundary asks.
+    A pause request is also published on a channel, so a subscribed process's node
+    boundaries ask Redis only when a request was heard, or `recheck_s` after they last
+    asked (and always while the subscription is down).
     """
 
     def __init__(
@@ -159,7 +153,7 @@ class RedisSignals:
 
     @asynccontextmanager
     async def admission(self, thread_id: str) -> AsyncIterator[None]:
-        """The thread's admission lock, across processes (a redis-py lock with a timeout)."""
+        """Hold the thread's admission lock, across processes (a redis-py lock with a timeout)."""
         lock = self._batches.lock(
             self._key("admission", thread_id),
             timeout=ADMISSION_LOCK_S,
@@ -200,7 +194,7 @@ class RedisSignals:
         self._checked[thread_id] = now
 
     async def _listen(self) -> None:
-        """Hear pause requests for as long as the process runs, subscribing again after a failure."""
+        """Hear pause requests while the process runs, subscribing again after a failure."""
         while True:
             pubsub = self._client.pubsub()
             try:
@@ -247,7 +241,7 @@ class RedisSignals:
         await self._client.set(self._key("cancel", thread_id), 1, ex=SIGNAL_TTL_S)
 
     async def cancel_requested(self, thread_id: str) -> bool:
-        """Whether the owner asked to cancel."""
+        """Return whether the owner asked to cancel."""
         return bool(await self._client.exists(self._key("cancel", thread_id)))
 
     async def clear(self, thread_id: str) -> None:

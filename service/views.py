@@ -1,9 +1,4 @@
-"""The read model: what the HTTP API and the CLI show of a thread, built from its checkpoint.
-
-They never index checkpoint keys nor reach for the graph or the executor: they ask
-the run manager for a `ThreadView`, a `ReportView`, the notes, a state snapshot or a
-Platform run, and render those.
-"""
+"""The read model: what the HTTP API and the CLI show of a thread, built from its checkpoint."""
 
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -57,15 +52,13 @@ class ReportView:
 
 
 def thread_view(record: ThreadRecord, snapshot: StateSnapshot) -> ThreadView:
-    """The view of `record` whose latest checkpoint is `snapshot`."""
+    """Return the view of `record` whose latest checkpoint is `snapshot`."""
     values = snapshot.values or {}
     usage = values.get("usage")
     review = values.get("review")
     partial = values.get("report_status") == "partial"
     return ThreadView(
         record=record,
-        # The checkpoint knows the report's status even for runs recorded before the
-        # registry kept it.
         report_status=values.get("report_status") or record.report,
         plan=values.get("task_plan"),
         approval=pending_interrupt(snapshot) if record.status == "waiting_for_approval" else None,
@@ -83,7 +76,7 @@ def thread_view(record: ThreadRecord, snapshot: StateSnapshot) -> ThreadView:
 
 
 def report_view(values: dict[str, Any]) -> ReportView | None:
-    """The report a thread's state holds, with its cited sources; None before there is one."""
+    """Return the report a thread's state holds, with its cited sources (None before one)."""
     markdown = values.get("final_report")
     if not markdown:
         return None

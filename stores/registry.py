@@ -194,6 +194,13 @@ class SqliteRegistry:
         """Run one statement in the writer's next transaction; return the records it returns."""
         return await self._writer.run(lambda conn: _records(conn.execute(sql, params).fetchall()))
 
+    async def _write_one(self, thread_id: str, sql: str, params: tuple[Any, ...]) -> ThreadRecord:
+        """Run one statement that returns the thread's record; KeyError if there is none."""
+        records = await self._write(sql, params)
+        if not records:
+            raise KeyError(thread_id)
+        return records[0]
+
     async def create(self, record: ThreadRecord) -> None:
         """Register a new thread; raise `ThreadExists` if its id is taken."""
         row = (
@@ -228,10 +235,7 @@ class SqliteRegistry:
         """Set the run status, error and report status (see `Registry.set_status`)."""
         now = stamp(datetime.now(UTC))
         row = (status, error, now, report, report, status, thread_id)
-        records = await self._write(_SET_STATUS, row)
-        if not records:
-            raise KeyError(thread_id)
-        return records[0]
+        return await self._write_one(thread_id, _SET_STATUS, row)
 
     async def update(
         self,
@@ -249,10 +253,7 @@ class SqliteRegistry:
             stamp(datetime.now(UTC)),
             thread_id,
         )
-        records = await self._write(_UPDATE, row)
-        if not records:
-            raise KeyError(thread_id)
-        return records[0]
+        return await self._write_one(thread_id, _UPDATE, row)
 
     async def delete(self, thread_id: str) -> bool:
         """Remove the thread's record; return whether there was one."""
