@@ -444,7 +444,7 @@ class RunExecutor:
             return await self.admit_waiting(thread_id)
 
     async def admit_waiting(self, thread_id: str) -> RunInput | None:
-        """`admit_next` for a caller that holds the thread's admission lock."""
+        """Do `admit_next` for a caller that holds the thread's admission lock."""
         while (run := await self.platform.next_enqueued(thread_id)) is not None:
             record = await self.registry.get(thread_id)
             if record is None or record.status in ACTIVE:

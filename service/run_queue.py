@@ -166,7 +166,7 @@ class QueueLauncher:
             await asyncio.sleep(CLOSE_POLL_S)
 
     async def close(self) -> None:
-        """Nothing runs here: the workers keep the runs."""
+        """Do nothing: the workers keep the runs."""
 
 
 class JobRunner:

@@ -130,7 +130,7 @@ class RedisSignals:
         prefix: str = "research:signal",
         recheck_s: float = PAUSE_RECHECK_S,
     ) -> None:
-        """`batches`: the client, through the pipelines of the process's Redis stores."""
+        """Send through `batches`, the pipelines of the process's Redis stores."""
         self._batches = batches
         self._client = batches.client
         self._prefix = prefix

@@ -54,7 +54,7 @@ def set_outcome(done: "asyncio.Future[Any]", outcome: object) -> None:
 
 @contextmanager
 def committed_together(*writes: Awaitable[Any]) -> Iterator[None]:
-    """Around a write queued with `writes`: if it fails, mark their failures as retrieved.
+    """Wrap a write queued with `writes`: if it fails, mark their failures as retrieved.
 
     Writes queued together commit together; when the caller's own write raises, the
     others' futures would otherwise log "exception was never retrieved".

@@ -186,7 +186,7 @@ class SqliteRegistry:
     async def open_in(
         cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
     ) -> "SqliteRegistry":
-        """The file's registry (see `stores.sqlite_writer.open_sqlite`)."""
+        """Return the file's registry (see `stores.sqlite_writer.open_sqlite`)."""
         await writer.run(_prepare)
         return cls(reader, writer)
 

@@ -174,7 +174,7 @@ class SqliteEventLog(QueuedAppends):
 
     @contextmanager
     def writing(self, *streams: str) -> Iterator[None]:
-        """Nothing to mark: this process is the file's only writer, followers are told."""
+        """Do nothing: this process is the file's only writer, and its followers are told."""
         yield
 
     def _committed(self, outcome: list[int] | BaseException, *, taken: list[list[_Op]]) -> None:

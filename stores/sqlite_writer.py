@@ -212,7 +212,7 @@ def _locked(exc: sqlite3.OperationalError) -> bool:
 
 
 def _probe_write(conn: sqlite3.Connection) -> None:
-    """One small write that must reach the file (readiness after a storage failure)."""
+    """Make one small write that must reach the file (readiness after a storage failure)."""
     conn.execute("CREATE TABLE IF NOT EXISTS writable_probe (id INTEGER PRIMARY KEY, at REAL)")
     conn.execute("INSERT OR REPLACE INTO writable_probe VALUES (1, ?)", (time.time(),))
 
