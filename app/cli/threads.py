@@ -1,15 +1,10 @@
 """`research-agent run`, `resume`, `show`, `rerun`, `export` and `import`: threads from the terminal.
 
-A run from the terminal is a thread like any other: the same run manager registers it,
-executes it, records its statuses and events in the data file (or Redis), so it shows
-in `GET /v1/research` and on the web page. The terminal follows its events as an SSE
-client would, prints a line per step, and answers an approval through the manager.
-An export writes a run whole (record, state, events, evidence) as one JSON file, which
-`import` registers as a finished thread of this data directory (or Redis).
+A terminal run is a thread like any other (the same run manager, the same stores): the
+terminal follows its events as an SSE client would and answers approvals.
 """
 
 import asyncio
-import json
 import sys
 import threading
 from collections.abc import AsyncIterator, Coroutine
@@ -51,7 +46,7 @@ from tools.local_corpus import CorpusMissingError
 
 @asynccontextmanager
 async def _runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    """The service's runtime in this process (with a worker, on Redis); its runs stop on exit."""
+    """Open the service's runtime in this process (with a worker, on Redis); its runs stop on exit."""
     try:
         async with open_runtime(settings) as runtime:
             try:
@@ -66,10 +61,6 @@ async def _runtime(settings: Settings) -> AsyncIterator[Runtime]:
         fail(str(exc))
 
 
-async def _snapshot(runtime: Runtime, thread_id: str) -> StateSnapshot:
-    return await runtime.manager.snapshot(thread_id)
-
-
 def _unknown_thread(thread_id: str) -> NoReturn:
     fail(f"unknown thread {thread_id!r}: start one with `research-agent run TOPIC`")
 
@@ -82,7 +73,7 @@ def _require_data(settings: Settings, thread_id: str) -> None:
 
 @asynccontextmanager
 async def _stores_and_graph(settings: Settings) -> AsyncIterator[tuple[ResearchGraph, Stores]]:
-    """The stores and the graph over them: reading and filing threads needs no engine."""
+    """Open the stores and the graph over them: reading and filing threads needs no engine."""
     try:
         async with open_stores(settings) as stores:
             yield build_graph(stores.saver), stores
@@ -109,11 +100,8 @@ def until_interrupted(
         raise click.exceptions.Exit(130) from None
 
 
-# -- what the terminal shows of a run, and how it answers an approval -------------------
-
-
 class ProgressPrinter:
-    """Prints one line per step and event, to stderr so the report alone goes to stdout."""
+    """One line per step and event, to stderr so that the report alone goes to stdout."""
 
     def __init__(self) -> None:
         self.sources = 0
@@ -240,17 +228,15 @@ async def ask_in_terminal(question: dict[str, Any]) -> ApprovalDecision | None:
         err.print(f"unknown answer {escape(repr(choice))}")
 
 
-# -- run, resume, show ---------------------------------------------------------------
-
-
 async def _follow(runtime: Runtime, thread_id: str, after: int, interactive: bool) -> str | None:
-    """Print the thread's events after `after` until its run ends or waits; an error's text.
+    """Print the thread's events after `after` until its run ends or waits; return an error's text.
 
-    An approval it waits for is asked here when `interactive`, and the answer sent
-    through the run manager; the run then goes on and is followed further.
+    When `interactive`, an approval it waits for is asked here and the run followed further.
     """
     printer = ProgressPrinter()
-    printer.sources = len((await _snapshot(runtime, thread_id)).values.get("research_data", []))
+    printer.sources = len(
+        (await runtime.manager.snapshot(thread_id)).values.get("research_data", [])
+    )
     error: str | None = None
     async for event in runtime.stores.events.follow(thread_id, after):
         data = event.data
@@ -274,7 +260,7 @@ async def _finish(
     runtime: Runtime, thread_id: str, out_file: Path | None, error: str | None
 ) -> None:
     """Print the report (or where the thread stopped, and how to go on)."""
-    snapshot = await _snapshot(runtime, thread_id)
+    snapshot = await runtime.manager.snapshot(thread_id)
     values: dict[str, Any] = snapshot.values
     waiting = pending_interrupt(snapshot)
     if error is not None and not is_finished(snapshot):
@@ -334,7 +320,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
             record = await manager.get(LOCAL_OWNER, thread_id)
         except NotFound:
             _unknown_thread(thread_id)
-        snapshot = await _snapshot(runtime, thread_id)
+        snapshot = await runtime.manager.snapshot(thread_id)
         if is_finished(snapshot):
             await _finish(runtime, thread_id, out_file, None)
             return
@@ -387,7 +373,7 @@ async def _show(settings: Settings, thread_id: str) -> None:
 
 
 def _status(snapshot: StateSnapshot) -> str:
-    """Where the thread stands, as its checkpoint says."""
+    """Return where the thread stands, as its checkpoint says."""
     if pending_interrupt(snapshot):
         return "waiting for approval"
     if not is_finished(snapshot):
@@ -399,9 +385,6 @@ def _status(snapshot: StateSnapshot) -> str:
 def show(thread_id: str) -> None:
     """Print a thread's status, research notes and report."""
     asyncio.run(_show(load_settings(), thread_id))
-
-
-# -- rerun, export, import -----------------------------------------------------------
 
 
 async def _rerun(
@@ -455,12 +438,10 @@ def _read_archive(path: Path) -> RunArchive:
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except ValidationError as exc:
         fail(f"{path} is not a run exported by `research-agent export`: {explain_model(exc)[:500]}")
-    except json.JSONDecodeError as exc:  # pragma: no cover - pydantic reports bad JSON itself
-        fail(f"{path} is not JSON: {exc}")
 
 
 def _owner(settings: Settings, key: str | None) -> str:
-    """Who an imported thread belongs to: the key given, the only key, or the local owner."""
+    """Return who an imported thread belongs to: the key given, the only key, or the local owner."""
     keys = [k.get_secret_value() for k in settings.api_keys]
     if key is not None:
         if not keys:
