@@ -1,8 +1,4 @@
-"""What routes depend on, as typed aliases read from the app's state.
-
-Every dependency is a coroutine: FastAPI runs a plain function one on its thread pool,
-a thread hop for every request.
-"""
+"""What routes depend on, as typed aliases read from the app's state (coroutines: no thread hop)."""
 
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any

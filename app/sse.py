@@ -1,8 +1,8 @@
 """Server-Sent Events: an event of a thread's log as its frame, and the streaming response.
 
-sse_starlette frames a dict by splitting each field on a line-break regex, for every
-event; an event's JSON payload never holds a raw line break, so its frame is three lines
-joined (the rare text that does break gets sse_starlette's framing: the same bytes).
+An event's JSON never holds a raw line break, so its frame is three lines joined, not
+sse_starlette's per-line split (the rare text that does break gets sse_starlette's: the
+same bytes).
 """
 
 from collections.abc import AsyncIterator, Mapping

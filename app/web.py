@@ -1,10 +1,8 @@
 """The web page: one HTML file and its static assets, served by the API's own app.
 
-The page's only markup from outside is the report fragment, which the server renders
-safely; the Content-Security-Policy below is the second fence: no inline script, no
-script from anywhere but this server, so even a slip in escaping cannot run code. Every
-HTML answer carries it (`HTMLPolicy`), the report fragment opened on its own included;
-the API's docs page alone gets a policy of its own, naming what it loads.
+Every HTML answer carries a Content-Security-Policy (no inline script, none from
+elsewhere), a second fence behind the server's escaping of the report; the API's docs
+page gets a policy of its own, naming what it loads.
 """
 
 import base64
@@ -52,7 +50,7 @@ def mount_web(app: FastAPI) -> None:
 
 
 def _docs_page(app: FastAPI) -> HTMLResponse:
-    """Swagger UI, allowed its CDN assets and its own inline start-up script (by hash)."""
+    """Return Swagger UI, allowed its CDN assets and its own inline start-up script (by hash)."""
     page = get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=app.title)
     body = bytes(page.body).decode()
     hashes = " ".join(

@@ -1,7 +1,7 @@
 """`research-agent run`, `resume`, `show`, `rerun`, `export` and `import`: threads from the terminal.
 
-A terminal run is a thread like any other (the same run manager, the same stores): the
-terminal follows its events as an SSE client would and answers approvals.
+A terminal run is a thread like any other: the terminal follows its events as an SSE
+client would and answers approvals through the run manager.
 """
 
 import asyncio
@@ -84,11 +84,7 @@ async def _stores_and_graph(settings: Settings) -> AsyncIterator[tuple[ResearchG
 def until_interrupted(
     work: Coroutine[Any, Any, None], thread_id: str, started: threading.Event | None = None
 ) -> None:
-    """Run `work`; on Ctrl-C say how to pick the thread up again instead of a traceback.
-
-    `started`: for a new thread, set once it exists; interrupted before, nothing was saved
-    and there is nothing to resume.
-    """
+    """Run `work`; on Ctrl-C say how to resume the thread (if `started` is set) instead of a traceback."""
     try:
         asyncio.run(work)
     except KeyboardInterrupt:
@@ -293,10 +289,7 @@ async def research(
     interactive: bool,
     started: threading.Event | None = None,
 ) -> None:
-    """Start thread `thread_id` through the run service, follow it, print its report.
-
-    `started` is set once the thread exists (a Ctrl-C after it leaves a thread to resume).
-    """
+    """Start thread `thread_id` through the run manager, follow it, print its report; set `started` once it exists."""
     async with _runtime(settings) as runtime:
         try:
             record = await runtime.manager.start(LOCAL_OWNER, request, thread_id)
