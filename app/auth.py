@@ -20,11 +20,6 @@ class KeyAuth:
     def __init__(self, keys: list[str]) -> None:
         self._keys = [k for k in keys if k]
 
-    @property
-    def enabled(self) -> bool:
-        """Whether callers must present a key."""
-        return bool(self._keys)
-
     REFUSAL = "send a valid API key as 'Authorization: Bearer <key>' or 'X-API-Key'"
 
     def owner(self, request: Request) -> str | None:

@@ -99,9 +99,7 @@ def llm_engine(settings: Settings) -> "LLMEngine":
 async def check_model_server(settings: Settings, timeout_s: float = 5.0) -> None:
     """Fail early when the configured OpenAI-compatible server cannot be reached at all.
 
-    Any HTTP answer (even 401) means the server is there, and one that answers late is
-    busy, not absent (a one-slot server finishing another request): only a transport
-    failure is an error.
+    Any HTTP answer (even 401) means it is there, and a late one that it is busy.
     """
     url = settings.llm_base_url
     if settings.engine_in_effect != "llm" or url is None:

@@ -1,9 +1,8 @@
-"""What a request meets before its route: the key checked first, the body strictly JSON.
+"""What a request meets before its route: the key and the body's size checked first, the body strictly JSON.
 
-`RequestGate` refuses a request without a valid key, or with a body over the cap, before
-its body is read (FastAPI parses a body before running the auth dependency).
-`StrictJSONRoute` parses bodies with pydantic-core, which refuses what the stores cannot
-hold (lone surrogates, deep nesting), and answers 415 for a body of another type.
+FastAPI parses a body before it runs the auth dependency; `RequestGate` answers before
+reading it. `StrictJSONRoute` parses with pydantic-core, which refuses what the stores
+cannot hold (lone surrogates, deep nesting), and answers 415 for another content type.
 """
 
 import json
@@ -42,7 +41,7 @@ class RequestGate:
         path = scope.get("path", "")
         request = Request(scope)
         refusal: tuple[int, str, str] | None = None
-        if self.auth.enabled and path.startswith(API_PREFIXES) and not self.auth.owner(request):
+        if path.startswith(API_PREFIXES) and self.auth.owner(request) is None:
             refusal = (401, "unauthorized", self.auth.REFUSAL)
         elif _declared_length(request) > self.max_body_bytes:
             refusal = (413, "payload_too_large", too_large(self.max_body_bytes))

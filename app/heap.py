@@ -1,8 +1,4 @@
-"""Garbage collection for a long-lived service process.
-
-The heap built at start-up (LangGraph, LangChain, pydantic, FastAPI) never dies; frozen,
-the collector stops walking it, and a larger young generation makes collections rarer.
-"""
+"""Garbage collection for a long-lived service: freeze the start-up heap, collect less often."""
 
 import gc
 

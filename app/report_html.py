@@ -1,9 +1,4 @@
-"""The report as a safe HTML fragment, for the web page (and any client that wants HTML).
-
-markdown-it-py renders it with raw HTML escaped and link targets validated; only the
-references stay links (any other link shows as its text, an image as its description),
-so text from a source never becomes markup nor sends the reader elsewhere.
-"""
+"""The report as a safe HTML fragment: raw HTML escaped, and only its references as links."""
 
 import asyncio
 import hashlib
@@ -65,13 +60,9 @@ def _front_matter_rows(front: str) -> list[tuple[str, str]]:
 
 def _summary(rows: dict[str, str]) -> str:
     """Return one line: the status, then sources, review score and engine."""
-    status = rows.get("status", "")
+    status = html.escape(rows.get("status", ""))
     parts = (
-        [
-            f'<span class="report-status" data-status="{html.escape(status)}">{html.escape(status)}</span>'
-        ]
-        if status
-        else []
+        [f'<span class="report-status" data-status="{status}">{status}</span>'] if status else []
     )
     if "sources" in rows:
         parts.append(f"{html.escape(rows['sources'])} sources")

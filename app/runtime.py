@@ -1,8 +1,4 @@
-"""Everything a service process runs research with, put together from the settings.
-
-Embedded: the SQLite stores, runs are tasks of the API process. Redis: the Redis stores,
-runs are jobs on its queue for `research-agent worker` processes (and the API process).
-"""
+"""Everything a service process runs research with: stores, executor, run manager (and the Redis queue)."""
 
 import asyncio
 import contextlib

@@ -1,8 +1,7 @@
 """The uvicorn protocol `serve` runs, so that slow or idle clients cannot starve the others.
 
-A connection that sends no whole request head within `header_timeout_s` is closed; past
-`max_connections`, a new connection closes the oldest one waiting for a head (or itself
-when all are busy); the open-files limit is raised to fit, with room for the stores.
+A connection with no whole request head within `header_timeout_s` is closed; past
+`max_connections`, a new one closes the oldest one waiting for a head (or itself).
 """
 
 import asyncio

@@ -1,9 +1,4 @@
-"""Server-Sent Events: an event of a thread's log as its frame, and the streaming response.
-
-An event's JSON never holds a raw line break, so its frame is three lines joined, not
-sse_starlette's per-line split (the rare text that does break gets sse_starlette's: the
-same bytes).
-"""
+"""Server-Sent Events: a log event as its frame (three lines joined, as sse_starlette writes them), and the response."""
 
 from collections.abc import AsyncIterator, Mapping
 

@@ -1,8 +1,4 @@
-"""The service's stores (checkpoints, events, registry, evidence): the SQLite file, or Redis.
-
-Redis when `RESEARCH_REDIS_URL` is set, so that any number of API replicas and workers
-share them.
-"""
+"""The service's stores (checkpoints, events, registry, evidence): the SQLite file, or Redis shared by replicas."""
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager

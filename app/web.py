@@ -1,9 +1,4 @@
-"""The web page: one HTML file and its static assets, served by the API's own app.
-
-Every HTML answer carries a Content-Security-Policy (no inline script, none from
-elsewhere), a second fence behind the server's escaping of the report; the API's docs
-page gets a policy of its own, naming what it loads.
-"""
+"""The web page and its assets, every HTML answer under a Content-Security-Policy (the docs page under its own)."""
 
 import base64
 import hashlib

@@ -39,11 +39,6 @@ def budget_reason(state: ResearchState) -> str | None:
     return None
 
 
-def budget_spent(state: ResearchState) -> bool:
-    """Return whether a budget is used up (see `budget_reason`)."""
-    return budget_reason(state) is not None
-
-
 def fixed_supervisor_rule(state: ResearchState) -> tuple[Action, str] | None:
     """Apply the supervisor's rules in order; None means the engine must decide.
 

@@ -1,8 +1,4 @@
-"""Text from outside (a source's sentence or title, a topic) written into Markdown as text.
-
-Escaped, a quoted `![pixel](http://...)`, `[link](https://...)` or `[^3]` reads the same
-and stays text: never an image, a live link or a citation the writer did not make.
-"""
+"""Text from outside (a source's sentence, a title, a topic) written into Markdown as text, never markup."""
 
 import re
 

@@ -23,9 +23,8 @@ _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 def normalize_url(url: str) -> str:
     """Return the key under which two spellings of one URL compare equal.
 
-    Scheme and host are lower-cased, default ports, the fragment and tracking
-    parameters are dropped, the path's percent-encoding is made canonical and a
-    trailing slash on it is removed.
+    Scheme and host lower-cased; default ports, fragment, tracking parameters and a
+    trailing slash dropped; the path's percent-encoding made canonical.
     """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()

@@ -1,7 +1,6 @@
 """The research step as a subgraph: queries, then ReAct turns (model <-> tools), then collect.
 
-Checkpointed after every node under the researcher task's namespace, so a worker killed
-mid-step resumes from its last finished turn. The parent sees one `researcher` node.
+Checkpointed after every node, so a worker killed mid-step resumes from its last turn.
 """
 
 from typing import Any, cast

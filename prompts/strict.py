@@ -1,8 +1,4 @@
-"""Field types for structured output that OpenAI's strict JSON-schema mode accepts.
-
-Strict mode refuses length keywords and wants every field required: lengths are enforced
-by a validator after parsing.
-"""
+"""Field types for OpenAI's strict JSON-schema mode: no length keywords, lengths enforced after parsing."""
 
 from typing import Any
 

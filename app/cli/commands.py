@@ -59,10 +59,7 @@ def _research(
 
 def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -> None:
     """Research a topic and print the cited report; `options` are RunOptions' fields."""
-    try:
-        request = ResearchRequest(topic=topic, options=RunOptions(**options))
-    except ValidationError as exc:
-        fail(f"invalid request ({explain(exc, flags=True)})")
+    request = _request(topic, **options)
     settings = load_settings()
     _ensure_offline_corpus(settings)  # as `serve` and `demo` do
     _research(settings, request, thread or uuid.uuid4().hex, out_file)
@@ -100,11 +97,15 @@ def demo(topic: str, out_file: Path | None) -> None:
     """Fetch the demo corpus if needed, then research a topic end to end, offline."""
     settings = load_settings()
     _ensure_demo_corpus(settings)
+    _research(settings, _request(topic), uuid.uuid4().hex, out_file)
+
+
+def _request(topic: str, **options: Any) -> ResearchRequest:
+    """Return the research request, or a one-line error naming the bad flag."""
     try:
-        request = ResearchRequest(topic=topic)
+        return ResearchRequest(topic=topic, options=RunOptions(**options))
     except ValidationError as exc:
         fail(f"invalid request ({explain(exc, flags=True)})")
-    _research(settings, request, uuid.uuid4().hex, out_file)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

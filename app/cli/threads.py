@@ -1,8 +1,4 @@
-"""`research-agent run`, `resume`, `show`, `rerun`, `export` and `import`: threads from the terminal.
-
-A terminal run is a thread like any other: the terminal follows its events as an SSE
-client would and answers approvals through the run manager.
-"""
+"""`research-agent run`, `resume`, `show`, `rerun`, `export` and `import`: threads from the terminal."""
 
 import asyncio
 import sys
@@ -104,19 +100,15 @@ class ProgressPrinter:
         self.tokens = 0
         self.structured: dict[str, str] = {}  # the structured-output method said per model
 
-    def __call__(self, name: str, data: Any) -> None:
+    def __call__(self, kind: str, event: Any) -> None:
         """Report one event of the run (`service.execution` names them)."""
-        if not isinstance(data, dict):
+        if not isinstance(event, dict):
             return
-        if name == "node_finished":
-            iteration = data.get("iteration")
+        if kind == "node_finished":
+            iteration = event.get("iteration")
             suffix = f" · iteration {iteration}" if iteration is not None else ""
-            err.print(f"[cyan]●[/] {data['node']}{suffix} · {self.sources} sources")
-        else:
-            self._event(name, data)
-
-    def _event(self, kind: str, event: dict[str, Any]) -> None:
-        if kind == "source":
+            err.print(f"[cyan]●[/] {event['node']}{suffix} · {self.sources} sources")
+        elif kind == "source":
             self.sources += 1
         elif kind == "note":
             outcome = (
@@ -159,12 +151,13 @@ class ProgressPrinter:
 
 def _show_plan(plan: ResearchPlan) -> None:
     err.print(f"\n[bold]Plan:[/] {escape(plan.theme)}\n{escape(plan.plan_text)}")
-    err.print("[bold]Investigation points[/]")
-    for point in plan.investigation_points:
-        err.print(f"  - {escape(point)}")
-    err.print("[bold]Search queries[/]")
-    for query in plan.search_queries:
-        err.print(f"  - {escape(query)}")
+    for label, items in (
+        ("Investigation points", plan.investigation_points),
+        ("Search queries", plan.search_queries),
+    ):
+        err.print(f"[bold]{label}[/]")
+        for item in items:
+            err.print(f"  - {escape(item)}")
 
 
 def _ask(prompt: str) -> str | None:
@@ -174,7 +167,7 @@ def _ask(prompt: str) -> str | None:
     return line.strip() if line else None
 
 
-def _read_lines(label: str, current: list[str]) -> list[str] | None:
+def _read_lines(label: str, current: list[str]) -> list[str]:
     err.print(
         f"{label}: one per line, then an empty line (an empty list keeps the current {len(current)})"
     )
