@@ -9,7 +9,7 @@ import httpx
 from app.settings import ProviderName, Settings
 from engines.base import Engine
 from engines.extractive import ExtractiveEngine
-from engines.llm_config import ROLES, Role
+from engines.llm_config import ROLES
 from engines.simulated import SleepingEngine
 from nodes.context import Deps
 from tools.api_client import RetryPolicy
@@ -48,12 +48,6 @@ class EngineSetupError(ValueError):
     """The model settings cannot give a working engine; the message names what to fix."""
 
 
-def _setting(settings: Settings, role: Role) -> str:
-    """Return where a role's model is set: its own table if it names one, else the default."""
-    own = getattr(settings.models, role).model is not None
-    return f"models.{role}.model" if own else "models.default.model"
-
-
 def llm_engine(settings: Settings) -> "LLMEngine":
     """Return the LLM engine for the configured models; raise `EngineSetupError` naming the setting."""
     # Imported here: the extractive path never needs LangChain's model layer, slow to import.
@@ -62,7 +56,9 @@ def llm_engine(settings: Settings) -> "LLMEngine":
     configs = {role: settings.models.for_role(role) for role in ROLES}
     models = {}
     for role, config in configs.items():
-        where = f"{_setting(settings, role)} = {config.model!r}"
+        # Where the role's model is set: its own table if it names one, else the default.
+        table = role if getattr(settings.models, role).model is not None else "default"
+        where = f"models.{table}.model = {config.model!r}"
         try:
             models[role] = chat_model(config, settings.llm_base_url, settings.llm_key())
         except ImportError as exc:
@@ -81,9 +77,7 @@ def llm_engine(settings: Settings) -> "LLMEngine":
                 "RESEARCH_LLM_API_KEY), or RESEARCH_LLM_BASE_URL"
             ) from exc
     retry = RetryPolicy(
-        base_delay_s=settings.retry_base_delay_s,
-        max_delay_s=settings.retry_max_delay_s,
-        jitter=0.5,
+        base_delay_s=settings.retry_base_delay_s, max_delay_s=settings.retry_max_delay_s, jitter=0.5
     )
     return LLMEngine(
         configs,

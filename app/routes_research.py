@@ -128,12 +128,14 @@ def _detail(view: ThreadView) -> ThreadDetail:
     )
 
 
-router = APIRouter(
-    prefix="/v1/research",
-    tags=["research"],
-    responses=ERROR_RESPONSES,
-    route_class=StrictJSONRoute,
-)
+def _router(tag: str) -> APIRouter:
+    """Return a router under `/v1/research`, tagged `tag`, with the error answers and JSON bodies."""
+    return APIRouter(
+        prefix="/v1/research", tags=[tag], responses=ERROR_RESPONSES, route_class=StrictJSONRoute
+    )
+
+
+router = _router("research")
 
 
 @router.post("", status_code=202, response_model=StartAnswer)
@@ -231,8 +233,7 @@ async def delete(thread_id: StoredThread, owner: Owner, manager: Manager) -> Res
 
 
 @router.get(
-    "/{thread_id}/report",
-    responses={200: {"content": {"text/markdown": {}, "text/html": {}}}},
+    "/{thread_id}/report", responses={200: {"content": {"text/markdown": {}, "text/html": {}}}}
 )
 async def report(
     thread_id: StoredThread, owner: Owner, request: Request, manager: Manager, reports: Reports
@@ -266,14 +267,7 @@ async def notes(thread_id: StoredThread, owner: Owner, manager: Manager) -> list
     return await manager.notes(thread_id)
 
 
-# -- a run's record: its sources as read, re-runs, diffs, export ---------------------------
-
-records_router = APIRouter(
-    prefix="/v1/research",
-    tags=["research records"],
-    responses=ERROR_RESPONSES,
-    route_class=StrictJSONRoute,
-)
+records_router = _router("research records")
 
 
 class RerunRequest(BaseModel):

@@ -306,7 +306,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
             record = await manager.get(LOCAL_OWNER, thread_id)
         except NotFound:
             _unknown_thread(thread_id)
-        snapshot = await runtime.manager.snapshot(thread_id)
+        snapshot = await manager.snapshot(thread_id)
         if is_finished(snapshot):
             await _finish(runtime, thread_id, out_file, None)
             return
