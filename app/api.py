@@ -1,11 +1,4 @@
-"""The service's app: the HTTP routes composed over one runtime (graph, run manager, stores).
-
-The routes live in modules of their own, one per resource: `routes_research`
-(`/v1/research`, and a run's record: its sources as read, re-runs, diffs, export),
-`platform.assistants`, `platform.threads` and `platform.runs` (the LangGraph Platform
-API), `routes_ops` (health, readiness, metrics). They read what they need from
-`app.state` through `app.dependencies`.
-"""
+"""The service's app: the HTTP routes, one module per resource, over one runtime."""
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -56,7 +49,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app(settings: Settings) -> FastAPI:
-    """The service: one graph, one run manager, stores on the embedded SQLite file."""
+    """Return the service's app: one graph, one run manager, the stores the settings choose."""
     auth = KeyAuth([k.get_secret_value() for k in settings.api_keys])
     app = FastAPI(
         title="research-agent",

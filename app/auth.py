@@ -10,7 +10,7 @@ from service.thread_ids import LOCAL_OWNER
 
 
 def owner_id(key: str) -> str:
-    """A stable, non-secret name for the owner of a key (never the key itself)."""
+    """Return a stable, non-secret name for the owner of a key (never the key itself)."""
     return "key-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -20,15 +20,10 @@ class KeyAuth:
     def __init__(self, keys: list[str]) -> None:
         self._keys = [k for k in keys if k]
 
-    @property
-    def enabled(self) -> bool:
-        """Whether callers must present a key."""
-        return bool(self._keys)
-
     REFUSAL = "send a valid API key as 'Authorization: Bearer <key>' or 'X-API-Key'"
 
     def owner(self, request: Request) -> str | None:
-        """The owner id of the key the request presents, None if it presents no valid one."""
+        """Return the owner id of the key the request presents, None if it presents no valid one."""
         if not self._keys:
             return LOCAL_OWNER
         header = request.headers.get("authorization", "")
@@ -40,11 +35,7 @@ class KeyAuth:
         return None
 
     async def __call__(self, request: Request) -> str:
-        """The caller's owner id, or Unauthorized.
-
-        A coroutine though it never waits: FastAPI runs a plain function dependency on its
-        thread pool, a thread hop for every request.
-        """
+        """Return the caller's owner id, or raise Unauthorized (a coroutine: no thread hop)."""
         owner = self.owner(request)
         if owner is None:
             raise Unauthorized(self.REFUSAL)

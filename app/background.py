@@ -6,12 +6,7 @@ from typing import Any
 
 
 class BackgroundWork:
-    """The app's background tasks: kept while they run, cancelled and awaited at shutdown.
-
-    A streaming route's clean-up (cancel a run its client left, remove a stateless run's
-    thread once it ends) runs after its response is gone; the app waits for it, or stops
-    it, before it closes the stores that work uses.
-    """
+    """The app's background tasks: kept while they run, cancelled and awaited at shutdown."""
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[None]] = set()

@@ -9,7 +9,7 @@ import httpx
 from app.settings import ProviderName, Settings
 from engines.base import Engine
 from engines.extractive import ExtractiveEngine
-from engines.llm_config import ROLES, Role
+from engines.llm_config import ROLES
 from engines.simulated import SleepingEngine
 from nodes.context import Deps
 from tools.api_client import RetryPolicy
@@ -33,42 +33,32 @@ async def _provider(
         base_delay_s=settings.retry_base_delay_s,
         max_delay_s=settings.retry_max_delay_s,
     )
-    if name == "tavily":
-        tavily = TavilyProvider(
-            settings.api_key("tavily"), settings.tavily_base_url, settings.search_timeout_s, retry
-        )
-        stack.push_async_callback(tavily.aclose)
-        return tavily
-    if name == "brave":
-        brave = BraveProvider(
-            settings.api_key("brave"), settings.brave_base_url, settings.search_timeout_s, retry
-        )
-        stack.push_async_callback(brave.aclose)
-        return brave
-    corpus = LocalCorpus(settings.corpus_index_path)
-    stack.callback(corpus.close)
-    return corpus
+    if name == "local":
+        corpus = LocalCorpus(settings.corpus_index_path)
+        stack.callback(corpus.close)
+        return corpus
+    web = TavilyProvider if name == "tavily" else BraveProvider
+    base_url = settings.tavily_base_url if name == "tavily" else settings.brave_base_url
+    provider = web(settings.api_key(name), base_url, settings.search_timeout_s, retry)
+    stack.push_async_callback(provider.aclose)
+    return provider
 
 
 class EngineSetupError(ValueError):
     """The model settings cannot give a working engine; the message names what to fix."""
 
 
-def _setting(settings: Settings, role: Role) -> str:
-    """Where a role's model is set: its own table if it names one, else the default."""
-    own = getattr(settings.models, role).model is not None
-    return f"models.{role}.model" if own else "models.default.model"
-
-
 def llm_engine(settings: Settings) -> "LLMEngine":
-    """The LLM engine for the configured models; raises `EngineSetupError` naming the setting."""
+    """Return the LLM engine for the configured models; raise `EngineSetupError` naming the setting."""
     # Imported here: the extractive path never needs LangChain's model layer, slow to import.
     from engines.llm import LLMEngine, chat_model
 
     configs = {role: settings.models.for_role(role) for role in ROLES}
     models = {}
     for role, config in configs.items():
-        where = f"{_setting(settings, role)} = {config.model!r}"
+        # Where the role's model is set: its own table if it names one, else the default.
+        table = role if getattr(settings.models, role).model is not None else "default"
+        where = f"models.{table}.model = {config.model!r}"
         try:
             models[role] = chat_model(config, settings.llm_base_url, settings.llm_key())
         except ImportError as exc:
@@ -87,9 +77,7 @@ def llm_engine(settings: Settings) -> "LLMEngine":
                 "RESEARCH_LLM_API_KEY), or RESEARCH_LLM_BASE_URL"
             ) from exc
     retry = RetryPolicy(
-        base_delay_s=settings.retry_base_delay_s,
-        max_delay_s=settings.retry_max_delay_s,
-        jitter=0.5,
+        base_delay_s=settings.retry_base_delay_s, max_delay_s=settings.retry_max_delay_s, jitter=0.5
     )
     return LLMEngine(
         configs,
@@ -105,11 +93,7 @@ def llm_engine(settings: Settings) -> "LLMEngine":
 async def check_model_server(settings: Settings, timeout_s: float = 5.0) -> None:
     """Fail early when the configured OpenAI-compatible server cannot be reached at all.
 
-    Any HTTP answer (even 401 or 404) means the server is there; only a transport failure
-    (refused, unknown host, no connection in time) is an error. A server that takes the
-    connection but answers late is busy, not absent: a one-slot server (llama-cpp-python)
-    finishing another request answers nothing until it is done, and the run's own calls
-    have their timeouts.
+    Any HTTP answer (even 401) means it is there, and a late one that it is busy.
     """
     url = settings.llm_base_url
     if settings.engine_in_effect != "llm" or url is None:
@@ -127,7 +111,7 @@ async def check_model_server(settings: Settings, timeout_s: float = 5.0) -> None
 
 
 def make_engine(settings: Settings) -> Engine:
-    """The engine the settings choose."""
+    """Return the engine the settings choose."""
     return llm_engine(settings) if settings.engine_in_effect == "llm" else ExtractiveEngine()
 
 
@@ -135,8 +119,7 @@ def make_engine(settings: Settings) -> Engine:
 async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     """Open the engine and the providers the settings choose.
 
-    Raises `CorpusMissingError` when the local provider is chosen and has no index yet,
-    `EngineSetupError` when the model settings cannot work.
+    Raises `CorpusMissingError` (the local corpus has no index yet) or `EngineSetupError`.
     """
     if settings.simulate_latency_ms:
         latency = settings.simulate_latency_ms / 1000
@@ -168,7 +151,7 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
 
 
 def page_policy(settings: Settings) -> FetchPolicy:
-    """The scraper's safety policy from the settings."""
+    """Return the scraper's safety policy from the settings."""
     return FetchPolicy(
         allow_private=settings.page_allow_private,
         allowed_ports=frozenset(settings.page_allowed_ports),

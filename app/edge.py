@@ -1,12 +1,8 @@
-"""What a request meets before its route: the key checked first, the body strictly JSON.
+"""What a request meets before its route: the key and the body's size checked first, the body strictly JSON.
 
-- `RequestGate` refuses an API request without a valid key before a byte of its body is
-  read (FastAPI reads and parses a body before it runs the auth dependency, so a large
-  POST without a key would cost its whole upload and parse before its 401), and caps
-  the body's size as it is declared and as it is read (413 `payload_too_large`).
-- `StrictJSONRoute` parses bodies with pydantic-core, which refuses what the stdlib's
-  `json` lets through and the stores cannot hold (a lone surrogate (an escaped "udfff"),
-  nesting past its recursion limit), and answers 415 for a body sent as another type.
+FastAPI parses a body before it runs the auth dependency; `RequestGate` answers before
+reading it. `StrictJSONRoute` parses with pydantic-core, which refuses what the stores
+cannot hold (lone surrogates, deep nesting), and answers 415 for another content type.
 """
 
 import json
@@ -45,14 +41,13 @@ class RequestGate:
         path = scope.get("path", "")
         request = Request(scope)
         refusal: tuple[int, str, str] | None = None
-        if self.auth.enabled and path.startswith(API_PREFIXES) and not self.auth.owner(request):
+        if path.startswith(API_PREFIXES) and self.auth.owner(request) is None:
             refusal = (401, "unauthorized", self.auth.REFUSAL)
         elif _declared_length(request) > self.max_body_bytes:
             refusal = (413, "payload_too_large", too_large(self.max_body_bytes))
         if refusal is not None:
-            # The body is never parsed. A large one is not read either: the connection
-            # closes. A small one is read and dropped by the server, so the client (that
-            # may still be sending it) gets this answer rather than a reset connection.
+            # A large body is not read (the connection closes); a small one is read and
+            # dropped, so a client still sending it gets this answer, not a reset.
             large = _declared_length(request) > _DRAIN_FACTOR * self.max_body_bytes
             headers = {"Connection": "close"} if large or refusal[0] == 401 else {}
             if refusal[0] == 401:
@@ -62,7 +57,7 @@ class RequestGate:
         await self.app(scope, self._counting(receive), send)
 
     def _counting(self, receive: Receive) -> Receive:
-        """`receive`, raising a 413 once the body read passes the cap (chunked bodies)."""
+        """Wrap `receive` to raise a 413 once the body read passes the cap (chunked bodies)."""
         seen = 0
 
         async def counted() -> Message:
@@ -82,7 +77,7 @@ _DRAIN_FACTOR = 4
 
 
 def too_large(limit: int) -> str:
-    """What a 413 says."""
+    """Return what a 413 says."""
     return f"the request body is over the limit of {limit} bytes: send less"
 
 
@@ -95,13 +90,12 @@ class StrictJSONRequest(Request):
     """A request whose JSON body is parsed by pydantic-core (strict, and faster)."""
 
     async def json(self) -> Any:
-        """The body parsed; a JSONDecodeError (FastAPI's 422) when it is no valid JSON."""
+        """Return the body parsed; raise JSONDecodeError (FastAPI's 422) when it is not JSON."""
         if not hasattr(self, "_json"):
             body = await self.body()
             try:
                 self._json = from_json(body)
             except ValueError as exc:
-                # FastAPI turns a JSONDecodeError into its 422 `json_invalid`.
                 text = body[:200].decode("utf-8", "replace")
                 raise json.JSONDecodeError(str(exc), text, 0) from None
         return self._json
@@ -118,7 +112,7 @@ class StrictJSONRoute(APIRoute):
     """A route whose body must be JSON (415 otherwise), parsed strictly."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        """FastAPI's handler, given a StrictJSONRequest after the content type is checked."""
+        """Return FastAPI's handler, given a StrictJSONRequest once the content type is checked."""
         handler = super().get_route_handler()
         takes_body = self.body_field is not None
 
@@ -140,18 +134,14 @@ def _has_body(request: Request) -> bool:
 
 
 class StreamSlots:
-    """How many event streams are open, and a cap past which a new one gets 503.
-
-    Counted while a stream's frames are produced; a burst of new streams may pass the cap
-    by the few whose first frame is not out yet.
-    """
+    """How many event streams are open, and a cap past which a new one gets 503."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.open = 0
 
     def check(self) -> None:
-        """TooManyStreams when the cap is reached."""
+        """Raise TooManyStreams when the cap is reached."""
         if self.open >= self.limit:
             raise TooManyStreams(
                 f"{self.open} event streams are open, the most this service serves: "
@@ -159,7 +149,7 @@ class StreamSlots:
             )
 
     async def counted(self, frames: AsyncIterator[T]) -> AsyncIterator[T]:
-        """`frames`, counted as an open stream while it runs."""
+        """Yield `frames`, counted as an open stream while it runs."""
         self.open += 1
         try:
             async for frame in frames:

@@ -39,7 +39,7 @@ class JSONLine(JSONResponse):
     """A JSON answer ending with a newline: what follows `curl` starts on a line of its own."""
 
     def render(self, content: Any) -> bytes:
-        """The JSON, then a newline."""
+        """Return the JSON, then a newline."""
         return super().render(content) + b"\n"
 
 
@@ -57,25 +57,27 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
-def _documented(description: str) -> dict[str, Any]:
-    return {"model": ErrorBody, "description": description}
+def documented(model: type[BaseModel], answers: dict[int, str]) -> dict[int | str, dict[str, Any]]:
+    """Return error answers for the OpenAPI document: each status's body model and description."""
+    return {status: {"model": model, "description": text} for status, text in answers.items()}
 
 
 # The error answers every route may give, for the OpenAPI document.
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: _documented("bad_request: the body is not JSON"),
-    401: _documented("unauthorized: no valid API key"),
-    404: _documented("not_found: no such thread for this key"),
-    409: _documented("invalid_state: the thread's state does not allow this"),
-    413: _documented("payload_too_large: the body is over the size limit"),
-    415: _documented("unsupported_media_type: the body is not sent as JSON"),
-    422: _documented("validation_error: the request is malformed (field details)"),
-    429: _documented("too_many_runs: the run queue is full"),
-    503: _documented(
-        "backend_unavailable: a store does not answer; too_many_streams: retry after a moment"
-    ),
-    507: _documented("insufficient_storage: the disk holding the data file is full"),
-}
+ERROR_RESPONSES = documented(
+    ErrorBody,
+    {
+        400: "bad_request: the body is not JSON",
+        401: "unauthorized: no valid API key",
+        404: "not_found: no such thread for this key",
+        409: "invalid_state: the thread's state does not allow this",
+        413: "payload_too_large: the body is over the size limit",
+        415: "unsupported_media_type: the body is not sent as JSON",
+        422: "validation_error: the request is malformed (field details)",
+        429: "too_many_runs: the run queue is full",
+        503: "backend_unavailable: a store does not answer; too_many_streams: retry after a moment",
+        507: "insufficient_storage: the disk holding the data file is full",
+    },
+)
 
 _HTTP_CODES = {
     400: "bad_request",
@@ -92,7 +94,7 @@ PLATFORM_PREFIXES = ("/assistants", "/threads", "/runs")
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    """The JSON shape of every error answer."""
+    """Return the JSON shape of every error answer."""
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
@@ -104,7 +106,7 @@ def error_response(
     details: Any = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    """An error answer in the shape the path's clients expect."""
+    """Return an error answer in the shape the path's clients expect."""
     if path.startswith(PLATFORM_PREFIXES):
         return JSONLine({"detail": message}, status, headers=headers)
     return JSONLine(error_body(code, message, details), status, headers=headers)
@@ -153,7 +155,7 @@ async def _store_down(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _data_file_failed(request: Request, exc: Exception) -> JSONResponse:
-    """The SQLite data file failed a request: a full disk, a damaged file, I/O, a lock."""
+    """Answer a failure of the SQLite data file: a full disk, a damaged file, I/O, a lock."""
     kind = storage_failure(exc)
     path = request.url.path
     if kind == "full":

@@ -35,5 +35,5 @@ class ServiceMetrics:
             self.duration.labels(record.status).observe(max(0.0, seconds))
 
     def exposition(self) -> bytes:
-        """The text format Prometheus scrapes."""
+        """Return the metrics in the text format Prometheus scrapes."""
         return generate_latest(self.registry)

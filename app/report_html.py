@@ -1,12 +1,4 @@
-"""The report as a safe HTML fragment, for the web page (and any client that wants HTML).
-
-Rendered on the server with markdown-it-py: raw HTML in the Markdown is escaped (`html`
-off), link targets go through markdown-it's URL validation (no `javascript:` or `data:`
-links), so text that came from a source can never become markup in the browser. The
-report's links are its references: a link anywhere else in the text (a model's draft
-quoting a page's Markdown) shows as its text, an image as its description, so a report
-never loads anything nor sends its reader somewhere the references do not name.
-"""
+"""The report as a safe HTML fragment: raw HTML escaped, and only its references as links."""
 
 import asyncio
 import hashlib
@@ -34,7 +26,7 @@ _EMPTY_REFERENCES = re.compile(r"^#{1,6}\s*References\s*\Z", re.MULTILINE)
 def _one_caption_per_source(
     self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any
 ) -> str:
-    """`[1]` for every citation of source 1 (the plugin numbers repeats `[1:1]`, `[1:2]`)."""
+    """Render `[1]` for every citation of source 1 (the plugin numbers repeats `[1:1]`, `[1:2]`)."""
     return f"[{tokens[idx].meta['id'] + 1}]"
 
 
@@ -50,7 +42,7 @@ def _renderer() -> MarkdownIt:
 
 
 def _front_matter_rows(front: str) -> list[tuple[str, str]]:
-    """`key: value` pairs of our front matter (strings there are JSON-quoted)."""
+    """Return the `key: value` pairs of our front matter (strings there are JSON-quoted)."""
     rows = []
     for line in front.strip().strip("-").strip().splitlines():
         key, sep, value = line.partition(":")
@@ -67,14 +59,10 @@ def _front_matter_rows(front: str) -> list[tuple[str, str]]:
 
 
 def _summary(rows: dict[str, str]) -> str:
-    """One line: the status, then sources, review score and engine."""
-    status = rows.get("status", "")
+    """Return one line: the status, then sources, review score and engine."""
+    status = html.escape(rows.get("status", ""))
     parts = (
-        [
-            f'<span class="report-status" data-status="{html.escape(status)}">{html.escape(status)}</span>'
-        ]
-        if status
-        else []
+        [f'<span class="report-status" data-status="{status}">{status}</span>'] if status else []
     )
     if "sources" in rows:
         parts.append(f"{html.escape(rows['sources'])} sources")
@@ -86,7 +74,7 @@ def _summary(rows: dict[str, str]) -> str:
 
 
 def _only_references_link(tokens: list[Token]) -> list[Token]:
-    """`tokens` with links outside the footnotes' definitions, and images, made text."""
+    """Return `tokens` with links outside the footnotes' definitions, and images, made text."""
     in_footnote = False
     for token in tokens:
         if token.type in ("footnote_open", "footnote_close"):
@@ -106,10 +94,7 @@ def _only_references_link(tokens: list[Token]) -> list[Token]:
 
 
 def report_html(markdown: str) -> str:
-    """An HTML fragment: a one-line summary with the front matter folded, then the report.
-
-    CPU-bound: the service renders through `RenderedReports`, off its event loop.
-    """
+    """Return an HTML fragment: a one-line summary, the front matter folded, then the report."""
     front, body = split_front_matter(markdown)
     parts = []
     rows = _front_matter_rows(front) if front else []
@@ -136,10 +121,8 @@ def report_html(markdown: str) -> str:
 class RenderedReports:
     """Reports rendered as HTML in a process of their own, each once, the latest few kept.
 
-    A thread would not do: a render holds the GIL, and the event loop would wait for
-    it on every turn (bench/hardening.py's `render` case measures it). In a process of
-    its own the loop goes on as if idle. Requests for a report already being rendered
-    wait for that render rather than starting their own.
+    Not in a thread: a render holds the GIL, and the event loop would wait for it. A
+    request for a report already being rendered waits for that render.
     """
 
     def __init__(self, kept: int = 32, render: Callable[[str], str] = report_html) -> None:
@@ -149,7 +132,7 @@ class RenderedReports:
         self._rendered: OrderedDict[str, asyncio.Future[str]] = OrderedDict()
 
     async def html(self, markdown: str) -> str:
-        """`render(markdown)`, done in the renderer's process or found kept."""
+        """Return `render(markdown)`, done in the renderer's process or found kept."""
         key = hashlib.sha256(markdown.encode()).hexdigest()
         rendered = self._rendered.get(key)
         if rendered is None:
@@ -179,5 +162,5 @@ class RenderedReports:
 
 
 def _renderer_process() -> ProcessPoolExecutor:
-    """One process, started at the first render; spawned (forking a threaded server is not safe)."""
+    """Return one process, started at the first render; spawned (forking a threaded server is not safe)."""
     return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))

@@ -1,9 +1,6 @@
-"""`/v1/research`: the service's own API (start, list, read, stream, steer, delete).
+"""`/v1/research`: the service's own API; a second router serves a run's record (sources, re-runs, diffs, export)."""
 
-A second router, tagged apart in the API reference, serves a run's record: its sources
-as read, re-runs, diffs and export.
-"""
-
+import dataclasses
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -16,7 +13,7 @@ from sse_starlette import EventSourceResponse
 from app.dependencies import Manager, Metrics, Owner, Reports, StoredThread, Streams
 from app.edge import StrictJSONRoute
 from app.errors import ERROR_RESPONSES, JSONLine
-from app.sse import sse_frame
+from app.sse import event_stream, sse_frame
 from core.models import (
     REPORT_MAX_CHARS,
     ApprovalDecision,
@@ -35,8 +32,6 @@ from service.thread_ids import public_id
 from service.views import ThreadView
 from stores.events import MAX_EVENT_ID, TERMINAL_EVENT, event_id, resume_point
 from stores.registry import CURSOR_PATTERN, RunStatus, ThreadRecord
-
-HEARTBEAT_S = 15
 
 
 class Links(BaseModel):
@@ -106,7 +101,7 @@ class ThreadDetail(ThreadSummary):
 
 
 def links(thread_id: str) -> Links:
-    """The links of a thread's parts."""
+    """Return the links of a thread's parts."""
     base = f"/v1/research/{public_id(thread_id)}"
     return Links(self=base, events=f"{base}/events", report=f"{base}/report")
 
@@ -126,32 +121,21 @@ def _summary(record: ThreadRecord) -> ThreadSummary:
 
 
 def _detail(view: ThreadView) -> ThreadDetail:
-    summary = _summary(view.record).model_dump()
-    summary["report_status"] = view.report_status
+    found = {f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != "record"}
+    record = view.record
     return ThreadDetail(
-        **summary,
-        options=view.record.options,
-        plan=view.plan,
-        approval=view.approval,
-        iteration=view.iteration,
-        usage=view.usage,
-        tokens=view.tokens,
-        cost_usd=view.cost_usd,
-        rounds=view.rounds,
-        citations=view.citations,
-        stopped=view.stopped,
-        error=view.record.error,
-        report=view.report,
-        rerun=view.rerun,
+        **_summary(record).model_dump() | found, options=record.options, error=record.error
     )
 
 
-router = APIRouter(
-    prefix="/v1/research",
-    tags=["research"],
-    responses=ERROR_RESPONSES,
-    route_class=StrictJSONRoute,
-)
+def _router(tag: str) -> APIRouter:
+    """Return a router under `/v1/research`, tagged `tag`, with the error answers and JSON bodies."""
+    return APIRouter(
+        prefix="/v1/research", tags=[tag], responses=ERROR_RESPONSES, route_class=StrictJSONRoute
+    )
+
+
+router = _router("research")
 
 
 @router.post("", status_code=202, response_model=StartAnswer)
@@ -213,8 +197,7 @@ async def stream_events(
         finally:
             metrics.sse_clients.dec()
 
-    streams.check()
-    return EventSourceResponse(streams.counted(frames()), ping=HEARTBEAT_S)
+    return event_stream(streams, frames())
 
 
 @router.post("/{thread_id}/pause", response_model=ThreadSummary)
@@ -250,8 +233,7 @@ async def delete(thread_id: StoredThread, owner: Owner, manager: Manager) -> Res
 
 
 @router.get(
-    "/{thread_id}/report",
-    responses={200: {"content": {"text/markdown": {}, "text/html": {}}}},
+    "/{thread_id}/report", responses={200: {"content": {"text/markdown": {}, "text/html": {}}}}
 )
 async def report(
     thread_id: StoredThread, owner: Owner, request: Request, manager: Manager, reports: Reports
@@ -285,14 +267,7 @@ async def notes(thread_id: StoredThread, owner: Owner, manager: Manager) -> list
     return await manager.notes(thread_id)
 
 
-# -- a run's record: its sources as read, re-runs, diffs, export ---------------------------
-
-records_router = APIRouter(
-    prefix="/v1/research",
-    tags=["research records"],
-    responses=ERROR_RESPONSES,
-    route_class=StrictJSONRoute,
-)
+records_router = _router("research records")
 
 
 class RerunRequest(BaseModel):

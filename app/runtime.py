@@ -1,16 +1,11 @@
-"""Everything a service process runs research with, put together from the settings.
-
-Embedded (no `RESEARCH_REDIS_URL`): the SQLite stores, and runs execute as tasks of the
-API process. Redis: the Redis stores, and runs are jobs on the Redis queue, executed by
-`research-agent worker` processes and, unless told otherwise, by the API process too.
-"""
+"""Everything a service process runs research with: stores, executor, run manager (and the Redis queue)."""
 
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from app.composition import open_deps
 from app.settings import Settings
@@ -22,7 +17,7 @@ from service.runs import RunManager
 from service.signals import MemorySignals, RedisSignals
 
 if TYPE_CHECKING:
-    from saq import Queue, Worker
+    from saq import Queue
 
     from service.run_queue import QueueLauncher
 
@@ -38,25 +33,10 @@ class Runtime:
     queue: "Queue | None" = None
     queued: "QueueLauncher | None" = None
 
-    def worker(self, embedded: bool) -> "Worker[Any]":
-        """A queue worker executing this process's share of the runs (Redis only)."""
-        from service.run_queue import research_worker
-
-        if self.queue is None or self.stores.redis is None:
-            raise RuntimeError("workers need RESEARCH_REDIS_URL: without it runs execute here")
-        return research_worker(
-            self.queue,
-            self.executor,
-            self.stores.redis,
-            concurrency=self.settings.max_concurrent_runs,
-            lease_seconds=self.settings.worker_lease_seconds,
-            embedded=embedded,
-        )
-
 
 @asynccontextmanager
 async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    """The process's runtime; with Redis and `in_process_worker`, a worker runs inside."""
+    """Open the process's runtime (the engine and tools first, then the stores)."""
     async with AsyncExitStack() as stack:
         # The engine and tools first: a missing key or corpus stops before any store is written.
         deps = await stack.enter_async_context(open_deps(settings))
@@ -64,12 +44,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         graph = build_graph(stores.saver)
         if stores.redis is None:
             executor = RunExecutor(
-                graph,
-                deps,
-                stores.events,
-                stores.registry,
-                MemorySignals(),
-                evidence=stores.evidence,
+                graph, deps, stores.events, stores.registry, MemorySignals(), (), stores.evidence
             )
             launcher = LocalLauncher(
                 executor, settings.max_concurrent_runs, settings.max_queued_runs
@@ -88,14 +63,9 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         assert settings.redis_url is not None
         signals = RedisSignals(stores.redis)
         stack.push_async_callback(signals.aclose)
+        transient = (RedisConnectionError, RedisTimeoutError)
         executor = RunExecutor(
-            graph,
-            deps,
-            stores.events,
-            stores.registry,
-            signals,
-            transient=(RedisConnectionError, RedisTimeoutError),
-            evidence=stores.evidence,
+            graph, deps, stores.events, stores.registry, signals, transient, stores.evidence
         )
         # saq's own clients: one for its commands, and one whose connections block waiting
         # for jobs (one per worker slot), with a socket timeout that allows for the wait.
@@ -126,16 +96,23 @@ async def _disconnect(queue: "Queue") -> None:
 async def running_worker(
     runtime: Runtime, embedded: bool = True
 ) -> AsyncIterator["asyncio.Task[None]"]:
-    """A worker, and the task that requeues lost runs, for as long as the context lasts.
-
-    Yields the worker's task, which ends when the worker stops (a standalone worker
-    stops on SIGTERM or SIGINT).
-    """
-    if runtime.queued is None:
+    """Run a queue worker, and the task that requeues lost runs, while the context lasts; yield the worker's task."""
+    queue, queued, redis = runtime.queue, runtime.queued, runtime.stores.redis
+    if queue is None or queued is None or redis is None:
         raise RuntimeError("workers need RESEARCH_REDIS_URL: without it runs execute here")
-    worker = runtime.worker(embedded)
+    from service.run_queue import research_worker
+
+    settings = runtime.settings
+    worker = research_worker(
+        queue,
+        runtime.executor,
+        redis,
+        concurrency=settings.max_concurrent_runs,
+        lease_seconds=settings.worker_lease_seconds,
+        embedded=embedded,
+    )
     task = asyncio.create_task(worker.start(), name="research-worker")
-    requeuing = asyncio.create_task(runtime.queued.keep_requeuing_lost(runtime.stores.registry))
+    requeuing = asyncio.create_task(queued.keep_requeuing_lost(runtime.stores.registry))
     try:
         yield task
     finally:

@@ -1,18 +1,7 @@
-"""How `serve` runs the app under uvicorn so that slow or idle clients cannot starve others.
+"""The uvicorn protocol `serve` runs, so that slow or idle clients cannot starve the others.
 
-uvicorn waits for a request's head as long as the client likes, and accepts connections
-until the process runs out of file descriptors, so enough connections trickling header
-lines (slowloris) make every other request fail. Here:
-
-- a connection that has not sent a whole request head within `header_timeout_s` (on a
-  new connection, or between two requests of a kept-alive one) is closed;
-- past `max_connections` open connections, a new one closes the oldest connection that
-  is waiting for a request head (an idle or trickling one), or itself when every open
-  connection is busy with a request; so a new client with a real request is served even
-  while the slots are full of slow ones;
-- the soft limit of open files is raised as far as needed (up to the hard limit), and
-  `max_connections` is kept below it with room for the data file, Redis (a connection
-  per run slot) and outgoing connections.
+A connection with no whole request head within `header_timeout_s` is closed; past
+`max_connections`, a new one closes the oldest one waiting for a head (or itself).
 """
 
 import asyncio
@@ -30,7 +19,7 @@ _RESERVED_FILES = 256
 
 
 class _Guarded:
-    """Mixed into a uvicorn HTTP protocol: a deadline for each request head, a connection cap."""
+    """A mixin for a uvicorn HTTP protocol: a deadline for each request head, a connection cap."""
 
     header_timeout_s: float
     max_connections: int
@@ -50,7 +39,7 @@ class _Guarded:
                 self._make_room(live)
 
     def _arm(self) -> None:
-        """Expect a request head within the timeout; the cycle now is the one to move past."""
+        """Expect a request head within the timeout (the current cycle is the one to move past)."""
         self._waiting_past = self.cycle
         self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_overdue)
 
@@ -59,7 +48,7 @@ class _Guarded:
             self.transport.close()
 
     def waiting_for_head(self) -> bool:
-        """Whether no request is under way on this connection (idle, or its head trickles)."""
+        """Return whether no request is under way here (idle, or its head trickles)."""
         return self.cycle is None or bool(self.cycle.response_complete)
 
     def _make_room(self, live: list[Any]) -> None:
@@ -79,24 +68,16 @@ class _Guarded:
         super().connection_lost(exc)  # type: ignore[misc]
 
 
-class GuardedH11Protocol(_Guarded, H11Protocol):  # type: ignore[misc]
-    """uvicorn's h11 protocol with a request-head deadline and a connection cap."""
-
-
 def guarded_protocol(settings: Settings) -> type[asyncio.Protocol]:
-    """The protocol class `serve` gives uvicorn, bound to the settings' limits.
-
-    httptools (uvicorn's faster parser) when it is installed, else h11.
-    """
-    base: type[asyncio.Protocol] = GuardedH11Protocol
+    """Return the protocol class `serve` gives uvicorn (httptools if installed, else h11)."""
+    base: type[asyncio.Protocol] = type("GuardedH11Protocol", (_Guarded, H11Protocol), {})
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
         base = type("GuardedHttpToolsProtocol", (_Guarded, HttpToolsProtocol), {})
-    except ImportError:  # httptools is optional: h11 serves as well
+    except ImportError:
         pass
-    # With Redis, the run queue holds a connection per run slot: room for those too. (An
-    # event stream there also holds a Redis connection while it waits in XREAD.)
+    # With Redis, the run queue holds a connection per run slot: room for those too.
     reserved = _RESERVED_FILES
     if settings.redis_url is not None:
         reserved += settings.max_concurrent_runs
@@ -108,10 +89,7 @@ def guarded_protocol(settings: Settings) -> type[asyncio.Protocol]:
 
 
 def connection_cap(wanted: int, reserved: int = _RESERVED_FILES) -> int:
-    """`wanted`, or less if the open-files limit (raised as far as allowed) is lower.
-
-    `reserved` descriptors are kept for what is not a client connection.
-    """
+    """Return `wanted`, or less if the open-files limit (raised as far as allowed) is lower."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     needed = wanted + reserved
     if soft != resource.RLIM_INFINITY and soft < needed:

@@ -25,8 +25,13 @@ CONFIG_ENV = "RESEARCH_CONFIG"
 
 
 def default_config_file() -> Path:
-    """The TOML file read when RESEARCH_CONFIG does not name one."""
+    """Return the TOML file read when RESEARCH_CONFIG does not name one."""
     return Path(os.environ.get(CONFIG_ENV) or user_config_path(APP_NAME) / "config.toml")
+
+
+def _secret(key: SecretStr | None) -> str | None:
+    """Return the key's value stripped, None when it is unset or blank."""
+    return key.get_secret_value().strip() or None if key is not None else None
 
 
 class Settings(BaseSettings):
@@ -179,7 +184,7 @@ class Settings(BaseSettings):
     @field_validator("api_keys", mode="before")
     @classmethod
     def _key_list(cls, value: Any) -> Any:
-        """`["k1", "k2"]` or `k1,k2` (a key with a comma or quote: use the JSON list)."""
+        """Read `["k1", "k2"]` or `k1,k2` (a key with a comma or quote: use the JSON list)."""
         if isinstance(value, str):
             text = value.strip()
             if text.startswith("["):
@@ -253,10 +258,7 @@ class Settings(BaseSettings):
 
     @property
     def _llm_configured(self) -> bool:
-        key = self.llm_api_key
-        return self.llm_base_url is not None or (
-            key is not None and bool(key.get_secret_value().strip())
-        )
+        return self.llm_base_url is not None or self.llm_key() is not None
 
     @property
     def engine_in_effect(self) -> Literal["extractive", "llm"]:
@@ -266,9 +268,8 @@ class Settings(BaseSettings):
         return self.engine
 
     def llm_key(self) -> str | None:
-        """The model provider's key, if one is set."""
-        key = self.llm_api_key
-        return key.get_secret_value().strip() or None if key is not None else None
+        """Return the model provider's key, if one is set."""
+        return _secret(self.llm_api_key)
 
     @model_validator(mode="after")
     def _chosen_providers_have_keys(self) -> "Settings":
@@ -280,9 +281,8 @@ class Settings(BaseSettings):
                 )
         return self
 
-    def _key(self, provider: str) -> SecretStr | None:
-        key = self.tavily_api_key if provider == "tavily" else self.brave_api_key
-        return key if key is not None and key.get_secret_value().strip() else None
+    def _key(self, provider: str) -> str | None:
+        return _secret(self.tavily_api_key if provider == "tavily" else self.brave_api_key)
 
     @property
     def search_providers(self) -> list[ProviderName]:
@@ -293,11 +293,11 @@ class Settings(BaseSettings):
         return [next((n for n in keyed if self._key(n) is not None), "local")]
 
     def api_key(self, provider: Literal["tavily", "brave"]) -> str:
-        """The provider's key (checked at start-up for every chosen provider)."""
+        """Return the provider's key (checked at start-up for every chosen provider)."""
         key = self._key(provider)
         if key is None:
             raise ValueError(f"{KEY_VARIABLES[provider]} is not set")
-        return key.get_secret_value().strip()
+        return key
 
     @property
     def corpus_index_path(self) -> Path:
@@ -305,14 +305,14 @@ class Settings(BaseSettings):
         return self.corpus_index or self.data_dir / "corpus" / "index.sqlite"
 
     @property
-    def service_db_path(self) -> Path:
-        """The service's event log and thread registry (the checkpoint file: one data file)."""
-        return self.checkpoint_path
+    def checkpoint_path(self) -> Path:
+        """The data file in effect: checkpoints, and the event log, registry and evidence."""
+        return self.checkpoint_db or self.data_dir / "checkpoints.sqlite"
 
     @property
-    def checkpoint_path(self) -> Path:
-        """The checkpoint database in effect."""
-        return self.checkpoint_db or self.data_dir / "checkpoints.sqlite"
+    def service_db_path(self) -> Path:
+        """The same data file as `checkpoint_path`."""
+        return self.checkpoint_path
 
     @classmethod
     def settings_customise_sources(

@@ -1,9 +1,4 @@
-"""The service's three stores, chosen by the settings: the SQLite file, or Redis.
-
-Checkpoints, the event log and the thread registry live together: in the one SQLite
-data file by default, or in Redis when `RESEARCH_REDIS_URL` is set, so that any number of
-API replicas (and workers) share them.
-"""
+"""The service's stores (checkpoints, events, registry, evidence): the SQLite file, or Redis shared by replicas."""
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -24,6 +19,7 @@ from stores.sqlite_writer import SqliteWriter, open_sqlite, open_sqlite_writer
 
 if TYPE_CHECKING:
     from stores.redis_batches import RedisBatches
+    from stores.redis_flat_saver import FlatRedisSaver
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,32 +42,35 @@ class BackendSetupError(ValueError):
 async def open_checkpointer(
     settings: Settings, writer: SqliteWriter | None = None
 ) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    """Redis when `RESEARCH_REDIS_URL` is set, else the SQLite file.
-
-    `writer`: the SQLite file's writer, when the service's other stores share it.
-    """
+    """Open the checkpointer: Redis when `RESEARCH_REDIS_URL` is set, else the SQLite file (`writer`: shared)."""
     if settings.redis_url is None:
         async with open_sqlite(settings.checkpoint_path, GroupCommitSqliteSaver, writer) as saver:
             yield saver
-        return
-    # Imported here: only Redis deployments load the Redis stores.
+    else:
+        async with _redis_saver(settings.redis_url) as redis:
+            yield redis
+
+
+@asynccontextmanager
+async def _redis_saver(url: str) -> AsyncIterator["FlatRedisSaver"]:
+    """Open the Redis saver; raise `BackendSetupError` when Redis is unreachable."""
     from redis.exceptions import ConnectionError as RedisConnectionError
 
     from stores.redis_flat_saver import redis_saver
 
     async with AsyncExitStack() as stack:
         try:
-            redis = await stack.enter_async_context(redis_saver(settings.redis_url))
+            saver = await stack.enter_async_context(redis_saver(url))
         except (RedisConnectionError, OSError) as exc:
             raise BackendSetupError(
-                f"RESEARCH_REDIS_URL {redact_url(settings.redis_url)} is unreachable "
+                f"RESEARCH_REDIS_URL {redact_url(url)} is unreachable "
                 f"({type(exc).__name__}): start Redis or fix the URL"
             ) from exc
-        yield redis
+        yield saver
 
 
 def redact_url(url: str) -> str:
-    """The URL without its password, for messages and logs."""
+    """Return the URL without its password, for messages and logs."""
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -83,7 +82,7 @@ def redact_url(url: str) -> str:
 
 @asynccontextmanager
 async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
-    """The checkpointer, event log and registry the settings choose; closed on exit."""
+    """Open the stores the settings choose; close them on exit."""
     async with AsyncExitStack() as stack:
         if settings.redis_url is None:
             # One file, one writer: the three stores' writes share its transactions.
@@ -101,7 +100,7 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             )
             yield Stores(saver, events, registry, evidence)
         else:
-            saver = await stack.enter_async_context(open_checkpointer(settings))
+            redis_saver = await stack.enter_async_context(_redis_saver(settings.redis_url))
             from stores.redis_batches import RedisBatches
             from stores.redis_connection import redis_client
             from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog
@@ -110,22 +109,17 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
 
             client = redis_client(settings.redis_url)
             stack.push_async_callback(client.aclose)
-            # The one read that serves every follower blocks in XREAD on a connection of
-            # this pool; the spare one covers a reconnect while the old one closes.
+            # The one XREAD that serves every follower blocks a connection of this pool.
             followers = redis_client(
                 settings.redis_url, max_connections=2, blocking_s=FOLLOW_BLOCK_S
             )
             stack.push_async_callback(followers.aclose)
-            # The registry, the event log, and through `Stores.redis` the pause signals and
-            # the runs' locks, send their commands in shared pipelines.
+            # The stores, the pause signals and the runs' locks share pipelines.
             batches = RedisBatches(client)
             redis_events = RedisEventLog(client, follow_client=followers, batches=batches)
             stack.push_async_callback(redis_events.close)
-            from stores.redis_flat_saver import FlatRedisSaver
-
-            if isinstance(saver, FlatRedisSaver):  # a step's events are stored before its writes
-                saver.ordered_by(redis_events.ordered)
+            redis_saver.ordered_by(redis_events.ordered)  # a step's events before its writes
             redis_evidence = RedisEvidenceStore(client)
             stack.push_async_callback(redis_evidence.flush)
             registry = RedisRegistry(client, batches=batches)
-            yield Stores(saver, redis_events, registry, redis_evidence, batches)
+            yield Stores(redis_saver, redis_events, registry, redis_evidence, batches)

@@ -1,11 +1,4 @@
-"""The web page: one HTML file and its static assets, served by the API's own app.
-
-The page's only markup from outside is the report fragment, which the server renders
-safely; the Content-Security-Policy below is the second fence: no inline script, no
-script from anywhere but this server, so even a slip in escaping cannot run code. Every
-HTML answer carries it (`HTMLPolicy`), the report fragment opened on its own included;
-the API's docs page alone gets a policy of its own, naming what it loads.
-"""
+"""The web page and its assets, every HTML answer under a Content-Security-Policy (the docs page under its own)."""
 
 import base64
 import hashlib
@@ -52,7 +45,7 @@ def mount_web(app: FastAPI) -> None:
 
 
 def _docs_page(app: FastAPI) -> HTMLResponse:
-    """Swagger UI, allowed its CDN assets and its own inline start-up script (by hash)."""
+    """Return Swagger UI, allowed its CDN assets and its own inline start-up script (by hash)."""
     page = get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=app.title)
     body = bytes(page.body).decode()
     hashes = " ".join(

@@ -5,7 +5,7 @@ from core.state import ResearchState
 
 
 def _largest_step(state: ResearchState) -> tuple[int, float]:
-    """Tokens and cost of the costliest node call so far: the estimate of the next one."""
+    """Return the tokens and cost of the costliest node call so far: the estimate of the next one."""
     calls = [s.usage for r in state.get("rounds", []) for s in r.submissions]
     return (
         max((c.input_tokens + c.output_tokens for c in calls), default=0),
@@ -14,7 +14,7 @@ def _largest_step(state: ResearchState) -> tuple[int, float]:
 
 
 def budget_reason(state: ResearchState) -> str | None:
-    """Why the run must stop researching: a budget used up (or about to be), or a halt."""
+    """Return why the run must stop researching: a budget used up (or about to be), or a halt."""
     if state.get("halted"):
         return state["halted"]
     options = state["options"]
@@ -39,13 +39,8 @@ def budget_reason(state: ResearchState) -> str | None:
     return None
 
 
-def budget_spent(state: ResearchState) -> bool:
-    """True when a budget is used up (see `budget_reason`)."""
-    return budget_reason(state) is not None
-
-
 def fixed_supervisor_rule(state: ResearchState) -> tuple[Action, str] | None:
-    """The supervisor's rules in order; None means the engine must decide.
+    """Apply the supervisor's rules in order; None means the engine must decide.
 
     0. a plan without queries and nothing collected: end (no research needed);
     1. budget spent (or the run halted): write once if there is no draft yet, else end;

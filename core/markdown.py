@@ -1,10 +1,4 @@
-"""Text from outside (a source's sentence or title, a topic) written into Markdown as text.
-
-A sentence quoted from a page may carry Markdown of its own: `![pixel](http://...)` would
-become an image in every reader of the report, `[the manual](https://phish...)` a live
-link, `[^3]` a citation the writer never made. Escaped here, it reads the same and is
-only ever text; the report's own footnotes and reference links are written around it.
-"""
+"""Text from outside (a source's sentence, a title, a topic) written into Markdown as text, never markup."""
 
 import re
 
@@ -15,7 +9,7 @@ _BLOCK_START = re.compile(r"^(\s*)([#>+\-=|]|\d+(?=[.)]))")
 
 
 def markdown_text(text: str) -> str:
-    """`text` as one line of Markdown that renders as exactly this text."""
+    """Return `text` as one line of Markdown that renders as exactly this text."""
     line = " ".join(text.split())
     escaped = _INLINE.sub(r"\\\1", line)
     return _BLOCK_START.sub(_escape_block_start, escaped, count=1)
@@ -33,5 +27,5 @@ _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def plain_text(markdown: str) -> str:
-    """`markdown` with its backslash escapes undone: the text a reader sees."""
+    """Return `markdown` with its backslash escapes undone: the text a reader sees."""
     return _ESCAPED.sub(r"\1", markdown)

@@ -1,8 +1,6 @@
 """The research vocabulary: plans, sources, notes, drafts, reviews and decisions.
 
-This module is a leaf (pydantic and the standard library only): every layer,
-engines and nodes included, speaks it without importing the graph itself. What a
-caller may choose for a run is in `core.options`; what a run spends, in `core.usage`.
+A leaf (pydantic and the standard library only), so every layer can speak it.
 """
 
 from datetime import UTC, datetime
@@ -32,7 +30,7 @@ QUERY_MAX_CHARS = 400
 
 
 def non_blank(max_length: int) -> StringConstraints:
-    """Stripped text of 1..max_length characters; the pattern tells the schema it is non-blank."""
+    """Return the constraints of stripped text of 1..max_length characters (non-blank, in the schema too)."""
     return StringConstraints(
         strip_whitespace=True, min_length=1, max_length=max_length, pattern=r"\S"
     )
@@ -51,7 +49,7 @@ def utcnow() -> datetime:
 
 
 def explain(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
-    """One line naming each bad field (its path after `prefix`) and what is wrong with it."""
+    """Return one line naming each bad field (its path after `prefix`) and what is wrong with it."""
     return "; ".join(
         f"{'.'.join(map(str, (*prefix, *e['loc']))) or 'value'}: {e['msg']}" for e in exc.errors()
     )
@@ -119,7 +117,7 @@ class ReviewScores(BaseModel):
     format: float = Field(ge=0, le=1)
 
     def overall(self) -> float:
-        """Weighted score with the review weights (`REVIEW_WEIGHTS`)."""
+        """Return the score weighted with `REVIEW_WEIGHTS`."""
         values = self.model_dump()
         return round(sum(float(values[name]) * w for name, w in REVIEW_WEIGHTS.items()), 4)
 
@@ -199,11 +197,7 @@ class Draft(BaseModel):
 
 
 class DraftReview(BaseModel):
-    """A review of a draft already in the state, merged into it by version.
-
-    The reviewer's update: the draft's text is not written to the checkpoints or streamed
-    again, unless the review changed it (`markdown`: footnotes to unknown sources removed).
-    """
+    """A review of a draft already in the state, merged into it by version (`markdown`: only if the review changed the text)."""
 
     version: int = Field(ge=1)
     review: Review

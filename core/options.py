@@ -1,8 +1,4 @@
-"""What a caller may choose for a run: the topic, the limits and where a human approves.
-
-The edge validates a `ResearchRequest` before anything is written; the graph carries its
-`RunOptions` through every step.
-"""
+"""What a caller may choose for a run: the topic, the limits and where a human approves."""
 
 import re
 from typing import Annotated, Literal
@@ -34,10 +30,7 @@ Approval = Literal["none", "plan", "plan_and_report"]
 
 
 def json_number(value: object) -> object:
-    """`value` if JSON Schema calls it a number: 5 and 5.0 are, true and "5" are not.
-
-    For a `mode="before"` validator: pydantic itself would coerce the others.
-    """
+    """Return `value` if JSON Schema calls it a number (5 and 5.0, not true or "5"): a before-validator."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("must be a number")
     return value

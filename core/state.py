@@ -1,8 +1,9 @@
 """The graph's shared state and the reducers that merge node updates."""
 
 import operator
+from collections.abc import Callable
 from functools import cache
-from typing import Annotated, Any, Literal, TypedDict, get_type_hints
+from typing import Annotated, Any, Literal, TypedDict, TypeVar, get_type_hints
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -22,28 +23,33 @@ from core.models import (
 )
 from core.options import RunOptions
 from core.urls import normalize_url
-from core.usage import (
-    RoundRecord,
-    Usage,
-)
+from core.usage import RoundRecord, Usage
+
+_T = TypeVar("_T")
 
 # A config key: the thread's id as its client knows it, where the service stores the
 # thread under another (a key's scope, `service.thread_ids`); records the graph writes use it.
 CLIENT_THREAD_ID = "client_thread_id"
 
 
+def _append_new(
+    left: list[_T] | None, right: list[_T] | None, key: Callable[[_T], str]
+) -> list[_T]:
+    """Return `left` and the items of `right` whose key it does not hold yet, each once."""
+    merged = list(left or [])
+    seen = {key(item) for item in merged}
+    for item in right or []:
+        if (k := key(item)) not in seen:
+            seen.add(k)
+            merged.append(item)
+    return merged
+
+
 def merge_sources(
     left: list[SearchResult] | None, right: list[SearchResult] | None
 ) -> list[SearchResult]:
     """Append new sources, keeping the first copy of each normalised URL."""
-    merged = list(left or [])
-    seen = {normalize_url(s.url) for s in merged}
-    for source in right or []:
-        key = normalize_url(source.url)
-        if key not in seen:
-            seen.add(key)
-            merged.append(source)
-    return merged
+    return _append_new(left, right, lambda source: normalize_url(source.url))
 
 
 def merge_drafts(left: list[Draft] | None, right: list[Draft | DraftReview] | None) -> list[Draft]:
@@ -71,7 +77,7 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
 def merge_rounds(
     left: list[RoundRecord] | None, right: list[RoundRecord] | None
 ) -> list[RoundRecord]:
-    """One record per round: a node call joins its round's record, in order of rounds."""
+    """Keep one record per round: a node call joins its round's record, in order of rounds."""
     by_round = {r.round_number: r for r in left or []}
     for record in right or []:
         known = by_round.get(record.round_number)
@@ -84,14 +90,8 @@ def merge_rounds(
 
 
 def union_queries(left: list[str] | None, right: list[str] | None) -> list[str]:
-    """Remember every query run, in order, once."""
-    merged = list(left or [])
-    seen = {q.casefold() for q in merged}
-    for query in right or []:
-        if query.casefold() not in seen:
-            seen.add(query.casefold())
-            merged.append(query)
-    return merged
+    """Remember every query run, in order, once (compared case-blind)."""
+    return _append_new(left, right, str.casefold)
 
 
 # final: a draft passed review; partial: the budget ended first (the best draft is kept);
@@ -111,8 +111,7 @@ class ResearchState(TypedDict, total=False):
     research_data: Annotated[list[SearchResult], merge_sources]
     queries_done: Annotated[list[str], union_queries]
     notes: Annotated[list[ResearchNote], operator.add]
-    # Every draft, the last one the current (no copy of its text in a channel of its own:
-    # a copy was written to the checkpoints and streamed again at every step that touched it).
+    # Every draft; the last is the current one.
     drafts: Annotated[list[Draft], merge_drafts]
     feedback: str | None
     review: Review | None
@@ -128,10 +127,8 @@ class ResearchState(TypedDict, total=False):
     rerun: Rerun | None  # what this run re-runs, and how it gets its evidence
 
 
-# What a checkpoint may hold of ours: the state, a human's answer to an approval (the
-# value a paused run resumes with) and a review of a draft (the reviewer's write of
-# `drafts`). The checkpointers' serializers revive the pydantic models reachable from
-# these and nothing else (`stores.checkpointer.STATE_TYPES`).
+# What a checkpoint may hold of ours: the state, an approval answer, a draft's review. The
+# checkpointers revive the pydantic models reachable from these and nothing else.
 CHECKPOINT_ROOTS: tuple[Any, ...] = (ResearchState, ApprovalDecision, DraftReview)
 
 
@@ -159,10 +156,7 @@ def _field_adapters() -> dict[str, TypeAdapter[Any]]:
 
 
 def coerce_update(values: dict[str, Any]) -> dict[str, Any]:
-    """A state update from JSON as the graph's own types (plans, sources as models).
-
-    Raises ValueError naming an unknown field, or a field and what is wrong with its value.
-    """
+    """Return a state update from JSON as the graph's own types; raise ValueError naming a bad field."""
     adapters = _field_adapters()
     unknown = sorted(set(values) - set(adapters))
     if unknown:

@@ -1,12 +1,9 @@
 """Guards for the few places that copy a library's code.
 
-A copy is kept only where a measurement shows it pays (10 % or more on the figure it was
-made for); everywhere else the library's own is used. Such a module names the versions
-it was written against (`require_version`, checked when it is imported) and lists what
-it copies in `COPIED`: dotted name -> `Copied` (the code's `fingerprint` and the bench
-line that justifies the copy). `tests/test_upstream.py` recomputes every fingerprint: an
-upgrade that changes what we copied fails that test by name, instead of quietly running
-our stale copy.
+A copy is kept only where a measurement shows it pays. Such a module checks the versions
+it was written against (`require_version`) and lists what it copies in `COPIED` (dotted
+name -> `Copied`); `tests/test_upstream.py` recomputes every fingerprint, so an upgrade
+that changes what we copied fails by name instead of running a stale copy.
 """
 
 import hashlib
@@ -33,16 +30,7 @@ def _parts(text: str) -> tuple[int, ...]:
 
 
 def require_version(package: str, at_least: str, below: str) -> None:
-    """Raise `UnsupportedVersion` unless `at_least <= version(package) < below`.
-
-    Args:
-        package: the distribution's name, as pip knows it.
-        at_least: the lowest version the copy was checked against.
-        below: the first version it was not.
-
-    Raises:
-        UnsupportedVersion: the installed version is outside the range.
-    """
+    """Raise `UnsupportedVersion` unless `at_least <= version(package) < below`."""
     installed = version(package)
     if not _parts(at_least) <= _parts(installed) < _parts(below):
         raise UnsupportedVersion(
@@ -52,7 +40,7 @@ def require_version(package: str, at_least: str, below: str) -> None:
 
 
 def resolve(dotted: str) -> object:
-    """The object a dotted name such as `saq.queue.redis.RedisQueue.sweep` names."""
+    """Return the object a dotted name such as `saq.queue.redis.RedisQueue.sweep` names."""
     parts = dotted.split(".")
     for split in range(len(parts), 0, -1):
         try:
@@ -66,7 +54,7 @@ def resolve(dotted: str) -> object:
 
 
 def fingerprint(dotted: str) -> str:
-    """A short hash of the source of what `dotted` names, blind to indentation and blanks."""
+    """Return a short hash of the source of what `dotted` names, blind to indentation and blanks."""
     source = inspect.getsource(resolve(dotted))  # type: ignore[arg-type]
     normal = "\n".join(line.strip() for line in source.splitlines() if line.strip())
     return hashlib.sha256(normal.encode()).hexdigest()[:16]

@@ -18,15 +18,13 @@ def _is_tracking(name: str) -> bool:
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
-# Cached: the state's source reducer, the writer's checks and the researcher's collect step
-# normalise the same few dozen URLs of a run again at every step (25 calls per run).
+# Cached: a run normalises the same few dozen URLs again at every step.
 @lru_cache(maxsize=8192)
 def normalize_url(url: str) -> str:
     """Return the key under which two spellings of one URL compare equal.
 
-    Scheme and host are lower-cased, default ports, the fragment and tracking
-    parameters are dropped, the path's percent-encoding is made canonical and a
-    trailing slash on it is removed.
+    Scheme and host lower-cased; default ports, fragment, tracking parameters and a
+    trailing slash dropped; the path's percent-encoding made canonical.
     """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
@@ -45,8 +43,5 @@ def normalize_url(url: str) -> str:
 
 
 def markdown_url(url: str) -> str:
-    """`url` safe inside a Markdown link: parentheses and spaces percent-encoded.
-
-    A raw ")" ends the link early for many readers ("Lift_(force)" becomes "Lift_(force").
-    """
+    """Return `url` safe inside a Markdown link: parentheses and spaces percent-encoded."""
     return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")

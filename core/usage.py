@@ -1,8 +1,4 @@
-"""What a run spends: per node and per model, and the node calls of each round.
-
-Kept apart from the research vocabulary: only the run's bookkeeping, its reports and
-the service's metrics read it.
-"""
+"""What a run spends: per node and per model, and the node calls of each round."""
 
 from datetime import datetime
 from typing import Literal
@@ -13,12 +9,7 @@ from core.models import utcnow
 
 
 class NodeUsage(BaseModel):
-    """What one node (or one model) has spent so far.
-
-    `calls` are a node's steps, or the calls made to a model (a retried call is one call
-    and several `requests`; a repair round is a call of its own); `requests` are model
-    requests in both views.
-    """
+    """What one node (or one model) has spent so far: `calls` are its steps (or calls to the model, a retried one counting once), `requests` are model requests."""
 
     calls: int = 0
     seconds: float = 0.0
@@ -33,14 +24,7 @@ class NodeUsage(BaseModel):
 
     def __add__(self, other: "NodeUsage") -> "NodeUsage":
         return NodeUsage(
-            calls=self.calls + other.calls,
-            estimated=self.estimated + other.estimated,
-            seconds=self.seconds + other.seconds,
-            requests=self.requests + other.requests,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
-            errors=self.errors + other.errors,
+            **{f: getattr(self, f) + getattr(other, f) for f in NodeUsage.model_fields}
         )
 
     @property
@@ -132,8 +116,8 @@ class RoundRecord(BaseModel):
     def total_usage(self) -> TokenUsage:
         """Model usage summed over the round."""
         return TokenUsage(
-            requests=sum(s.usage.requests for s in self.submissions),
-            input_tokens=sum(s.usage.input_tokens for s in self.submissions),
-            output_tokens=sum(s.usage.output_tokens for s in self.submissions),
-            cost_usd=sum(s.usage.cost_usd for s in self.submissions),
+            **{
+                f: sum(getattr(s.usage, f) for s in self.submissions)
+                for f in TokenUsage.model_fields
+            }
         )

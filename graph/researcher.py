@@ -1,10 +1,6 @@
 """The research step as a subgraph: queries, then ReAct turns (model <-> tools), then collect.
 
-The subgraph checkpoints with the parent's checkpointer, under the researcher task's
-namespace, after every node: a worker killed mid-investigation resumes the step from its
-last finished turn instead of repeating its searches and model calls. The parent sees one
-`researcher` node: its update comes from the subgraph's end; its `source` and `note`
-events are told as each query finishes, and those of pages the model read at the end.
+Checkpointed after every node, so a worker killed mid-step resumes from its last turn.
 """
 
 from typing import Any, cast
@@ -45,12 +41,10 @@ def build_researcher(*, checkpointed: bool = True) -> ResearcherGraph:
 
 
 def researcher_node(subgraph: ResearcherGraph) -> Node:
-    """The parent's `researcher` node: the subgraph's run, accounted as one step.
+    """Return the parent's `researcher` node: the subgraph's run, accounted as one step.
 
-    An engine that runs no ReAct loop has no turns to resume: its step calls the same
-    two nodes, queries then collect, directly. Run as a subgraph, that step cost a
-    quarter more CPU per run (its own Pregel loop, and checkpoints that copy the step's
-    sources), measured with bench/graph_overhead.py.
+    An engine that runs no ReAct loop has no turns to resume: its step calls queries then
+    collect directly, without the subgraph's own loop and checkpoints.
     """
 
     @accounted(RESEARCHER)
@@ -84,11 +78,7 @@ def researcher_node(subgraph: ResearcherGraph) -> Node:
 async def _investigated(
     subgraph: ResearcherGraph, step: ResearcherState, runtime: Runtime[Deps]
 ) -> dict[str, Any]:
-    """The subgraph's final state; what its nodes tell reaches the parent's custom stream.
-
-    (A subgraph's own custom stream is not the parent's: a Platform client reading the
-    `custom` mode would not see the step's sources as they come.)
-    """
+    """Run the subgraph and return its final state; what its nodes tell goes to the parent's custom stream."""
     result: dict[str, Any] = {}
     async for mode, chunk in subgraph.astream(
         step, context=runtime.context, stream_mode=["custom", "values"]

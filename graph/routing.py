@@ -2,7 +2,7 @@
 
 from typing import Literal
 
-from core.budget import budget_spent
+from core.budget import budget_reason
 from core.models import Action
 from core.state import ResearchState
 from core.steps import APPROVE_PLAN, FINALIZE, RESEARCHER, REVIEWER, WRITER
@@ -27,7 +27,7 @@ def route_supervisor(
 def route_reviewer(state: ResearchState) -> Literal["researcher", "writer", "finalize"]:
     """End on approval or a spent budget; otherwise follow the review's suggestion."""
     review = state.get("review")
-    if review is None or review.approved or budget_spent(state):  # halted runs too
+    if review is None or review.approved or budget_reason(state) is not None:
         return FINALIZE
     return (
         RESEARCHER

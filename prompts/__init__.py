@@ -1,8 +1,7 @@
-"""Prompt templates, one module per node; the LLM engine fills them (the extractive engine needs none).
+"""Prompt templates, one module per node; the LLM engine fills them.
 
-A model call's evidence names its template (`template_of`): the system prompt that opens
-it, and a version that is a hash of the text of the module holding that prompt and the
-message builders that go with it, so any change to a prompt shows as a new version.
+A template's version is a hash of its module's text (`template_of`), so any change to a
+prompt shows as a new version in a model call's evidence.
 """
 
 import hashlib
@@ -36,10 +35,6 @@ def _templates() -> dict[str, tuple[str, str]]:
 
 
 def template_of(system_prompt: str, role: str) -> tuple[str, str]:
-    """The template a call's system prompt comes from: its name and version.
-
-    A system prompt set in the settings (`models.<role>.system_prompt`) is the role's
-    custom template, versioned by its own text.
-    """
+    """Return the template a call's system prompt comes from: its name and version (`<role>.custom` if set in the settings)."""
     known = _templates().get(system_prompt)
     return known if known is not None else (f"{role}.custom", _version(system_prompt))

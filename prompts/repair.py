@@ -5,5 +5,5 @@ Reply again with only a JSON object that matches the schema exactly: no prose, n
 
 
 def repair_message(error: object) -> str:
-    """The follow-up message after a parse or validation failure."""
+    """Return the follow-up message after a parse or validation failure."""
     return REPAIR.format(error=str(error)[:1_000])

@@ -8,7 +8,7 @@ SOURCE_CHARS = 2_000
 
 
 def format_sources(sources: Sequence[SearchResult], chars: int = SOURCE_CHARS) -> str:
-    """`[Source n]` blocks with title, URL and the start of the text; n counts from 1."""
+    """Return `[Source n]` blocks with title, URL and the start of the text; n counts from 1."""
     blocks = []
     for number, source in enumerate(sources, start=1):
         text = " ".join(source.content.split())
@@ -23,5 +23,5 @@ def format_sources(sources: Sequence[SearchResult], chars: int = SOURCE_CHARS) -
 
 
 def bullet_list(items: Sequence[str]) -> str:
-    """Markdown bullets, or '(none)'."""
+    """Return Markdown bullets, or '(none)'."""
     return "\n".join(f"- {item}" for item in items) or "(none)"

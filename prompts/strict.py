@@ -1,9 +1,4 @@
-"""Field types for structured output that OpenAI's strict JSON-schema mode accepts.
-
-Strict mode refuses some keywords (string lengths among them) and wants every field
-required, so the output schemas carry no defaults and no length keywords: lengths are
-enforced by a validator after parsing, which the schema does not show.
-"""
+"""Field types for OpenAI's strict JSON-schema mode: no length keywords, lengths enforced after parsing."""
 
 from typing import Any
 
@@ -11,7 +6,7 @@ from pydantic import AfterValidator
 
 
 def Line(max_chars: int) -> Any:  # capitalised: it is used like a type
-    """A non-blank line of text: whitespace collapsed, cut to `max_chars`; blank is an error."""
+    """Return a validator of a non-blank line: whitespace collapsed, cut to `max_chars`."""
 
     def clean(value: str) -> str:
         text = " ".join(value.split())

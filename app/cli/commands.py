@@ -1,8 +1,6 @@
 """`research-agent run` and `demo` up to their first line, `serve`, `worker` and `corpus`.
 
-Nothing here imports LangGraph, LangChain or the stores at load (they take a moment):
-each command checks its arguments first, and `run` says which thread it starts before
-it loads them (`app.cli.threads` does the research).
+Nothing here imports LangGraph, LangChain or the stores at load: they take a moment.
 """
 
 import asyncio
@@ -35,10 +33,7 @@ async def _check_store(settings: Settings) -> None:
 def _research(
     settings: Settings, request: ResearchRequest, thread_id: str, out_file: Path | None
 ) -> None:
-    """Say which thread starts, then load the graph and the stores and research.
-
-    A missing corpus is said first, alone: the commonest setup error stays one line.
-    """
+    """Say which thread starts, then load the graph and the stores and research."""
     from tools.local_corpus import CorpusMissingError, require_index
 
     if "local" in settings.search_providers and not settings.simulate_latency_ms:
@@ -49,8 +44,7 @@ def _research(
     interactive = request.options.approval != "none"
     started = threading.Event()
     work: Coroutine[Any, Any, None] | None = None
-    # Loading LangGraph takes a moment: a Ctrl-C before `until_interrupted` takes over
-    # (from the first line on) leaves nothing behind, and says so.
+    # A Ctrl-C while LangGraph loads leaves nothing behind, and says so.
     try:
         err.print(f"thread {escape(thread_id)} · researching {escape(repr(request.topic))}")
         from app.cli.threads import research, until_interrupted
@@ -65,17 +59,14 @@ def _research(
 
 def run(topic: str, out_file: Path | None, thread: str | None, **options: Any) -> None:
     """Research a topic and print the cited report; `options` are RunOptions' fields."""
-    try:
-        request = ResearchRequest(topic=topic, options=RunOptions(**options))
-    except ValidationError as exc:
-        fail(f"invalid request ({explain(exc, flags=True)})")
+    request = _request(topic, **options)
     settings = load_settings()
     _ensure_offline_corpus(settings)  # as `serve` and `demo` do
     _research(settings, request, thread or uuid.uuid4().hex, out_file)
 
 
 def _ensure_offline_corpus(settings: Settings) -> None:
-    """The demo corpus, fetched if needed, when it is the only search (and searches are real)."""
+    """Fetch the demo corpus if needed, when it is the only search (and searches are real)."""
     if settings.search_providers == ["local"] and not settings.simulate_latency_ms:
         _ensure_demo_corpus(settings)
 
@@ -106,11 +97,15 @@ def demo(topic: str, out_file: Path | None) -> None:
     """Fetch the demo corpus if needed, then research a topic end to end, offline."""
     settings = load_settings()
     _ensure_demo_corpus(settings)
+    _research(settings, _request(topic), uuid.uuid4().hex, out_file)
+
+
+def _request(topic: str, **options: Any) -> ResearchRequest:
+    """Return the research request, or a one-line error naming the bad flag."""
     try:
-        request = ResearchRequest(topic=topic)
+        return ResearchRequest(topic=topic, options=RunOptions(**options))
     except ValidationError as exc:
         fail(f"invalid request ({explain(exc, flags=True)})")
-    _research(settings, request, uuid.uuid4().hex, out_file)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -132,8 +127,7 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
         settings = settings.model_copy(update={"in_process_worker": False})
     bind = host or settings.host
     if not settings.api_keys and bind not in LOOPBACK:
-        # Refused, not quietly bound to loopback: in a container that would be a service
-        # nobody can reach that still reports itself healthy.
+        # Refused, not bound to loopback: in a container nobody could reach it.
         fail(
             f"listening on {bind} needs API keys: set RESEARCH_API_KEYS (key1,key2), or "
             "listen on 127.0.0.1 only (--host 127.0.0.1, RESEARCH_HOST=127.0.0.1)"
@@ -171,7 +165,7 @@ def _check_port(host: str, port: int) -> None:
 
 
 def _announced_server() -> "type[uvicorn.Server]":
-    """The uvicorn server class, saying where to open the service once it listens."""
+    """Return the uvicorn server class, saying where to open the service once it listens."""
     import uvicorn
 
     class Announced(uvicorn.Server):

@@ -29,7 +29,7 @@ _FLAGS = {"topic": "TOPIC", "time_budget_s": "--time-budget", "approval": "--app
 
 
 def explain(exc: ValidationError, flags: bool = False) -> str:
-    """One line naming each bad field (as a command-line flag when `flags`) and the reason."""
+    """Return one line naming each bad field (as a command-line flag when `flags`) and the reason."""
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "input"

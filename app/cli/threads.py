@@ -1,15 +1,6 @@
-"""`research-agent run`, `resume`, `show`, `rerun`, `export` and `import`: threads from the terminal.
-
-A run from the terminal is a thread like any other: the same run manager registers it,
-executes it, records its statuses and events in the data file (or Redis), so it shows
-in `GET /v1/research` and on the web page. The terminal follows its events as an SSE
-client would, prints a line per step, and answers an approval through the manager.
-An export writes a run whole (record, state, events, evidence) as one JSON file, which
-`import` registers as a finished thread of this data directory (or Redis).
-"""
+"""`research-agent run`, `resume`, `show`, `rerun`, `export` and `import`: threads from the terminal."""
 
 import asyncio
-import json
 import sys
 import threading
 from collections.abc import AsyncIterator, Coroutine
@@ -51,7 +42,7 @@ from tools.local_corpus import CorpusMissingError
 
 @asynccontextmanager
 async def _runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    """The service's runtime in this process (with a worker, on Redis); its runs stop on exit."""
+    """Open the service's runtime in this process (with a worker, on Redis); its runs stop on exit."""
     try:
         async with open_runtime(settings) as runtime:
             try:
@@ -66,10 +57,6 @@ async def _runtime(settings: Settings) -> AsyncIterator[Runtime]:
         fail(str(exc))
 
 
-async def _snapshot(runtime: Runtime, thread_id: str) -> StateSnapshot:
-    return await runtime.manager.snapshot(thread_id)
-
-
 def _unknown_thread(thread_id: str) -> NoReturn:
     fail(f"unknown thread {thread_id!r}: start one with `research-agent run TOPIC`")
 
@@ -82,7 +69,7 @@ def _require_data(settings: Settings, thread_id: str) -> None:
 
 @asynccontextmanager
 async def _stores_and_graph(settings: Settings) -> AsyncIterator[tuple[ResearchGraph, Stores]]:
-    """The stores and the graph over them: reading and filing threads needs no engine."""
+    """Open the stores and the graph over them: reading and filing threads needs no engine."""
     try:
         async with open_stores(settings) as stores:
             yield build_graph(stores.saver), stores
@@ -93,11 +80,7 @@ async def _stores_and_graph(settings: Settings) -> AsyncIterator[tuple[ResearchG
 def until_interrupted(
     work: Coroutine[Any, Any, None], thread_id: str, started: threading.Event | None = None
 ) -> None:
-    """Run `work`; on Ctrl-C say how to pick the thread up again instead of a traceback.
-
-    `started`: for a new thread, set once it exists; interrupted before, nothing was saved
-    and there is nothing to resume.
-    """
+    """Run `work`; on Ctrl-C say how to resume the thread (if `started` is set) instead of a traceback."""
     try:
         asyncio.run(work)
     except KeyboardInterrupt:
@@ -109,30 +92,23 @@ def until_interrupted(
         raise click.exceptions.Exit(130) from None
 
 
-# -- what the terminal shows of a run, and how it answers an approval -------------------
-
-
 class ProgressPrinter:
-    """Prints one line per step and event, to stderr so the report alone goes to stdout."""
+    """One line per step and event, to stderr so that the report alone goes to stdout."""
 
     def __init__(self) -> None:
         self.sources = 0
         self.tokens = 0
         self.structured: dict[str, str] = {}  # the structured-output method said per model
 
-    def __call__(self, name: str, data: Any) -> None:
+    def __call__(self, kind: str, event: Any) -> None:
         """Report one event of the run (`service.execution` names them)."""
-        if not isinstance(data, dict):
+        if not isinstance(event, dict):
             return
-        if name == "node_finished":
-            iteration = data.get("iteration")
+        if kind == "node_finished":
+            iteration = event.get("iteration")
             suffix = f" · iteration {iteration}" if iteration is not None else ""
-            err.print(f"[cyan]●[/] {data['node']}{suffix} · {self.sources} sources")
-        else:
-            self._event(name, data)
-
-    def _event(self, kind: str, event: dict[str, Any]) -> None:
-        if kind == "source":
+            err.print(f"[cyan]●[/] {event['node']}{suffix} · {self.sources} sources")
+        elif kind == "source":
             self.sources += 1
         elif kind == "note":
             outcome = (
@@ -175,12 +151,13 @@ class ProgressPrinter:
 
 def _show_plan(plan: ResearchPlan) -> None:
     err.print(f"\n[bold]Plan:[/] {escape(plan.theme)}\n{escape(plan.plan_text)}")
-    err.print("[bold]Investigation points[/]")
-    for point in plan.investigation_points:
-        err.print(f"  - {escape(point)}")
-    err.print("[bold]Search queries[/]")
-    for query in plan.search_queries:
-        err.print(f"  - {escape(query)}")
+    for label, items in (
+        ("Investigation points", plan.investigation_points),
+        ("Search queries", plan.search_queries),
+    ):
+        err.print(f"[bold]{label}[/]")
+        for item in items:
+            err.print(f"  - {escape(item)}")
 
 
 def _ask(prompt: str) -> str | None:
@@ -190,7 +167,7 @@ def _ask(prompt: str) -> str | None:
     return line.strip() if line else None
 
 
-def _read_lines(label: str, current: list[str]) -> list[str] | None:
+def _read_lines(label: str, current: list[str]) -> list[str]:
     err.print(
         f"{label}: one per line, then an empty line (an empty list keeps the current {len(current)})"
     )
@@ -240,17 +217,15 @@ async def ask_in_terminal(question: dict[str, Any]) -> ApprovalDecision | None:
         err.print(f"unknown answer {escape(repr(choice))}")
 
 
-# -- run, resume, show ---------------------------------------------------------------
-
-
 async def _follow(runtime: Runtime, thread_id: str, after: int, interactive: bool) -> str | None:
-    """Print the thread's events after `after` until its run ends or waits; an error's text.
+    """Print the thread's events after `after` until its run ends or waits; return an error's text.
 
-    An approval it waits for is asked here when `interactive`, and the answer sent
-    through the run manager; the run then goes on and is followed further.
+    When `interactive`, an approval it waits for is asked here and the run followed further.
     """
     printer = ProgressPrinter()
-    printer.sources = len((await _snapshot(runtime, thread_id)).values.get("research_data", []))
+    printer.sources = len(
+        (await runtime.manager.snapshot(thread_id)).values.get("research_data", [])
+    )
     error: str | None = None
     async for event in runtime.stores.events.follow(thread_id, after):
         data = event.data
@@ -274,7 +249,7 @@ async def _finish(
     runtime: Runtime, thread_id: str, out_file: Path | None, error: str | None
 ) -> None:
     """Print the report (or where the thread stopped, and how to go on)."""
-    snapshot = await _snapshot(runtime, thread_id)
+    snapshot = await runtime.manager.snapshot(thread_id)
     values: dict[str, Any] = snapshot.values
     waiting = pending_interrupt(snapshot)
     if error is not None and not is_finished(snapshot):
@@ -307,10 +282,7 @@ async def research(
     interactive: bool,
     started: threading.Event | None = None,
 ) -> None:
-    """Start thread `thread_id` through the run service, follow it, print its report.
-
-    `started` is set once the thread exists (a Ctrl-C after it leaves a thread to resume).
-    """
+    """Start thread `thread_id` through the run manager, follow it, print its report; set `started` once it exists."""
     async with _runtime(settings) as runtime:
         try:
             record = await runtime.manager.start(LOCAL_OWNER, request, thread_id)
@@ -334,7 +306,7 @@ async def _resume(settings: Settings, thread_id: str, out_file: Path | None) -> 
             record = await manager.get(LOCAL_OWNER, thread_id)
         except NotFound:
             _unknown_thread(thread_id)
-        snapshot = await _snapshot(runtime, thread_id)
+        snapshot = await manager.snapshot(thread_id)
         if is_finished(snapshot):
             await _finish(runtime, thread_id, out_file, None)
             return
@@ -387,7 +359,7 @@ async def _show(settings: Settings, thread_id: str) -> None:
 
 
 def _status(snapshot: StateSnapshot) -> str:
-    """Where the thread stands, as its checkpoint says."""
+    """Return where the thread stands, as its checkpoint says."""
     if pending_interrupt(snapshot):
         return "waiting for approval"
     if not is_finished(snapshot):
@@ -399,9 +371,6 @@ def _status(snapshot: StateSnapshot) -> str:
 def show(thread_id: str) -> None:
     """Print a thread's status, research notes and report."""
     asyncio.run(_show(load_settings(), thread_id))
-
-
-# -- rerun, export, import -----------------------------------------------------------
 
 
 async def _rerun(
@@ -455,12 +424,10 @@ def _read_archive(path: Path) -> RunArchive:
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except ValidationError as exc:
         fail(f"{path} is not a run exported by `research-agent export`: {explain_model(exc)[:500]}")
-    except json.JSONDecodeError as exc:  # pragma: no cover - pydantic reports bad JSON itself
-        fail(f"{path} is not JSON: {exc}")
 
 
 def _owner(settings: Settings, key: str | None) -> str:
-    """Who an imported thread belongs to: the key given, the only key, or the local owner."""
+    """Return who an imported thread belongs to: the key given, the only key, or the local owner."""
     keys = [k.get_secret_value() for k in settings.api_keys]
     if key is not None:
         if not keys:

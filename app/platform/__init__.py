@@ -1,19 +1,10 @@
 """The LangGraph Platform API, so that `langgraph_sdk` and RemoteGraph clients work unchanged.
 
-Mounted by the same app under the paths the SDK uses, on the same run manager, event
-log, registry, auth and checkpointer as `/v1/research`. One assistant, graph `research`.
-A thread is a research thread: its first run's `input` is a research request
-(`{"topic": ..., "options": {...}}`), and a run with `command={"resume": decision}`
-answers the plan approval it waits on. A run streams `metadata`, then one event per
-chunk of each stream mode asked for (`values`, `updates`, `custom`, `messages-tuple`,
-`debug`), `error` if it failed, and `end`; every event has an id for `Last-Event-ID`.
-
-One module per resource (`assistants`, `threads`, `runs`) holds its request bodies, its
-answers (typed as `langgraph_sdk.schema` defines them) and its routes. Here is what they
-share: bodies that accept the SDK's unused options, bounded free-form JSON, and the
-error answers every route documents. The answers' shapes are documented for
-`/openapi.json` by pydantic models that mirror the SDK's types; no response model
-filters what a route answers, and the fuzz test checks the answers against them.
+One assistant (graph `research`) over the same run manager, stores and auth as
+`/v1/research`; a thread's first run takes a research request as `input`, and
+`command={"resume": decision}` answers the approval it waits on. One module per
+resource (`assistants`, `threads`, `runs`); here is what they share. The answers are
+documented by pydantic models mirroring `langgraph_sdk.schema`, never filtered by them.
 """
 
 from typing import Annotated, Any
@@ -23,17 +14,16 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic_core import to_json
 
 from app.edge import StrictJSONRoute
+from app.errors import documented
 from core.options import json_number
 
-# Free-form JSON a client sends (metadata, config, filters): how deep it may nest, and how
-# large a thread's or run's metadata may be (stored with every record, sent with every
-# listing).
+# Free-form JSON a client sends: how deep it may nest, and how large metadata may be.
 MAX_JSON_DEPTH = 16
 MAX_METADATA_BYTES = 16 * 1024
 
 
 def _depth(value: Any) -> int:
-    """How deep `value` nests (iterative: a hostile value must not exhaust the stack)."""
+    """Return how deep `value` nests (iterative: a hostile value must not exhaust the stack)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, level = stack.pop()
@@ -78,32 +68,31 @@ class PlatformError(BaseModel):
     detail: str
 
 
-def _error(description: str) -> dict[str, Any]:
-    return {"model": PlatformError, "description": description}
-
-
 # The error answers every Platform route may give.
-PLATFORM_ERRORS: dict[int | str, dict[str, Any]] = {
-    401: _error("no valid API key"),
-    404: _error("no such assistant, thread, run or checkpoint for this key"),
-    409: _error("the thread's state does not allow this (busy, already there)"),
-    413: _error("the body is over the size limit"),
-    415: _error("the body is not sent as JSON"),
-    422: _error("the request is malformed"),
-    429: _error("the run queue is full"),
-    503: _error("a store does not answer, or too many streams are open"),
-}
+PLATFORM_ERRORS = documented(
+    PlatformError,
+    {
+        401: "no valid API key",
+        404: "no such assistant, thread, run or checkpoint for this key",
+        409: "the thread's state does not allow this (busy, already there)",
+        413: "the body is over the size limit",
+        415: "the body is not sent as JSON",
+        422: "the request is malformed",
+        429: "the run queue is full",
+        503: "a store does not answer, or too many streams are open",
+    },
+)
 
 
 def platform_router() -> APIRouter:
-    """A router of Platform routes: their tag, their error answers, JSON bodies only."""
+    """Return a router of Platform routes: their tag, their error answers, JSON bodies only."""
     return APIRouter(
         tags=["langgraph platform"], responses=PLATFORM_ERRORS, route_class=StrictJSONRoute
     )
 
 
 def doc(model: Any, description: str = "Success") -> dict[str, Any]:
-    """A route's decorator arguments: its 200 answer documented as `model`, not filtered."""
+    """Return a route's decorator arguments: its 200 answer documented as `model`, not filtered."""
     return {
         "response_model": None,
         "responses": {200: {"model": model, "description": description}},

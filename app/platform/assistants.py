@@ -60,7 +60,7 @@ class GraphSchemas(BaseModel):
 
 
 def assistant_json() -> sdk.Assistant:
-    """The one assistant, as the SDK reads it."""
+    """Return the one assistant, as the SDK reads it."""
     return sdk.Assistant(
         assistant_id=ASSISTANT_ID,
         graph_id=GRAPH_ID,

@@ -1,8 +1,4 @@
-"""The Platform API's runs: start (in the background, streamed or waited for), list, cancel, join.
-
-A streamed run's clean-up (cancelling a run its client left, with `on_disconnect=cancel`;
-removing a stateless run's thread once it ends) is background work the app owns.
-"""
+"""The Platform API's runs: start (in the background, streamed or waited for), list, cancel, join."""
 
 import contextlib
 import uuid
@@ -21,7 +17,7 @@ from app.edge import StreamSlots
 from app.platform import FreeJSON, Lenient, Metadata, doc, platform_router
 from app.platform.assistants import ASSISTANT_ID, check_assistant
 from app.platform.threads import values_json
-from app.sse import sse_frame
+from app.sse import event_stream, sse_frame
 from core.models import ApprovalDecision
 from core.options import ResearchRequest
 from service.errors import InvalidState, NotFound
@@ -31,11 +27,7 @@ from service.runs import RunManager
 from service.thread_ids import is_client_id, public_id
 from stores.events import EventLog, event_id, resume_point
 
-HEARTBEAT_S = 15
 VALUES = "The thread's values"
-
-
-# -- what clients send -------------------------------------------------------------------
 
 
 # The stream modes served (`service.platform_runs.STREAM_MODES`), as the schema names them.
@@ -102,12 +94,12 @@ class RunCreate(Lenient):
 
     @property
     def stream_modes(self) -> list[str]:
-        """The modes asked for, each once, in order."""
+        """Return the modes asked for, each once, in order."""
         modes = [self.stream_mode] if isinstance(self.stream_mode, str) else self.stream_mode
         return list(dict.fromkeys(modes))
 
     def admission(self, run_id: str) -> Admission:
-        """What the run asks of the thread."""
+        """Return what the run asks of the thread."""
         run_input = RunInput(
             run_id=run_id,
             stream_modes=self.stream_modes,
@@ -118,7 +110,7 @@ class RunCreate(Lenient):
         return Admission(request=self.input, decision=decision, run_input=run_input)
 
     def recorded(self) -> dict[str, Any]:
-        """What the run's record keeps of this request (the SDK's `kwargs`)."""
+        """Return what the run's record keeps of this request (the SDK's `kwargs`)."""
         return self.model_dump(mode="json", include=_KWARGS, exclude_none=True)
 
 
@@ -133,9 +125,6 @@ _KWARGS = {
     "interrupt_after",
     "on_disconnect",
 }
-
-
-# -- what they get back --------------------------------------------------------------
 
 
 class Run(BaseModel):  # type: ignore[no-redef]  # pydantic-mypy: the alias `kwargs` vs its **kwargs
@@ -159,7 +148,7 @@ class RunJSON(sdk.Run):
 
 
 def run_json(run: PlatformRun) -> RunJSON:
-    """A run as the SDK reads it (its times as pydantic writes them: `Z` for UTC)."""
+    """Return a run as the SDK reads it (its times as pydantic writes them: `Z` for UTC)."""
     body = run.model_dump(mode="json", exclude={"request", "enqueued"})
     return cast(RunJSON, body | {"thread_id": public_id(run.thread_id), "kwargs": run.request})
 
@@ -171,9 +160,6 @@ STREAMED: dict[int | str, dict[str, Any]] = {
         "content": {"text/event-stream": {}},
     }
 }
-
-
-# -- the routes --------------------------------------------------------------------------
 
 router = platform_router()
 
@@ -198,7 +184,7 @@ async def _start(manager: RunManager, owner: str, thread_id: str, body: RunCreat
 
 
 async def _thread_for(manager: RunManager, owner: str, thread_id: str, body: RunCreate) -> str:
-    """The stored id of the path's thread, created first if the run asks for that."""
+    """Return the stored id of the path's thread, created first if the run asks for that."""
     if body.if_not_exists == "create" and is_client_id(thread_id):
         record = await manager.create_thread(owner, thread_id, {}, "do_nothing")
         return record.thread_id
@@ -237,7 +223,7 @@ def _stream(
     on_disconnect: str = "continue",
     then_delete: bool = False,
 ) -> EventSourceResponse:
-    """The run's stream after event `after` (None: it ended before the client's position)."""
+    """Return the run's stream after event `after` (None: it ended before the client's position)."""
     manager, streams, background = context
 
     async def frames() -> AsyncIterator[bytes]:
@@ -257,8 +243,7 @@ def _stream(
                 background.start(_delete_after(manager, owner, run))
 
     headers = {"Content-Location": f"/threads/{public_id(run.thread_id)}/runs/{run.run_id}"}
-    streams.check()
-    return EventSourceResponse(streams.counted(frames()), ping=HEARTBEAT_S, headers=headers)
+    return event_stream(streams, frames(), headers)
 
 
 @router.post("/threads/{thread_id}/runs", **doc(Run))

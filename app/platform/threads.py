@@ -25,9 +25,6 @@ _SEARCH_PAGE = 100
 FILTER_KEY = r"^[a-zA-Z0-9_.-]+$"
 
 
-# -- what clients send -------------------------------------------------------------------
-
-
 class ThreadCreate(Lenient):
     """POST /threads."""
 
@@ -95,9 +92,6 @@ class StateUpdate(Lenient):
     checkpoint_id: str | None = None
 
 
-# -- what they get back, as /openapi.json documents it -----------------------------------
-
-
 class Interrupt(BaseModel):
     """A question a thread waits on (the plan to approve)."""
 
@@ -157,11 +151,8 @@ class StateWritten(BaseModel):
     checkpoint: Checkpoint | None
 
 
-# -- how they are built, as the SDK reads them -------------------------------------------
-
-
 def checkpoint_json(config: RunnableConfig | None) -> sdk.Checkpoint | None:
-    """Where a state was saved, None for no config (a state with no parent)."""
+    """Return where a state was saved, None for no config (a state with no parent)."""
     if not config:
         return None
     configurable = config.get("configurable", {})
@@ -174,13 +165,7 @@ def checkpoint_json(config: RunnableConfig | None) -> sdk.Checkpoint | None:
     )
 
 
-def saved_at(config: RunnableConfig) -> sdk.Checkpoint:
-    """The checkpoint a snapshot's own config, or a write's, names (never empty)."""
-    return cast(sdk.Checkpoint, checkpoint_json(config))
-
-
 def _task_interrupts(task: PregelTask) -> list[sdk.Interrupt]:
-    """A task's pending interrupts as the SDK reads them."""
     return [sdk.Interrupt(value=jsonable(i.value), id=i.id) for i in task.interrupts]
 
 
@@ -201,11 +186,11 @@ def _task_json(task: PregelTask) -> sdk.ThreadTask:
 
 
 def state_json(snapshot: StateSnapshot) -> sdk.ThreadState:
-    """A checkpoint as the SDK's ThreadState."""
+    """Return a checkpoint as the SDK's ThreadState."""
     return sdk.ThreadState(
         values=jsonable(snapshot.values or {}),
         next=list(snapshot.next),
-        checkpoint=saved_at(snapshot.config),
+        checkpoint=cast(sdk.Checkpoint, checkpoint_json(snapshot.config)),
         metadata=jsonable(snapshot.metadata or {}),
         created_at=snapshot.created_at,
         parent_checkpoint=checkpoint_json(snapshot.parent_config),
@@ -215,7 +200,7 @@ def state_json(snapshot: StateSnapshot) -> sdk.ThreadState:
 
 
 def thread_json(record: ThreadRecord, snapshot: StateSnapshot) -> sdk.Thread:
-    """A thread, with the values and pending interrupts of its latest checkpoint."""
+    """Return a thread, with the values and pending interrupts of its latest checkpoint."""
     return sdk.Thread(
         thread_id=public_id(record.thread_id),
         created_at=record.created_at,
@@ -228,14 +213,12 @@ def thread_json(record: ThreadRecord, snapshot: StateSnapshot) -> sdk.Thread:
 
 
 def values_json(snapshot: StateSnapshot) -> dict[str, Any]:
-    """A thread's values as a run that waited for its end answers them."""
+    """Return a thread's values as a run that waited for its end answers them."""
     result: dict[str, Any] = jsonable(snapshot.values or {})
     if interrupts := _interrupts(snapshot):
         result["__interrupt__"] = interrupts
     return result
 
-
-# -- the routes --------------------------------------------------------------------------
 
 router = platform_router()
 
@@ -308,7 +291,7 @@ async def update_state(
     """Edit an idle thread's state (as node `as_node`); answers the new checkpoint."""
     at = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
     written = await manager.update_state(owner, thread_id, body.values, body.as_node, at)
-    return sdk.ThreadUpdateStateResponse(checkpoint=saved_at(written))
+    return sdk.ThreadUpdateStateResponse(checkpoint=cast(sdk.Checkpoint, checkpoint_json(written)))
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}", **doc(ThreadState))
