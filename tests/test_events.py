@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from stores import recent_events, redis_events
+from stores import redis_events
 from stores.events import (
     TERMINAL_EVENT,
     Event,
     EventLog,
     EventLogClosed,
 )
+from stores.recent_events import RECENT_BYTES
 from stores.redis_events import RedisEventLog
 from stores.sqlite_events import SqliteEventLog
 from stores.sqlite_writer import open_sqlite
@@ -410,11 +411,8 @@ async def test_closing_the_log_ends_waiting_followers_with_an_error(db: Path) ->
     await events.aclose()
 
 
-async def test_memory_for_recent_events_is_let_go_and_bounded(
-    db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_memory_for_recent_events_is_let_go_and_bounded(db: Path) -> None:
     """A Platform run's stream closes with `end`, a run-records stream never closes."""
-    monkeypatch.setattr(recent_events, "RECENT_BYTES", 64 * 1024)
     async with open_sqlite(db, SqliteEventLog) as log:
         recent = log._recent
         for run in range(20):
@@ -423,11 +421,14 @@ async def test_memory_for_recent_events_is_let_go_and_bounded(
             await log.append("platform-runs:thread", "run", {"run": run})
         assert "platform-runs:thread" in recent
         assert not any(f"platform-run:{run}" in recent for run in range(20)), "closed: nothing"
-        for stream in range(200):  # streams that never close, 10 KB each
-            await log.append(f"open-{stream}", "updates", {"chunk": "y" * 10_000})
-        held = sum(len(e.text) for s in range(200) for e in recent.after(f"open-{s}", 0) or [])
-        assert held == recent.held_bytes <= 64 * 1024
-        assert "open-199" in recent and "open-0" not in recent
+        # Streams that never close, 1/100 of the bound each: half as much again as it holds
+        # (the service's own bound: 25 MB written in a fifth of a second).
+        chunk = "y" * (RECENT_BYTES // 100)
+        for stream in range(150):
+            await log.append(f"open-{stream}", "updates", {"chunk": chunk})
+        held = sum(len(e.text) for s in range(150) for e in recent.after(f"open-{s}", 0) or [])
+        assert held == recent.held_bytes <= RECENT_BYTES
+        assert "open-149" in recent and "open-0" not in recent
         # What memory let go of is read from the file, ids continuing.
         assert (await log.append("open-0", "more", {})).id == 2
         assert [e.id for e in await log.read("open-0")] == [1, 2]
@@ -515,14 +516,15 @@ async def test_a_follower_of_a_stream_this_process_writes_is_served_from_memory(
 ) -> None:
     here, _, client = redis_pair
     with here.writing("t", "run:1"):
-        follower = asyncio.create_task(collect(here, "t"))
-        await asyncio.sleep(0.05)  # it waits for the first event
+        follower = Follower(here, "t")
+        await here.append("t", "step", {"n": 0})
+        assert (await follower.next()).id == 1  # it follows: it waits for the next event
         before = await command_calls(client, "xread"), await command_calls(client, "xrange")
-        for step in range(40):
+        for step in range(1, 40):
             await here.append("t", "step", {"n": step})
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the follower may take each event as it comes
         await here.append("t", TERMINAL_EVENT, {})
-        events = await follower
+        events = await follower.all()
         after = await command_calls(client, "xread"), await command_calls(client, "xrange")
     assert ids(events) == list(range(1, 42))
     assert [e.data for e in events[:2]] == [{"n": 0}, {"n": 1}]

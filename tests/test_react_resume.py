@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from langchain_core.runnables import RunnableConfig
 
 from nodes.research_spending import account_spending
+from stores.sqlite_saver import GroupCommitSqliteSaver
+from stores.sqlite_writer import open_sqlite
 
 from .fake_llm import Call, FakeLLM, Reply, ToolCall
 from .llm_script import ResearchModel
@@ -63,6 +66,27 @@ async def _wait_for(condition: Any, timeout_s: float = 60.0) -> None:
         await asyncio.sleep(0.05)  # polling the fake's record of requests, bounded above
 
 
+async def _checkpointed(
+    checkpoints: Path, thread_id: str, query: str, timeout_s: float = 60.0
+) -> None:
+    """Return once a checkpoint of the research step holds its finished search for `query`.
+
+    Read from the server's checkpoint file (polled, failing after `timeout_s`): the
+    turn's checkpoint is written behind the next node, not before its request.
+    """
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}  # every namespace
+    async with (
+        asyncio.timeout(timeout_s),
+        open_sqlite(checkpoints, GroupCommitSqliteSaver) as saver,
+    ):
+        while True:
+            async for found in saver.alist(config):
+                outcomes = found.checkpoint["channel_values"].get("outcomes", [])
+                if any(outcome.query == query for outcome in outcomes):
+                    return
+            await asyncio.sleep(0.05)  # polling the checkpoint file, bounded above
+
+
 async def test_a_killed_investigation_resumes_after_its_last_finished_turn(
     tmp_path: Path, corpus_index: Path, llm: FakeLLM
 ) -> None:
@@ -78,6 +102,7 @@ async def test_a_killed_investigation_resumes_after_its_last_finished_turn(
         "RESEARCH_LLM_API_KEY": KEY,
     }
     port, log = free_port(), tmp_path / "server.log"
+    checkpoints = tmp_path / "data" / "checkpoints.sqlite"
     base = f"http://127.0.0.1:{port}"
     options = {"min_sources": 50, "max_iterations": 2}
     with server(env, port, log) as first:
@@ -86,7 +111,7 @@ async def test_a_killed_investigation_resumes_after_its_last_finished_turn(
             thread_id = response.json()["thread_id"]
             # Turn 1 searched and was summarised; turn 2 is with the model.
             await _wait_for(lambda: any("search" in c.tools and _turn(c) == 1 for c in llm.calls))
-            await asyncio.sleep(0.5)  # the turn's checkpoint is written behind the next node
+            await _checkpointed(checkpoints, thread_id, "Gutenberg Bible")
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
     killed = [c for c in llm.calls if "search" in c.tools]

@@ -14,6 +14,8 @@ ECHO = """
 if ARGV[1] == 'bad' then return redis.error_reply('bad argument') end
 return ARGV[1]
 """
+# Long past a lock's 0.3 s lifetime: a safety net against a hang, not a timing.
+EXPIRY_WAIT_S = 10.0
 
 
 @pytest.fixture
@@ -102,7 +104,10 @@ async def test_a_batched_lock_excludes_other_holders_and_expires(named: tuple[Re
     second = batches.lock(name, timeout=0.3, thread_local=False)
     assert await first.acquire(blocking=False)
     assert not await second.acquire(blocking=False)
-    await asyncio.sleep(0.4)  # the first holder died: its lock runs out
+    # The first holder died: its lock runs out (a hang fails after EXPIRY_WAIT_S).
+    async with asyncio.timeout(EXPIRY_WAIT_S):
+        while await client.exists(name):
+            await asyncio.sleep(0.01)  # polling Redis for the expiry, not a timed wait
     assert await second.acquire(blocking=False)
     with pytest.raises(LockNotOwnedError):
         await first.release()  # it is the second's now
