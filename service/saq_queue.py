@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from saq import Job
 from saq.job import Status
 from saq.queue.redis import RedisQueue
-from saq.types import VersionTuple
 from saq.utils import millis, now
 
 from core.upstream import Copied, require_version
@@ -132,7 +131,6 @@ class ResearchQueue(RedisQueue):
     def __init__(self, redis: "Redis", waiting: "Redis", name: str) -> None:
         super().__init__(redis, name=name)
         self._waiting = waiting
-        self._asking_version = asyncio.Lock()
         # Every POST reserves a place and gives it back: a burst of them shares pipelines.
         self._commands = RedisBatches(redis)
         # Redis being away, as this process's queue and its worker's upkeep see it.
@@ -167,22 +165,11 @@ class ResearchQueue(RedisQueue):
         except AWAY as exc:
             logger.warning("job %s could not be %s (%s): a sweep takes it up", job.key, done, exc)
 
-    async def version(self) -> VersionTuple:
-        """Return the server's version, asked once even by many dequeue slots starting at once."""
-        if self._version is None:
-            async with self._asking_version:
-                return await super().version()
-        return self._version
-
     async def dequeue(self, timeout: float = 0.0, poll_interval: float = 0.0) -> Job | None:
-        """Dequeue as saq does, waiting on the waiting client."""
-        waiting = self._waiting
-        if await self.version() < (6, 2, 0):
-            job_id = await awaited(waiting.brpoplpush(self._queued, self._active, timeout))
-        else:
-            job_id = await awaited(
-                waiting.blmove(self._queued, self._active, timeout, "LEFT", "RIGHT")  # type: ignore[arg-type]
-            )
+        """Dequeue as saq does on Redis 6.2+ (the event log needs 7), on the waiting client."""
+        job_id = await awaited(
+            self._waiting.blmove(self._queued, self._active, timeout, "LEFT", "RIGHT")  # type: ignore[arg-type]
+        )
         if job_id is not None:
             return await self._get_job_by_id(job_id)
         logger.debug("Dequeue timed out")

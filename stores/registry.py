@@ -62,8 +62,6 @@ _UPDATE = (
     f"metadata = COALESCE(?, metadata), updated_at = ? WHERE thread_id = ? RETURNING {_COLUMNS}"
 )
 _DELETE = "DELETE FROM thread_registry WHERE thread_id = ?"
-_ADD_METADATA = "ALTER TABLE thread_registry ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'"
-_ADD_REPORT = "ALTER TABLE thread_registry ADD COLUMN report TEXT"
 # Must match the partial index above so SQLite can use it.
 _ACTIVE = (
     f"SELECT {_COLUMNS} FROM thread_registry WHERE status IN ('queued', 'running') "
@@ -338,11 +336,6 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
-    """Create the table, or add the columns later versions brought."""
+    """Create the table and its indexes."""
     for statement in _SCHEMA:
         conn.execute(statement)
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(thread_registry)")]
-    if "metadata" not in columns:
-        conn.execute(_ADD_METADATA)
-    if "report" not in columns:
-        conn.execute(_ADD_REPORT)

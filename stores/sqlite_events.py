@@ -30,19 +30,6 @@ _SCHEMA = (
     "thread_id TEXT NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, "
     "created_at TEXT NOT NULL, UNIQUE (thread_id, id))"
 )
-# A WITHOUT ROWID table is copied into the rowid one, once.
-_OLD_TABLE = (
-    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_log' "
-    "AND sql LIKE '%WITHOUT ROWID%'"
-)
-_MIGRATE = (
-    "ALTER TABLE event_log RENAME TO event_log_without_rowid",
-    _SCHEMA,
-    "INSERT INTO event_log (thread_id, id, name, data, created_at) "
-    "SELECT thread_id, id, name, data, created_at FROM event_log_without_rowid "
-    "ORDER BY thread_id, id",
-    "DROP TABLE event_log_without_rowid",
-)
 _INSERT = "INSERT INTO event_log (thread_id, id, name, data, created_at) VALUES (?, ?, ?, ?, ?)"
 _LAST_ID = "SELECT COALESCE(MAX(id), 0) FROM event_log WHERE thread_id = ?"
 _DELETE = "DELETE FROM event_log WHERE thread_id = ?"
@@ -225,9 +212,5 @@ class SqliteEventLog(QueuedAppends):
 
 
 def _prepare(conn: sqlite3.Connection) -> None:
-    """Create the table, or move a WITHOUT ROWID one into it."""
-    if conn.execute(_OLD_TABLE).fetchone():
-        for statement in _MIGRATE:
-            conn.execute(statement)
-    else:
-        conn.execute(_SCHEMA)
+    """Create the table."""
+    conn.execute(_SCHEMA)

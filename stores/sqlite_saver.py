@@ -3,9 +3,8 @@
 It is `AsyncSqliteSaver` whose writes go through the file's group commit
 (`stores.sqlite_writer`): the stock saver commits once per checkpoint on aiosqlite's one
 thread, which bounds throughput with hundreds of runs. Channel values are stored once per
-version in `checkpoint_blobs`, not in every checkpoint row; checkpoints of the stock
-saver, with values inline, are read as they are. The two methods it copies are
-fingerprinted in `COPIED` (checked by `tests/test_upstream.py`).
+version in `checkpoint_blobs`, not in every checkpoint row. The two methods it copies
+are fingerprinted in `COPIED` (checked by `tests/test_upstream.py`).
 """
 
 import functools
@@ -114,8 +113,8 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
 
     def _with_values(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
         """Return the checkpoint with the channel values it names put back into it."""
-        if found is None or found.checkpoint["channel_values"]:
-            return found  # nothing stored, or a checkpoint written with values inline
+        if found is None:
+            return None
         configurable = found.config["configurable"]
         key = (str(configurable["thread_id"]), configurable.get("checkpoint_ns", ""))
         values: dict[str, Any] = {}

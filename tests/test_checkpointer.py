@@ -10,11 +10,9 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.serde.types import ERROR
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from graph.builder import build_graph
 from nodes.context import Deps
-from stores.checkpointer import serializer
 from stores.redis_flat_saver import redis_saver
 from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import open_sqlite
@@ -34,18 +32,6 @@ async def test_the_sqlite_saver_passes_the_langgraph_conformance_suite() -> None
     failures = {name: r.failures for name, r in report.results.items() if r.failures}
     assert report.passed_all(), failures
     assert sum(r.tests_passed for r in report.results.values()) >= 50
-
-
-async def test_checkpoints_of_the_stock_saver_stay_readable(tmp_path: Path, deps: Deps) -> None:
-    """Files written before channel values moved to their own table still load."""
-    path = tmp_path / "c.sqlite"
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as stock:
-        stock.serde = serializer()
-        values = await run_graph(build_graph(stock), deps, "t", start())
-    async with open_sqlite(path, GroupCommitSqliteSaver) as saver:
-        snapshot = await build_graph(saver).aget_state({"configurable": {"thread_id": "t"}})
-    assert snapshot.values["final_report"] == values["final_report"]
-    assert snapshot.next == ()
 
 
 async def test_a_channel_value_is_stored_once_per_version(tmp_path: Path, deps: Deps) -> None:

@@ -286,37 +286,6 @@ async def test_events_survive_reopening_and_ids_continue(db: Path) -> None:
     assert appended.id == 4
 
 
-async def test_a_log_written_by_the_earlier_layout_is_migrated_once(db: Path) -> None:
-    db.parent.mkdir(parents=True)
-    with closing(sqlite3.connect(db)) as old, old:
-        old.execute(
-            "CREATE TABLE event_log (thread_id TEXT NOT NULL, id INTEGER NOT NULL, "
-            "name TEXT NOT NULL, data TEXT NOT NULL, created_at TEXT NOT NULL, "
-            "PRIMARY KEY (thread_id, id)) WITHOUT ROWID"
-        )
-        old.executemany(
-            "INSERT INTO event_log VALUES (?, ?, ?, ?, ?)",
-            [
-                ("a", 1, "status", '{"status": "queued"}', "2026-01-01T00:00:00+00:00"),
-                ("a", 2, "done", '{"status": "completed"}', "2026-01-01T00:00:01+00:00"),
-                ("b", 1, "status", '{"status": "queued"}', "2026-01-01T00:00:02+00:00"),
-            ],
-        )
-
-    async with open_sqlite(db, SqliteEventLog) as log:
-        assert [(e.id, e.name, e.data) for e in await log.read("a")] == [
-            (1, "status", {"status": "queued"}),
-            (2, "done", {"status": "completed"}),
-        ]
-        assert (await log.append("b", "step", {})).id == 2
-    async with open_sqlite(db, SqliteEventLog) as log:  # a second opening changes nothing
-        assert ids(await log.read("b")) == [1, 2]
-    with closing(sqlite3.connect(db)) as check:
-        tables = check.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
-        layouts = {name: sql for name, sql in tables}
-    assert set(layouts) == {"event_log"} and "WITHOUT ROWID" not in layouts["event_log"]
-
-
 async def test_delete_removes_the_thread_and_its_ids_restart_at_one(
     log: SqliteEventLog,
 ) -> None:

@@ -338,22 +338,3 @@ async def test_update_replaces_the_fields_given_and_keeps_the_rest(
     assert (await registry.update("t1", metadata={"team": "b"})).metadata == {"team": "b"}
     with pytest.raises(KeyError):
         await registry.update("nope", topic="x")
-
-
-async def test_a_registry_file_from_before_metadata_gets_the_column(db: Path) -> None:
-    import sqlite3
-
-    db.parent.mkdir(parents=True)
-    with sqlite3.connect(db) as old:
-        old.execute(
-            "CREATE TABLE thread_registry (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
-            "topic TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL, "
-            "updated_at TEXT NOT NULL, error TEXT, options TEXT NOT NULL)"
-        )
-        old.execute(
-            "INSERT INTO thread_registry VALUES ('old', 'alice', 'a topic', 'completed', "
-            "'2025-01-01T12:00:00.000000+00:00', '2025-01-01T12:00:00.000000+00:00', NULL, '{}')"
-        )
-    async with open_sqlite(db, SqliteRegistry) as opened:
-        kept = await opened.get("old")
-        assert kept is not None and kept.metadata == {} and kept.topic == "a topic"

@@ -142,19 +142,18 @@ async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue)
 
 
 async def info_calls(queue: ResearchQueue) -> int:
-    """How many INFO commands the server has answered (this ask included)."""
+    """How many INFO commands the server had answered before this one."""
     stats = await queue.redis.info("commandstats")
-    return int(stats["cmdstat_info"]["calls"])
+    return int(stats.get("cmdstat_info", {}).get("calls", 0))
 
 
-async def test_hundreds_of_dequeue_slots_starting_at_once_ask_the_version_once(
-    queue: ResearchQueue,
-) -> None:
+async def test_dequeue_slots_starting_at_once_ask_no_version(queue: ResearchQueue) -> None:
+    for i in range(3):
+        assert await queue.enqueue(JOB_FUNCTION, key=f"slot-{i}", timeout=0) is not None
     before = await info_calls(queue)
-    versions = await asyncio.gather(*(queue.version() for _ in range(300)))
-    assert len(set(versions)) == 1 and versions[0] >= (6,)
-    # One INFO for the 300 slots, and this count's own.
-    assert await info_calls(queue) - before == 2
+    taken = await asyncio.gather(*(queue.dequeue(timeout=1) for _ in range(3)))
+    assert None not in taken
+    assert await info_calls(queue) - before == 1, "only this count's own INFO"
 
 
 async def test_a_jobs_update_stores_and_announces_it_in_one_round_trip(redis_url: str) -> None:
