@@ -48,8 +48,8 @@ def token_batcher(
 async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Write the report; the last review and any human feedback steer a rewrite.
 
-    When the model refuses to serve the run and sources were collected, the fallback
-    engine writes a partial report from them; with nothing collected the run fails.
+    When the model refuses to serve the run, the fallback engine writes a partial report
+    from the sources collected; with none the run fails.
     """
     plan = state.get("task_plan")
     if plan is None:
@@ -58,7 +58,6 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     sources = state.get("research_data", [])
     version = len(state.get("drafts", [])) + 1
     on_token, flush = token_batcher(functools.partial(tell, runtime), version)
-    halted: str | None = None
     review, feedback = state.get("review"), state.get("feedback")
     writing = deps.engine.write(plan, sources, review, feedback, on_token)
     if sources:
