@@ -159,16 +159,17 @@ class Step(Protocol[S]):
 
 
 Node = Step[ResearchState]
-NodeBody = Callable[[ResearchState, Runtime[Deps]], Awaitable[dict[str, Any]]]
+# A node's own work, before it is wrapped.
+Body = Callable[[S, Runtime[Deps]], Awaitable[dict[str, Any]]]
 
 
-def accounted(node: str) -> Callable[[NodeBody], Node]:
+def accounted(node: str) -> Callable[[Body[ResearchState]], Node]:
     """Make `body` a node whose engine calls are recorded and accounted as `node`'s step.
 
     Every model call of the step is bounded by what is left of the run's time budget.
     """
 
-    def decorate(body: NodeBody) -> Node:
+    def decorate(body: Body[ResearchState]) -> Node:
         @functools.wraps(body)
         async def step(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
             started = time.perf_counter()

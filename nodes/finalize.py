@@ -11,6 +11,7 @@ from core.budget import budget_reason
 from core.models import ApprovalDecision, Draft
 from core.state import ResearchState
 from core.steps import WRITER
+from engines.base import Engine
 from engines.checks import unfound_words
 from engines.report_markdown import cites_anything, has_gaps, split_front_matter
 from nodes.context import Deps
@@ -19,8 +20,6 @@ from nodes.progress import tell
 
 def best_draft(drafts: list[Draft]) -> Draft | None:
     """Return the approved draft with the best score, else the best-scored one, else the latest."""
-    if not drafts:
-        return None
     return max(
         drafts,
         key=lambda d: (
@@ -28,16 +27,12 @@ def best_draft(drafts: list[Draft]) -> Draft | None:
             d.review.overall_score if d.review else -1.0,
             d.version,
         ),
+        default=None,
     )
 
 
 def front_matter(
-    state: ResearchState,
-    draft: Draft,
-    engine: str,
-    status: str,
-    models: dict[str, str] | None = None,
-    stopped: str | None = None,
+    state: ResearchState, draft: Draft, engine: Engine, status: str, stopped: str | None
 ) -> str:
     """Return YAML front matter that says how the report was made (strings as JSON).
 
@@ -49,10 +44,10 @@ def front_matter(
     lines = [
         "---",
         f"topic: {json.dumps(state['topic'], ensure_ascii=False)}",
-        f"engine: {json.dumps(engine, ensure_ascii=False)}",
+        f"engine: {json.dumps(engine.description, ensure_ascii=False)}",
     ]
-    if models:
-        lines.append(f"models: {json.dumps(models, ensure_ascii=False)}")
+    if engine.models:
+        lines.append(f"models: {json.dumps(engine.models, ensure_ascii=False)}")
     if usage is not None and usage.total_tokens:
         lines.append(f"tokens: {usage.total_tokens}")
         lines.append(f"cost_usd: {round(usage.cost_usd, 6)}")
@@ -147,13 +142,8 @@ async def finalize(
     else:
         stopped = None if approved else budget_reason(state)
     _, body = split_front_matter(draft.markdown)
-    engine = runtime.context.engine
-    report = front_matter(state, draft, engine.description, status, engine.models, stopped) + body
-    update: dict[str, Any] = {
-        "final_report": report,
-        "report_status": status,
-        "stop_reason": stopped,
-    }
+    report = front_matter(state, draft, runtime.context.engine, status, stopped) + body
+    update: dict[str, Any] = dict(final_report=report, report_status=status, stop_reason=stopped)
     if state["options"].approval == "plan_and_report":
         answer = ApprovalDecision.model_validate(
             interrupt({"type": "report", "report": report, "status": status})

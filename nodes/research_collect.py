@@ -59,27 +59,21 @@ class Findings:
         self._seen = {normalize_url(s.url) for s in state.get("research_data", [])}
         self._step = state.get("first_step", 1)
 
-    def add(self, outcome: QueryOutcome) -> tuple[list[str], ResearchNote, list[dict[str, Any]]]:
-        """Return the next query's new sources (their URLs' keys), its note, and its events."""
-        fresh: list[str] = []
-        events: list[dict[str, Any]] = []
-        for found in outcome.results:
-            key = normalize_url(found.url)
-            if key not in self._seen:
-                self._seen.add(key)
-                fresh.append(key)
-                events.append(_source_event(found, outcome.query))
+    def is_new(self, source: SearchResult) -> bool:
+        """Return whether `source` is new to the run; it is not any more."""
+        key = normalize_url(source.url)
+        new = key not in self._seen
+        self._seen.add(key)
+        return new
+
+    def add(
+        self, outcome: QueryOutcome
+    ) -> tuple[list[SearchResult], ResearchNote, list[dict[str, Any]]]:
+        """Return the next query's new sources, its note, and its events."""
+        fresh = [found for found in outcome.results if self.is_new(found)]
         note, event = _note(self._step, outcome, len(fresh))
         self._step += 1
-        return fresh, note, [*events, event]
-
-    def add_page(self, page: SearchResult) -> bool:
-        """Return whether a page the model read is a new source."""
-        key = normalize_url(page.url)
-        if key in self._seen:
-            return False
-        self._seen.add(key)
-        return True
+        return fresh, note, [*(_source_event(found, outcome.query) for found in fresh), event]
 
 
 def teller(
@@ -111,10 +105,10 @@ def collect(state: ResearcherState) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     for outcome in outcomes:
         fresh, note, _ = findings.add(outcome)
-        new_sources.extend(fullest[key] for key in fresh)
+        new_sources.extend(fullest[normalize_url(found.url)] for found in fresh)
         notes.append(note)
     for page in scraped:
-        if findings.add_page(page):
+        if findings.is_new(page):
             new_sources.append(fullest[normalize_url(page.url)])
             events.append(_source_event(page, None))
     return {"update": _update(state, new_sources, notes), "events": events}

@@ -7,17 +7,15 @@ step's end adds them all to the researcher's recording, each once.
 
 import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from engines.recording import Recorder, current_recorder, recording
-from nodes.accounting import Step
+from nodes.accounting import Body, Step
 from nodes.context import Deps
 from nodes.research_state import NodeSpending, ResearcherState
-
-StepBody = Callable[[ResearcherState, Runtime[Deps]], Awaitable[dict[str, Any]]]
 
 
 def _step_recorder() -> Recorder:
@@ -28,10 +26,10 @@ def _step_recorder() -> Recorder:
     return recorder
 
 
-def spending_kept(node: str) -> Callable[[StepBody], Step[ResearcherState]]:
+def spending_kept(node: str) -> Callable[[Body[ResearcherState]], Step[ResearcherState]]:
     """Make `body` record its engine calls on its own and keep them in the step's state."""
 
-    def decorate(body: StepBody) -> Step[ResearcherState]:
+    def decorate(body: Body[ResearcherState]) -> Step[ResearcherState]:
         @functools.wraps(body)
         async def run(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
             step = _step_recorder()

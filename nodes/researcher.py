@@ -152,11 +152,8 @@ async def _queries_instead(
     read = search.pages.fresh()
     if late:
         return {"outcomes": outcomes, "pages": read, "out_of_time": True, "thoughts": [OUT_OF_TIME]}
-    thought = (
-        "The model does not call tools here, so it was asked for queries instead: "
-        + ("; ".join(asked) or "it had none")
-        + "."
-    )
+    listed = "; ".join(asked) or "it had none"
+    thought = f"The model does not call tools here, so it was asked for queries instead: {listed}."
     return {"outcomes": outcomes, "pages": read, "thoughts": [thought]}
 
 

@@ -25,20 +25,15 @@ def token_batcher(
 ) -> tuple[Callable[[str], None], Callable[[], None]]:
     """Return (on_token, flush): `token` events of about `TOKEN_BATCH_CHARS` characters."""
     pending: list[str] = []
-    size = 0
 
     def flush() -> None:
-        nonlocal size
         if pending:
             write({"event": "token", "version": version, "text": "".join(pending)})
             pending.clear()
-            size = 0
 
     def on_token(text: str) -> None:
-        nonlocal size
         pending.append(text)
-        size += len(text)
-        if size >= TOKEN_BATCH_CHARS:
+        if sum(map(len, pending)) >= TOKEN_BATCH_CHARS:
             flush()
 
     return on_token, flush
@@ -68,12 +63,11 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
         markdown, halted = await writing, None
     flush()
     tell(runtime, {"event": "draft", "version": version, "chars": len(markdown)})
+    said = f"Draft {version} written ({len(markdown)} characters)."
     update: dict[str, Any] = {
         "drafts": [Draft(version=version, markdown=markdown, source_count=len(sources))],
         "iteration_count": state.get("iteration_count", 0) + 1,
-        "messages": [
-            AIMessage(content=f"Draft {version} written ({len(markdown)} characters).", name=WRITER)
-        ],
+        "messages": [AIMessage(content=said, name=WRITER)],
     }
     if halted:
         update["halted"] = halted
