@@ -72,9 +72,9 @@ def _thread_id() -> str:
         return ""
 
 
-def _submission(node: str, engine: str, recorder: Recorder, mine: NodeUsage) -> NodeSubmission:
+def _submission(node: str, engine_name: str, recorder: Recorder, mine: NodeUsage) -> NodeSubmission:
     """Return the step's entry in its round's record."""
-    kind = "llm" if recorder.calls else engine
+    kind = "llm" if recorder.calls else engine_name
     problems = [f"{f.step}: {f.reason}" for f in recorder.fallbacks]
     return NodeSubmission(
         name=node,
@@ -144,10 +144,10 @@ def account(
         round_number=state.get("iteration_count", 0) + 1,
         submissions=[submission],
     )
-    accounted = {**update, "usage": usage, "rounds": [record]}
+    merged = {**update, "usage": usage, "rounds": [record]}
     if notes:
-        accounted["messages"] = [*update.get("messages", []), *notes]
-    return accounted
+        merged["messages"] = [*update.get("messages", []), *notes]
+    return merged
 
 
 class Step(Protocol[S]):

@@ -41,7 +41,7 @@ class Deps:
     pages_per_query: int = 2
     # Writes and reviews the partial report when the engine's model refuses to serve the run.
     fallback: Engine = field(default_factory=ExtractiveEngine)
-    # Where the run's model calls are recorded; None: nowhere.
+    # Where the run's model calls are recorded (the tools record its searches and reads).
     evidence: ModelCallSink | None = None
     # Where progress events go as nodes tell them (name, payload); None: the custom stream only.
     progress: Callable[[str, dict[str, Any]], None] | None = None

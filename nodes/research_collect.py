@@ -60,7 +60,7 @@ class Findings:
         self._step = state.get("first_step", 1)
 
     def is_new(self, source: SearchResult) -> bool:
-        """Return whether `source` is new to the run; it is not any more."""
+        """Return whether `source` is new to the run, and count it as seen."""
         key = normalize_url(source.url)
         new = key not in self._seen
         self._seen.add(key)
