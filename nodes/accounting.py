@@ -17,14 +17,15 @@ from nodes.context import Deps
 from nodes.progress import tell
 
 T = TypeVar("T")
+S = TypeVar("S", contravariant=True)
 
 
 async def unless_refused(
     step: str, call: Awaitable[T], fallback: Callable[[], Awaitable[T]]
 ) -> tuple[T, str | None]:
-    """`call`'s result; if the model refuses to serve the run, `fallback`'s and the reason.
+    """Return `call`'s result and None; if the model refuses the run, `fallback`'s and why.
 
-    The reason halts the run (state `halted`); the fallback is recorded for the step.
+    The reason halts the run; the fallback is recorded for the step.
     """
     try:
         return await call, None
@@ -34,20 +35,19 @@ async def unless_refused(
 
 
 def run_deadline(state: ResearchState) -> float:
-    """When the run's time budget ends, as a `time.monotonic()` value (active time counts)."""
+    """Return when the run's time budget ends (`time.monotonic()`); active time counts."""
     spent_s = state["usage"].seconds if "usage" in state else 0.0
     return time.monotonic() + max(0.0, state["options"].time_budget_s - spent_s)
 
 
-def spent(node: str, started: float, recorder: Recorder | None = None) -> Usage:
-    """Usage of one call of `node` that began at `started` (a `time.perf_counter()` value).
+def spent(node: str, started: float, recorder: Recorder) -> Usage:
+    """Return the usage of one call of `node` that began at `started` (`time.perf_counter()`).
 
-    The model calls in `recorder` add their requests, tokens and cost to the node, and to
-    their model: a node's requests are its model requests, so both views add up alike.
-    A resumed step's time includes what its earlier attempt spent on the work it kept.
+    The recorded model calls count for the node and for their model alike. A resumed
+    step's time includes what its earlier attempt spent on the work it kept.
     """
     models: dict[str, NodeUsage] = {}
-    for call in recorder.calls if recorder else []:
+    for call in recorder.calls:
         models[call.model] = models.get(call.model, NodeUsage()) + NodeUsage(
             calls=call.first,
             requests=1,
@@ -58,23 +58,13 @@ def spent(node: str, started: float, recorder: Recorder | None = None) -> Usage:
             errors=call.error is not None,
             estimated=call.estimated,
         )
-    total = sum(models.values(), NodeUsage())
-    earlier = recorder.earlier_seconds if recorder else 0.0  # of a resumed step's first try
-    own = NodeUsage(
-        calls=1,
-        seconds=time.perf_counter() - started + earlier,
-        requests=total.requests,
-        prompt_tokens=total.prompt_tokens,
-        completion_tokens=total.completion_tokens,
-        cost_usd=total.cost_usd,
-        errors=total.errors,
-        estimated=total.estimated,
-    )
+    seconds = time.perf_counter() - started + recorder.earlier_seconds
+    own = sum(models.values(), NodeUsage()).model_copy(update={"calls": 1, "seconds": seconds})
     return Usage(nodes={node: own}, models=models)
 
 
 def _thread_id() -> str:
-    """The thread's id as its client knows it (`CLIENT_THREAD_ID`, else the config's)."""
+    """Return the thread's id as its client knows it (`CLIENT_THREAD_ID`, else the config's)."""
     try:
         configurable = get_config().get("configurable", {})
         return str(configurable.get(CLIENT_THREAD_ID) or configurable.get("thread_id", ""))
@@ -82,8 +72,9 @@ def _thread_id() -> str:
         return ""
 
 
-def _submission(node: str, kind: str, recorder: Recorder, mine: NodeUsage) -> NodeSubmission:
-    """The step's entry in its round's record."""
+def _submission(node: str, engine_name: str, recorder: Recorder, mine: NodeUsage) -> NodeSubmission:
+    """Return the step's entry in its round's record."""
+    kind = "llm" if recorder.calls else engine_name
     problems = [f"{f.step}: {f.reason}" for f in recorder.fallbacks]
     return NodeSubmission(
         name=node,
@@ -101,29 +92,17 @@ def _submission(node: str, kind: str, recorder: Recorder, mine: NodeUsage) -> No
 
 
 def _stream_records(node: str, runtime: Runtime[Deps], recorder: Recorder) -> list[AIMessage]:
-    """Stream the step's fallbacks, repairs and structured-output methods; the fallbacks' notes."""
-    notes = []
+    """Stream the step's fallbacks, repairs and structured-output methods; return the notes."""
     for fallback in recorder.fallbacks:
-        tell(runtime, {"event": "fallback", "step": fallback.step, "reason": fallback.reason})
-        notes.append(
-            AIMessage(
-                content=f"Fell back to the extractive engine for {fallback.step}: {fallback.reason}",
-                name=node,
-            )
-        )
+        tell(runtime, {"event": "fallback", **fallback.model_dump()})
     for repair in recorder.repairs:
-        tell(runtime, {"event": "repair", "step": repair.step, "error": repair.error})
+        tell(runtime, {"event": "repair", **repair.model_dump()})
     for chosen in recorder.structured.values():
-        tell(
-            runtime,
-            {
-                "event": "structured_output",
-                "model": chosen.model,
-                "method": chosen.method,
-                "refused": chosen.refused,
-            },
-        )
-    return notes
+        tell(runtime, {"event": "structured_output", **chosen.model_dump()})
+    return [
+        AIMessage(content=f"Fell back to the extractive engine for {f.step}: {f.reason}", name=node)
+        for f in recorder.fallbacks
+    ]
 
 
 def account(
@@ -132,17 +111,15 @@ def account(
     runtime: Runtime[Deps],
     started: float,
     recorder: Recorder,
-    *,
-    engine_used: bool = True,
+    update: dict[str, Any],
 ) -> dict[str, Any]:
-    """The `usage` and `rounds` updates of a node step; streams the run's new totals.
+    """Return the step's `update` with its `usage`, `rounds` and notes; stream the new totals.
 
     The step joins the record of round `iteration_count + 1` (the iteration it works on).
     """
     usage = spent(node, started, recorder)
     mine = usage.nodes[node]
-    kind = "llm" if recorder.calls else runtime.context.engine.name if engine_used else "tools"
-    submission = _submission(node, kind, recorder, mine)
+    submission = _submission(node, runtime.context.engine.name, recorder, mine)
     notes = _stream_records(node, runtime, recorder)
     total = state.get("usage", Usage()) + usage
     # Plain dicts, dumped only where there is something to say: this runs at every step.
@@ -167,47 +144,38 @@ def account(
         round_number=state.get("iteration_count", 0) + 1,
         submissions=[submission],
     )
-    accounting: dict[str, Any] = {"usage": usage, "rounds": [record]}
+    merged = {**update, "usage": usage, "rounds": [record]}
     if notes:
-        accounting["messages"] = notes
-    return accounting
-
-
-def merge_updates(update: dict[str, Any], accounting: dict[str, Any]) -> dict[str, Any]:
-    """A node's own update with its accounting; messages from both are kept."""
-    merged = {**update, **accounting}
-    if "messages" in update and "messages" in accounting:
-        merged["messages"] = [*update["messages"], *accounting["messages"]]
+        merged["messages"] = [*update.get("messages", []), *notes]
     return merged
 
 
-NodeBody = Callable[[ResearchState, Runtime[Deps]], Awaitable[dict[str, Any]]]
-
-
-class Node(Protocol):
+class Step(Protocol[S]):
     """A node function as LangGraph calls it: the state, and the runtime by keyword."""
 
-    def __call__(
-        self, state: ResearchState, *, runtime: Runtime[Deps]
-    ) -> Awaitable[dict[str, Any]]:
-        """Run the step; its state update."""
+    def __call__(self, state: S, *, runtime: Runtime[Deps]) -> Awaitable[dict[str, Any]]:
+        """Run the step; return its state update."""
         ...
 
 
-def accounted(node: str) -> Callable[[NodeBody], Node]:
+Node = Step[ResearchState]
+# A node's own work, before it is wrapped.
+Body = Callable[[S, Runtime[Deps]], Awaitable[dict[str, Any]]]
+
+
+def accounted(node: str) -> Callable[[Body[ResearchState]], Node]:
     """Make `body` a node whose engine calls are recorded and accounted as `node`'s step.
 
-    The recording carries the run's deadline, so every model call of the step is bounded
-    by what is left of its time budget; the update gets the step's usage and round record.
+    Every model call of the step is bounded by what is left of the run's time budget.
     """
 
-    def decorate(body: NodeBody) -> Node:
+    def decorate(body: Body[ResearchState]) -> Node:
         @functools.wraps(body)
         async def step(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
             started = time.perf_counter()
             with recording(run_deadline(state)) as recorder:
                 update = await body(state, runtime)
-            return merge_updates(update, account(node, state, runtime, started, recorder))
+            return account(node, state, runtime, started, recorder, update)
 
         return step
 

@@ -15,7 +15,7 @@ from nodes.progress import tell
 def approve_plan(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Interrupt with the plan; approve keeps it, edit replaces it, reject re-plans with feedback.
 
-    An edited plan is told again (`plan` with `edited`): the searches that follow are its.
+    An edited plan is told again (`plan` with `edited`).
     """
     plan = state.get("task_plan")
     if plan is None:

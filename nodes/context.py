@@ -15,14 +15,9 @@ class PageReader(Protocol):
     """Fetches a page and extracts its main text (the scraper; a fake in tests)."""
 
     async def fetch(self, url: str) -> Page:
-        """Fetch the page at `url` and extract its main text.
+        """Return the page at `url`: its final URL, title and main text.
 
-        Returns:
-            The page: its final URL (after redirects), title and main text.
-
-        Raises:
-            ScrapeError: the page could not be read (refused address, too large, not
-                HTML or text, timeout, HTTP error); the caller records it and goes on.
+        Raise `ScrapeError` when it cannot be read; the caller records that and goes on.
         """
         ...
 
@@ -46,9 +41,7 @@ class Deps:
     pages_per_query: int = 2
     # Writes and reviews the partial report when the engine's model refuses to serve the run.
     fallback: Engine = field(default_factory=ExtractiveEngine)
-    # Where the run's model calls are recorded (its searches and reads are recorded by
-    # the tools above); None: nowhere.
+    # Where the run's model calls are recorded (the tools record its searches and reads).
     evidence: ModelCallSink | None = None
-    # Where the execution's progress events go as nodes tell them (`nodes.progress`): event
-    # name and payload; None: to LangGraph's custom stream only.
+    # Where progress events go as nodes tell them (name, payload); None: the custom stream only.
     progress: Callable[[str, dict[str, Any]], None] | None = None

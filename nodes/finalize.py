@@ -11,6 +11,7 @@ from core.budget import budget_reason
 from core.models import ApprovalDecision, Draft
 from core.state import ResearchState
 from core.steps import WRITER
+from engines.base import Engine
 from engines.checks import unfound_words
 from engines.report_markdown import cites_anything, has_gaps, split_front_matter
 from nodes.context import Deps
@@ -18,9 +19,7 @@ from nodes.progress import tell
 
 
 def best_draft(drafts: list[Draft]) -> Draft | None:
-    """The approved draft with the best score, else the best-scored one, else the latest."""
-    if not drafts:
-        return None
+    """Return the approved draft with the best score, else the best-scored one, else the latest."""
     return max(
         drafts,
         key=lambda d: (
@@ -28,34 +27,27 @@ def best_draft(drafts: list[Draft]) -> Draft | None:
             d.review.overall_score if d.review else -1.0,
             d.version,
         ),
+        default=None,
     )
 
 
 def front_matter(
-    state: ResearchState,
-    draft: Draft,
-    engine: str,
-    status: str,
-    models: dict[str, str] | None = None,
-    stopped: str | None = None,
+    state: ResearchState, draft: Draft, engine: Engine, status: str, stopped: str | None
 ) -> str:
-    """YAML front matter that says how the report was made (strings as JSON, valid YAML).
+    """Return YAML front matter that says how the report was made (strings as JSON).
 
-    Nothing in it depends on when the run happened: a replay of the same evidence with
-    the same engine writes the same report, byte for byte (the thread's record has the
-    times).
-
-    A report that is not final opens with why (`stopped`) and what would help.
+    Nothing in it depends on when the run happened, so a replay writes the same report byte
+    for byte. A report that is not final opens with why (`stopped`) and what would help.
     """
     review = draft.review
     usage = state.get("usage")
     lines = [
         "---",
         f"topic: {json.dumps(state['topic'], ensure_ascii=False)}",
-        f"engine: {json.dumps(engine, ensure_ascii=False)}",
+        f"engine: {json.dumps(engine.description, ensure_ascii=False)}",
     ]
-    if models:
-        lines.append(f"models: {json.dumps(models, ensure_ascii=False)}")
+    if engine.models:
+        lines.append(f"models: {json.dumps(engine.models, ensure_ascii=False)}")
     if usage is not None and usage.total_tokens:
         lines.append(f"tokens: {usage.total_tokens}")
         lines.append(f"cost_usd: {round(usage.cost_usd, 6)}")
@@ -94,7 +86,7 @@ NO_QUERIES = "the plan has no search queries, so nothing was researched: add que
 
 
 def insufficient(search: str, unfound: list[str] | None = None) -> str:
-    """Why a report is insufficient (the words of the subject no source used), and what helps."""
+    """Return why a report is insufficient (the subject's words no source used), and what helps."""
     where = (
         "set a web search key (TAVILY_API_KEY or BRAVE_API_KEY) or index documents about "
         "it (`research-agent corpus index`)"
@@ -106,7 +98,7 @@ def insufficient(search: str, unfound: list[str] | None = None) -> str:
 
 
 def _no_draft(state: ResearchState) -> Draft:
-    """The report of a run that wrote nothing: a plan with no queries, or nothing to write from."""
+    """Return the report of a run that wrote nothing: no queries, or nothing to write from."""
     plan = state.get("task_plan")
     if plan is not None and not plan.search_queries:
         body = f"# {plan.theme}\n\nNothing was researched: the plan has no search queries.\n"
@@ -116,10 +108,10 @@ def _no_draft(state: ResearchState) -> Draft:
 
 
 def _past_budget(state: ResearchState) -> list[str]:
-    """Why the iteration count passes the budget, when it does.
+    """Return why the iteration count passes the budget, when it does.
 
-    The supervisor has a first draft written (and reviewed) past the budget rather than
-    end with no report.
+    The supervisor has a first draft written and reviewed past the budget rather than end
+    with no report.
     """
     extra = state.get("iteration_count", 0) - state["options"].max_iterations
     if extra <= 0:
@@ -143,23 +135,15 @@ async def finalize(
     subject, unfound = unfound_words(topic, state.get("research_data", []))
     uncovered = not cites_anything(draft.markdown) or 2 * len(unfound) >= max(len(subject), 1)
     status = "insufficient" if uncovered else "final" if approved else "partial"
-    stopped = (
-        NO_QUERIES
-        if no_research
-        else insufficient(runtime.context.search.name, unfound)
-        if uncovered
-        else None
-        if approved
-        else budget_reason(state)
-    )
+    if no_research:
+        stopped: str | None = NO_QUERIES
+    elif uncovered:
+        stopped = insufficient(runtime.context.search.name, unfound)
+    else:
+        stopped = None if approved else budget_reason(state)
     _, body = split_front_matter(draft.markdown)
-    engine = runtime.context.engine
-    report = front_matter(state, draft, engine.description, status, engine.models, stopped) + body
-    update: dict[str, Any] = {
-        "final_report": report,
-        "report_status": status,
-        "stop_reason": stopped,
-    }
+    report = front_matter(state, draft, runtime.context.engine, status, stopped) + body
+    update: dict[str, Any] = dict(final_report=report, report_status=status, stop_reason=stopped)
     if state["options"].approval == "plan_and_report":
         answer = ApprovalDecision.model_validate(
             interrupt({"type": "report", "report": report, "status": status})

@@ -1,17 +1,7 @@
-"""A run's progress events, sent while its nodes work.
+"""A run's progress events, sent as nodes work (to the custom stream and the event log).
 
-A node tells (`tell`) what it does as it happens: the event goes to LangGraph's custom
-stream (what a Platform client's `custom` mode reads) and, through `Deps.progress`, into
-the run's event log at once. Every node of the graph announces its start and end
-(`announced`). All of a step's events are thus queued before the step returns, ahead of
-its checkpoint writes: a store that keeps that order (the SQLite file's one writer; the
-Redis checkpointer waits for the log, `FlatRedisSaver.ordered_by`) never has a step's
-writes without its events.
-
-`ExecutionProgress` keys each event by the task that emits it (its checkpoint namespace, which
-names the task's deterministic id) and its place among that task's events. A task run
-again, by a retried execution after a worker died or Redis stalled, emits the same keys, and
-the event log stores none of them twice.
+A step's events are queued ahead of its checkpoint writes, so no store holds the writes
+without the events; each is keyed by its task and place, so a retry stores none twice.
 """
 
 import inspect
@@ -30,15 +20,13 @@ Publish = Callable[[str, dict[str, Any], str], None]
 
 
 class ExecutionProgress:
-    """`Deps.progress` for one execution of a run: numbers each task's events, then publishes."""
+    """`Deps.progress` for one execution of a run: numbers each task's events, then publishes.
+
+    `execution` tells its tasks from the same tasks run by another execution (one that
+    answers a node's question); a retry of an execution has the same name.
+    """
 
     def __init__(self, publish: Publish, execution: str = "") -> None:
-        """`execution`: what tells its tasks from the same tasks run by another execution.
-
-        A node that asked a question runs again, as the same task, in the execution that
-        answers: that one is named by the checkpoint it answers, and its events are new.
-        A retry of an execution has the same name, and repeats nothing.
-        """
         self._publish = publish
         self._execution = execution
         self._counts: Counter[str] = Counter()
@@ -55,7 +43,7 @@ class ExecutionProgress:
 
 
 def tell(runtime: Runtime[Deps], event: dict[str, Any]) -> None:
-    """Send a progress event now: `{"event": name, ...payload}`."""
+    """Send a progress event now, to the custom stream and the run's event log."""
     runtime.stream_writer(event)
     progress = runtime.context.progress
     if progress is not None:
@@ -63,10 +51,10 @@ def tell(runtime: Runtime[Deps], event: dict[str, Any]) -> None:
 
 
 def announced(name: str, node: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """`node` telling the run when it starts and when it has finished (not when it asks).
+    """Return `node` (sync or async, with or without the runtime) telling when it starts and ends.
 
-    `node` may be sync or async and take the runtime or not. A finished step's event
-    carries the iteration its update reaches, when it has one.
+    A node that asks a question has not finished. A finished step's event carries the
+    iteration its update reaches, when it has one.
     """
     takes_runtime = "runtime" in inspect.signature(node).parameters
 

@@ -1,8 +1,6 @@
 """Read the best result pages of a query, so sources hold page text instead of snippets.
 
-A research step reads each page once: `PageReads` shares a node's fetches between its
-queries and tool calls, and starts from the pages earlier nodes of the step read (kept in
-the step's checkpointed state), so a page found again in a later turn is not fetched again.
+A research step reads each page once, across its queries, tool calls and turns.
 """
 
 import asyncio
@@ -15,19 +13,18 @@ from pydantic import BaseModel
 from core.models import SearchResult
 from core.urls import normalize_url
 from nodes.context import PageReader
-from tools.extraction import Page
 
 # Sources are checkpointed with the state: keep a page to the size of a long article.
 MAX_PAGE_CHARS = 20_000
 
 
 def describe(exc: BaseException) -> str:
-    """An exception as the notes and the model see it."""
+    """Return an exception as the notes and the model see it."""
     return f"{type(exc).__name__}: {exc}"
 
 
 def kept_text(text: str) -> str:
-    """A page's text as a run keeps it: stripped, to the size of a long article."""
+    """Return a page's text as a run keeps it: stripped, to the size of a long article."""
     return text.strip()[:MAX_PAGE_CHARS]
 
 
@@ -41,19 +38,8 @@ class ReadPage(BaseModel):
     published_date: str | None = None
     error: str | None = None
 
-    @classmethod
-    def of(cls, url: str, page: Page) -> "ReadPage":
-        """The page as read."""
-        return cls(
-            url=url,
-            final_url=page.final_url,
-            title=page.title,
-            text=page.text,
-            published_date=page.published_date,
-        )
-
     def kept(self) -> "ReadPage":
-        """The page as the step's state keeps it: its text to the size of a long article."""
+        """Return the page as the step's state keeps it: its text to a long article's size."""
         if len(self.text) <= MAX_PAGE_CHARS:
             return self
         return self.model_copy(update={"text": kept_text(self.text)})
@@ -62,8 +48,8 @@ class ReadPage(BaseModel):
 class PageReads:
     """The page reads of one node of a research step: each page is fetched at most once.
 
-    `earlier` holds the pages earlier nodes of the step read; reads still running when the
-    node ends are cancelled (`cancel`), and the finished ones are the node's (`fresh`).
+    `earlier` holds the pages earlier nodes of the step read (kept in its checkpointed
+    state); the pages this node read are `fresh`, and `cancel` stops the unfinished reads.
     """
 
     def __init__(self, reader: PageReader | None, earlier: Mapping[str, ReadPage]) -> None:
@@ -72,7 +58,7 @@ class PageReads:
         self._tasks: dict[str, asyncio.Task[ReadPage]] = {}
 
     def read(self, url: str) -> "asyncio.Future[ReadPage]":
-        """The page at `url`: read already, being read, or fetched now."""
+        """Return the page at `url`: read already, being read, or fetched now."""
         key = normalize_url(url)
         if key in self._earlier:
             done: asyncio.Future[ReadPage] = asyncio.get_running_loop().create_future()
@@ -83,15 +69,16 @@ class PageReads:
         return self._tasks[key]
 
     async def _fetch(self, url: str) -> ReadPage:
-        if self._reader is None:
-            raise RuntimeError("no page reader: pages are not read in this run")
+        assert self._reader is not None, "pages are read only in a run with a page reader"
         try:
-            return ReadPage.of(url, await self._reader.fetch(url))
+            page = await self._reader.fetch(url)
         except Exception as exc:  # noted where the page was wanted
             return ReadPage(url=url, error=describe(exc))
+        fields = {"final_url", "title", "text", "published_date"}
+        return ReadPage(url=url, **page.model_dump(include=fields))
 
     def fresh(self) -> dict[str, ReadPage]:
-        """The pages this node read, by normalised URL, as the step's state keeps them.
+        """Return the pages this node read, by normalised URL, as the step's state keeps them.
 
         A page that could not be read is not kept: a later turn may try it again.
         """
@@ -124,9 +111,8 @@ async def read_top_pages(
 ) -> Reading:
     """Fetch the top `count` results not already known, concurrently, until `deadline`.
 
-    `reads` are the step's page reads, so queries that find the same page read it once.
-    `deadline` is a `time.monotonic()` value: reads still running then are cancelled and
-    noted, so reading pages never spends more than the run's time budget.
+    Reads still running at `deadline` (`time.monotonic()`) are cancelled and noted, so
+    reading never spends more than the run's time budget.
     """
     reading = Reading(list(results))
     targets = [i for i, r in enumerate(results) if normalize_url(r.url) not in known][:count]

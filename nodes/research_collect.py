@@ -1,8 +1,6 @@
 """The research step's findings: told as each query finishes, collected at the step's end.
 
-`Findings` decides, query by query in the order they ran, which sources are new and what
-each query's note says; the searchers tell that as each query finishes (`teller`), and
-`collect` makes the same decisions again for the update the parent graph sees.
+Both go through `Findings`, query by query in the order they ran, so they agree.
 """
 
 from collections.abc import Callable
@@ -19,7 +17,7 @@ from nodes.research_state import QueryOutcome, ResearcherState
 def fullest_copies(
     outcomes: list[QueryOutcome], scraped: list[SearchResult]
 ) -> dict[str, SearchResult]:
-    """Several queries may find one page; the copy with the most text (the page read) by URL."""
+    """Return each page's copy with the most text (the page read), by URL."""
     fullest: dict[str, SearchResult] = {}
     for result in [r for o in outcomes for r in o.results] + scraped:
         key = normalize_url(result.url)
@@ -29,7 +27,7 @@ def fullest_copies(
 
 
 def _note(step: int, outcome: QueryOutcome, fresh: int) -> tuple[ResearchNote, dict[str, Any]]:
-    """One query's note, and its `note` event."""
+    """Return one query's note, and its `note` event."""
     status = "ok" if outcome.results else "failed" if outcome.error else "empty"
     note = ResearchNote(
         step_no=step,
@@ -58,37 +56,30 @@ class Findings:
     """Which sources are new, query by query, and each query's note and events."""
 
     def __init__(self, state: ResearcherState) -> None:
-        """Findings after the sources the run had before this step."""
         self._seen = {normalize_url(s.url) for s in state.get("research_data", [])}
         self._step = state.get("first_step", 1)
 
-    def add(self, outcome: QueryOutcome) -> tuple[list[str], ResearchNote, list[dict[str, Any]]]:
-        """The next query's new sources (their URLs' keys), its note, and the events saying so."""
-        fresh: list[str] = []
-        events: list[dict[str, Any]] = []
-        for found in outcome.results:
-            key = normalize_url(found.url)
-            if key not in self._seen:
-                self._seen.add(key)
-                fresh.append(key)
-                events.append(_source_event(found, outcome.query))
+    def is_new(self, source: SearchResult) -> bool:
+        """Return whether `source` is new to the run, and count it as seen."""
+        key = normalize_url(source.url)
+        new = key not in self._seen
+        self._seen.add(key)
+        return new
+
+    def add(
+        self, outcome: QueryOutcome
+    ) -> tuple[list[SearchResult], ResearchNote, list[dict[str, Any]]]:
+        """Return the next query's new sources, its note, and its events."""
+        fresh = [found for found in outcome.results if self.is_new(found)]
         note, event = _note(self._step, outcome, len(fresh))
         self._step += 1
-        return fresh, note, [*events, event]
-
-    def add_page(self, page: SearchResult) -> bool:
-        """Whether a page the model read is a new source."""
-        key = normalize_url(page.url)
-        if key in self._seen:
-            return False
-        self._seen.add(key)
-        return True
+        return fresh, note, [*(_source_event(found, outcome.query) for found in fresh), event]
 
 
 def teller(
     state: ResearcherState, tell: Callable[[dict[str, Any]], None]
 ) -> Callable[[QueryOutcome], None]:
-    """Tell each further query's findings (`tell`: one event), after those in `state`."""
+    """Return a function that tells each further query's findings, after those in `state`."""
     findings = Findings(state)
     for outcome in state.get("outcomes", []):
         findings.add(outcome)
@@ -101,10 +92,10 @@ def teller(
 
 
 def collect(state: ResearcherState) -> dict[str, Any]:
-    """Notes for every query and the new sources (each once); the events of pages read.
+    """Return the parent's update (notes, new sources) and the events of pages read.
 
     The queries' events were told as they finished; the pages the model read that no
-    search of this step returned are told at the end (`events`).
+    search returned are told at the end (`events`).
     """
     outcomes, scraped = state.get("outcomes", []), state.get("scraped", [])
     fullest = fullest_copies(outcomes, scraped)
@@ -114,10 +105,10 @@ def collect(state: ResearcherState) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     for outcome in outcomes:
         fresh, note, _ = findings.add(outcome)
-        new_sources.extend(fullest[key] for key in fresh)
+        new_sources.extend(fullest[normalize_url(found.url)] for found in fresh)
         notes.append(note)
     for page in scraped:
-        if findings.add_page(page):
+        if findings.is_new(page):
             new_sources.append(fullest[normalize_url(page.url)])
             events.append(_source_event(page, None))
     return {"update": _update(state, new_sources, notes), "events": events}
@@ -130,7 +121,7 @@ def _source_event(source: SearchResult, query: str | None) -> dict[str, Any]:
 def _update(
     state: ResearcherState, new_sources: list[SearchResult], notes: list[ResearchNote]
 ) -> dict[str, Any]:
-    """The parent's update: sources, queries, notes, the step's messages, and a halt."""
+    """Return the parent's update: sources, queries, notes, the step's messages, and a halt."""
     queries = [o.query for o in state.get("outcomes", [])]
     failed = sum(n.status == "failed" for n in notes)
     message = f"Searched {len(queries)} queries: {len(new_sources)} new sources, {failed} failed."

@@ -1,48 +1,35 @@
 """The research step's spending, kept node by node in its checkpointed subgraph state.
 
-The parent's `researcher` node records the model calls of its step (`accounted`), but a
-worker killed mid-step loses that recording, while the subgraph resumes from its last
-finished node. So each subgraph node records its own calls and returns them, with its
-time, in its state update; the step's end adds them all to the researcher's recording:
-a resumed step counts every node that finished, in whichever attempt, once.
+A worker killed mid-step loses the researcher's recording, but the subgraph resumes from
+its last finished node: so each node keeps its own calls and time in the state, and the
+step's end adds them all to the researcher's recording, each once.
 """
 
 import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from engines.recording import Recorder, current_recorder, recording
+from nodes.accounting import Body, Step
 from nodes.context import Deps
 from nodes.research_state import NodeSpending, ResearcherState
 
-StepBody = Callable[[ResearcherState, Runtime[Deps]], Awaitable[dict[str, Any]]]
-
-
-class StepNode(Protocol):
-    """A subgraph node as LangGraph calls it: the state, and the runtime by keyword."""
-
-    def __call__(
-        self, state: ResearcherState, *, runtime: Runtime[Deps]
-    ) -> Awaitable[dict[str, Any]]:
-        """Run the node; its state update."""
-        ...
-
 
 def _step_recorder() -> Recorder:
-    """The researcher step's recorder, which every node of its subgraph runs under."""
+    """Return the researcher step's recorder, which every node of its subgraph runs under."""
     recorder = current_recorder()
     if recorder is None:
         raise RuntimeError("the researcher subgraph runs inside the researcher's recording()")
     return recorder
 
 
-def spending_kept(node: str) -> Callable[[StepBody], StepNode]:
+def spending_kept(node: str) -> Callable[[Body[ResearcherState]], Step[ResearcherState]]:
     """Make `body` record its engine calls on its own and keep them in the step's state."""
 
-    def decorate(body: StepBody) -> StepNode:
+    def decorate(body: Body[ResearcherState]) -> Step[ResearcherState]:
         @functools.wraps(body)
         async def run(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
             step = _step_recorder()
@@ -65,8 +52,8 @@ def spending_kept(node: str) -> Callable[[StepBody], StepNode]:
 def account_spending(spending: Sequence[NodeSpending]) -> None:
     """Add the nodes' spending to the step's recording, in the order the nodes ran.
 
-    The time of nodes an earlier attempt at the step finished is added too: this attempt's
-    clock did not see it, though the run's time budget was spent on it.
+    The time of nodes an earlier attempt finished counts too: this attempt's clock did not
+    see it, though the run's time budget was spent on it.
     """
     step = _step_recorder()
     for spent in spending:

@@ -1,8 +1,6 @@
 """The researcher subgraph's state: what one research step keeps between its ReAct turns.
 
-Everything here is checkpointed after every node of the subgraph, so a research step a
-worker died in continues from its last finished turn; the checkpointer's serializer must
-know every type (`stores.checkpointer.STATE_TYPES` derives them from this state).
+Checkpointed after every node, so a step a worker died in resumes from its last turn.
 """
 
 import operator
@@ -44,11 +42,6 @@ class NodeSpending(BaseModel):
     recorded: Recorded
 
 
-def merged(left: dict[str, ReadPage], right: dict[str, ReadPage]) -> dict[str, ReadPage]:
-    """The pages read so far and those a node read: the node's copy wins."""
-    return {**left, **right}
-
-
 class ResearcherState(TypedDict, total=False):
     """One research step: the parent's inputs, the work so far, and the parent's update."""
 
@@ -66,7 +59,7 @@ class ResearcherState(TypedDict, total=False):
     scraped: Annotated[list[SearchResult], operator.add]  # pages the model read in full
     thoughts: Annotated[list[str], operator.add]
     conversation: Annotated[list[AnyMessage], operator.add]  # the ReAct loop's messages
-    pages: Annotated[dict[str, ReadPage], merged]  # pages read in the step, by normalised URL
+    pages: Annotated[dict[str, ReadPage], operator.or_]  # read in the step, by normalised URL
     spending: Annotated[list[NodeSpending], operator.add]  # model calls and time, per node
     turns: int  # model turns answered
     max_cycles: int  # the most turns the loop may take

@@ -1,10 +1,6 @@
 """Researcher: the nodes of the research step's subgraph, one ReAct turn per checkpoint.
 
-`queries` runs the plan's pending queries concurrently (and the engine's link follow-ups),
-or the engine's refined queries; for an `Investigator` engine with nothing pending it
-opens the ReAct loop instead. `model` answers one turn, `tools` runs its tool calls
-concurrently, and `collect` (`nodes.research_collect`) makes the parent's update. The run's
-time budget bounds the loop: what finished by then is kept.
+The run's time budget bounds the loop: what finished by then is kept.
 """
 
 import asyncio
@@ -32,7 +28,7 @@ OUT_OF_TIME = "The research step ran out of time; writing from what was found."
 
 
 def pending_queries(state: ResearcherState) -> list[str]:
-    """The plan's queries not run yet."""
+    """Return the plan's queries not run yet."""
     plan = state.get("task_plan")
     if plan is None:
         return []
@@ -41,7 +37,7 @@ def pending_queries(state: ResearcherState) -> list[str]:
 
 
 def step_deadline() -> float:
-    """When the run's time budget ends (`time.monotonic()`), as the researcher records it."""
+    """Return when the run's time budget ends (`time.monotonic()`), as the step records it."""
     deadline = current_deadline()
     if deadline is None:
         raise RuntimeError("the researcher subgraph runs inside the researcher's recording()")
@@ -49,10 +45,7 @@ def step_deadline() -> float:
 
 
 def searcher(state: ResearcherState, runtime: Runtime[Deps]) -> Searcher:
-    """A searcher for one node of the step, knowing the sources the run has already.
-
-    It tells each query's findings as the query finishes (`source` and `note` events).
-    """
+    """Return a searcher for one node of the step; it tells each query's findings."""
     sources, read = state.get("research_data", []), state.get("pages", {})
     told = teller(state, functools.partial(tell, runtime))
     deadline, wide = step_deadline(), keyword_query(state.get("topic", ""))
@@ -62,7 +55,7 @@ def searcher(state: ResearcherState, runtime: Runtime[Deps]) -> Searcher:
 
 
 async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:
-    """The results of the calls finished by `deadline`, in order, and whether any was not."""
+    """Return the results of the calls finished by `deadline`, in order, and whether any was not."""
     tasks = [asyncio.ensure_future(call) for call in calls]
     if not tasks:
         return [], False
@@ -73,16 +66,15 @@ async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[l
 
 
 def ran_queries(state: ResearcherState) -> set[str]:
-    """The queries run so far (casefolded): before this step, and in it."""
+    """Return the queries run so far (casefolded): before this step, and in it."""
     done = {q.casefold() for q in state.get("queries_done", [])}
     return done | {o.query.casefold() for o in state.get("outcomes", [])}
 
 
 async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Run the pending (or refined) queries; or open the ReAct loop when it takes over."""
-    deps, plan = runtime.context, state.get("task_plan")
+    """Run the pending queries (and link follow-ups) or refined ones; or open the ReAct loop."""
+    engine, plan = runtime.context.engine, state.get("task_plan")
     done, sources = state.get("queries_done", []), state.get("research_data", [])
-    engine = deps.engine
     pending = pending_queries(state)
     if not pending and plan is not None and isinstance(engine, Investigator):
         if engine.max_cycles > 0:
@@ -110,9 +102,8 @@ async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, A
 
 
 async def model(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """One ReAct turn: the model's Thought, and its tool calls (the Actions)."""
-    deps = runtime.context
-    engine = deps.engine
+    """Answer one ReAct turn: the model's Thought, and its tool calls (the Actions)."""
+    deps, engine = runtime.context, runtime.context.engine
     assert isinstance(engine, Investigator)
     update: dict[str, Any] = {"turns": state.get("turns", 0) + 1, "thoughts": []}
     try:
@@ -137,7 +128,7 @@ async def model(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any
 
 
 def _joined(update: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
-    """Two updates of one node as one; their thoughts are kept in order."""
+    """Return two updates of one node as one, their thoughts in order."""
     return update | more | {"thoughts": [*update["thoughts"], *more.get("thoughts", [])]}
 
 
@@ -161,11 +152,8 @@ async def _queries_instead(
     read = search.pages.fresh()
     if late:
         return {"outcomes": outcomes, "pages": read, "out_of_time": True, "thoughts": [OUT_OF_TIME]}
-    thought = (
-        "The model does not call tools here, so it was asked for queries instead: "
-        + ("; ".join(asked) or "it had none")
-        + "."
-    )
+    listed = "; ".join(asked) or "it had none"
+    thought = f"The model does not call tools here, so it was asked for queries instead: {listed}."
     return {"outcomes": outcomes, "pages": read, "thoughts": [thought]}
 
 
@@ -173,9 +161,8 @@ async def tools(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any
     """Run the last turn's tool calls concurrently; their answers are the Observations."""
     last = state.get("conversation", [])[-1]
     assert isinstance(last, AIMessage)
-    deps = runtime.context
     async with searcher(state, runtime) as search:
-        calls = run_tool_calls(last.tool_calls, ran_queries(state), search, deps.reader)
+        calls = run_tool_calls(last.tool_calls, ran_queries(state), search, runtime.context.reader)
         results, late = await finished_by(calls, step_deadline())
     update: dict[str, Any] = {
         "conversation": [r.message for r in results],
@@ -189,7 +176,7 @@ async def tools(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any
 
 
 def after_model(state: ResearcherState) -> str:
-    """To the tools while the last turn called any; else collect what was found."""
+    """Route to the tools while the last turn called any; else to collect."""
     conversation = state.get("conversation", [])
     last = conversation[-1] if conversation else None
     stopped = state.get("out_of_time") or state.get("halted")
@@ -198,12 +185,12 @@ def after_model(state: ResearcherState) -> str:
 
 
 def after_tools(state: ResearcherState) -> str:
-    """Back to the model while cycles and time are left; else collect."""
+    """Route back to the model while cycles and time are left; else to collect."""
     stopped = state.get("out_of_time") or state.get("halted")
     cycles_left = state.get("turns", 0) < state.get("max_cycles", 0)
     return MODEL if cycles_left and not stopped else COLLECT
 
 
 def after_queries(state: ResearcherState) -> str:
-    """To the model when the ReAct loop was opened; else collect the queries' outcomes."""
+    """Route to the model when the ReAct loop was opened; else to collect."""
     return MODEL if state.get("conversation") and not state.get("halted") else COLLECT

@@ -17,6 +17,9 @@ from nodes.accounting import accounted, unless_refused
 from nodes.context import Deps
 from nodes.progress import tell
 
+# What the `review` event shows of the review.
+SHOWN = {"approved", "overall_score", "scores", "citations"}
+
 
 def _with_removed(review: Review, removed: list[int]) -> Review:
     """Count the footnotes removed before the review as fact-check issues of this review."""
@@ -44,44 +47,29 @@ async def reviewer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, An
     drafts = state.get("drafts", [])
     if plan is None or not drafts:
         raise ValueError("the reviewer needs a plan and a draft")
-    deps = runtime.context
+    deps, latest = runtime.context, drafts[-1]
     sources = state.get("research_data", [])
-    markdown, removed = strip_unknown_footnotes(drafts[-1].markdown, sources)
+    markdown, removed = strip_unknown_footnotes(latest.markdown, sources)
     review, halted = await unless_refused(
         "review",
         deps.engine.review(markdown, plan, sources),
         lambda: deps.fallback.review(markdown, plan, sources),
     )
     review = _with_removed(review, removed)
-    tell(
-        runtime,
-        {
-            "event": "review",
-            "version": drafts[-1].version,
-            **review.model_dump(
-                mode="json", include={"approved", "overall_score", "scores", "citations"}
-            ),
-        },
-    )
+    shown = review.model_dump(mode="json", include=SHOWN)
+    tell(runtime, {"event": "review", "version": latest.version, **shown})
     verdict = "approved" if review.approved else f"needs work ({review.suggested_action})"
+    said = f"Review of draft {latest.version}: {verdict}, score {review.overall_score:.2f}."
+    reviewed = DraftReview(
+        version=latest.version, review=review, markdown=markdown if removed else None
+    )
     update: dict[str, Any] = {
         "review": review,
         "feedback": review.feedback,
-        "drafts": [
-            DraftReview(
-                version=drafts[-1].version,
-                review=review,
-                markdown=markdown if removed else None,
-            )
-        ],
+        "drafts": [reviewed],
         "next_action": review.suggested_action,
         "iteration_count": state.get("iteration_count", 0) + 1,
-        "messages": [
-            AIMessage(
-                content=f"Review of draft {drafts[-1].version}: {verdict}, score {review.overall_score:.2f}.",
-                name=REVIEWER,
-            )
-        ],
+        "messages": [AIMessage(content=said, name=REVIEWER)],
     }
     if halted:
         update["halted"] = halted

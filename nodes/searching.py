@@ -21,7 +21,7 @@ WIDE_RESULTS = 20
 
 
 def observation(outcome: QueryOutcome) -> str:
-    """What the ReAct loop's model sees of one query: its summary and the results' names."""
+    """Return what the ReAct loop's model sees of one query: its summary and the results."""
     if outcome.error and not outcome.results:
         return f"The search failed: {outcome.error}"
     listing = "\n".join(f"- {r.title} ({r.url})" for r in outcome.results)
@@ -31,15 +31,9 @@ def observation(outcome: QueryOutcome) -> str:
 class Searcher:
     """Runs queries for one node of a research step; failures are noted, never raised.
 
-    Queries that find the same page read it once, and pages the step read before (`read`)
-    are not fetched again (`pages` are the reads of this searcher's node); reads nobody
-    waits for any more are cancelled when the searcher closes (use it as an async context
-    manager).
-
-    Each query's outcome is handed to `told` as soon as it and every query started
-    before it have finished: in the order the queries started, whatever order they
-    finish in, so a run and its replay tell the same. A query that never finishes (cut
-    at the deadline) holds back the rest until the searcher closes.
+    Each outcome goes to `told` in the order the queries started, whatever order they
+    finish in, so a run and its replay tell the same. Closing the searcher (an async
+    context manager) cancels the page reads nobody waits for.
     """
 
     def __init__(
@@ -49,8 +43,8 @@ class Searcher:
         sources: list[SearchResult],
         deadline: float,
         read: Mapping[str, ReadPage],
-        told: Callable[[QueryOutcome], None] | None = None,
-        wide: str = "",
+        told: Callable[[QueryOutcome], None],
+        wide: str,
     ) -> None:
         """`wide`: the query that asks for `WIDE_RESULTS` (the topic's keyword query)."""
         self._deps = deps
@@ -84,11 +78,11 @@ class Searcher:
         while self._next in self._finished:
             outcome = self._finished.pop(self._next)
             self._next += 1
-            if outcome is not None and self._told is not None:
+            if outcome is not None:
                 self._told(outcome)
 
     async def run_all(self, queries: list[str]) -> list[QueryOutcome]:
-        """Every query's outcome, run concurrently, in the order of `queries`."""
+        """Run the queries concurrently; return their outcomes in order."""
         return list(await asyncio.gather(*(self.run(q) for q in queries)))
 
     async def run(self, query: str) -> QueryOutcome:

@@ -9,7 +9,7 @@ from tools.search import SearchHit
 def to_sources(
     hits: Sequence[SearchHit], provider: str, query: str | None = None
 ) -> list[SearchResult]:
-    """Sources for `hits`, remembering the provider and the query that found them."""
+    """Return sources for `hits`, remembering the provider and the query that found them."""
     return [
         SearchResult(
             title=h.title,

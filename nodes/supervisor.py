@@ -7,7 +7,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from core.budget import fixed_supervisor_rule
-from core.models import Action, ResearchPlan, SearchResult
+from core.models import ResearchPlan, SearchResult
 from core.state import ResearchState
 from core.steps import SUPERVISOR
 from engines.base import ModelAccessError, Progress
@@ -31,12 +31,10 @@ async def _probe(state: ResearchState, deps: Deps) -> list[SearchResult]:
 
 
 def led_by_topic(plan: ResearchPlan, topic: str) -> ResearchPlan:
-    """The plan with the topic's own keyword query first: the plan's queries add to it.
+    """Return the plan led by the topic's own keyword query, then each of its parts.
 
-    Whatever the engine made of the question, the words the user typed are searched (and
-    more widely than the rest, `nodes.searching.WIDE_RESULTS`), then each of the things it
-    joins on its own (`tools.text.topic_parts`). A plan without queries (nothing to
-    research) stays so.
+    Whatever the engine made of the question, the words the user typed are searched. A
+    plan without queries (nothing to research) stays so.
     """
     first = keyword_query(topic)
     if not plan.search_queries or not first:
@@ -61,20 +59,20 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
         plan = led_by_topic(
             await deps.engine.plan(state["topic"], probe, state.get("feedback")), state["topic"]
         )
-        approved = state["options"].approval == "none"
         tell(runtime, {"event": "plan", "plan": plan.model_dump(mode="json")})
-        update: dict[str, Any] = {
+        return {
             "task_plan": plan,
-            "plan_approved": approved,
+            "plan_approved": state["options"].approval == "none",
             "feedback": None,
             # A plan without queries says the topic needs no research: finish at once.
             "next_action": "research" if plan.search_queries else "end",
             "messages": [AIMessage(content=f"Plan: {plan.plan_text}", name=SUPERVISOR)],
         }
-        return update
     halted: str | None = None
     rule = fixed_supervisor_rule(state)
-    if rule is None:
+    if rule is not None:
+        action, reasoning = rule
+    else:
         drafts = state.get("drafts", [])
         progress = Progress(
             topic=state["topic"],
@@ -88,14 +86,11 @@ async def supervisor(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, 
         )
         try:
             decision = await deps.engine.decide(progress)
-            action: Action = decision.action
-            reasoning = decision.reasoning
+            action, reasoning = decision.action, decision.reasoning
         except ModelAccessError as exc:
             halted = str(exc)
             action, reasoning = "end", f"Stopping because {halted}."
-    else:
-        action, reasoning = rule
-    update = {
+    update: dict[str, Any] = {
         "next_action": action,
         "messages": [
             AIMessage(content=f"Next action: {action}. Reason: {reasoning}", name=SUPERVISOR)

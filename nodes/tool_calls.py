@@ -1,8 +1,7 @@
 """The ReAct loop's tool calls, run with the project's own tools: search and scrape.
 
-`search` is the researcher's per-query pipeline (search, read the top pages, summarise);
-`scrape` reads one page in full (once a step: a page read already is not fetched again). A call the model got wrong (an unknown tool, arguments
-that do not fit) is answered with what was wrong, so the model can try again.
+A call the model got wrong (an unknown tool, arguments that do not fit) is answered with
+what was wrong, so the model can try again.
 """
 
 from collections.abc import Awaitable, Iterable, Sequence
@@ -32,14 +31,14 @@ class ToolResult:
 
 
 def tool_names(reader: PageReader | None) -> list[str]:
-    """The tools a turn is offered: `scrape` only with a page reader."""
+    """Return the tools a turn is offered: `scrape` only with a page reader."""
     return ["search", "scrape"] if reader is not None else ["search"]
 
 
 def run_tool_calls(
     calls: Sequence[ToolCall], ran: Iterable[str], search: Searcher, reader: PageReader | None
 ) -> list[Awaitable[ToolResult]]:
-    """One awaitable per call, in order; a query in `ran` (or asked twice) is not run again."""
+    """Return one awaitable per call, in order; a query in `ran` (or asked twice) is not rerun."""
     seen = {q.casefold() for q in ran}
     offered = tool_names(reader)
     runs: list[Awaitable[ToolResult]] = []

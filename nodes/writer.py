@@ -25,20 +25,15 @@ def token_batcher(
 ) -> tuple[Callable[[str], None], Callable[[], None]]:
     """Return (on_token, flush): `token` events of about `TOKEN_BATCH_CHARS` characters."""
     pending: list[str] = []
-    size = 0
 
     def flush() -> None:
-        nonlocal size
         if pending:
             write({"event": "token", "version": version, "text": "".join(pending)})
             pending.clear()
-            size = 0
 
     def on_token(text: str) -> None:
-        nonlocal size
         pending.append(text)
-        size += len(text)
-        if size >= TOKEN_BATCH_CHARS:
+        if sum(map(len, pending)) >= TOKEN_BATCH_CHARS:
             flush()
 
     return on_token, flush
@@ -48,8 +43,8 @@ def token_batcher(
 async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Write the report; the last review and any human feedback steer a rewrite.
 
-    When the model refuses to serve the run and sources were collected, the fallback
-    engine writes a partial report from them; with nothing collected the run fails.
+    When the model refuses to serve the run, the fallback engine writes a partial report
+    from the sources collected; with none the run fails.
     """
     plan = state.get("task_plan")
     if plan is None:
@@ -58,7 +53,6 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
     sources = state.get("research_data", [])
     version = len(state.get("drafts", [])) + 1
     on_token, flush = token_batcher(functools.partial(tell, runtime), version)
-    halted: str | None = None
     review, feedback = state.get("review"), state.get("feedback")
     writing = deps.engine.write(plan, sources, review, feedback, on_token)
     if sources:
@@ -69,12 +63,11 @@ async def writer(state: ResearchState, runtime: Runtime[Deps]) -> dict[str, Any]
         markdown, halted = await writing, None
     flush()
     tell(runtime, {"event": "draft", "version": version, "chars": len(markdown)})
+    said = f"Draft {version} written ({len(markdown)} characters)."
     update: dict[str, Any] = {
         "drafts": [Draft(version=version, markdown=markdown, source_count=len(sources))],
         "iteration_count": state.get("iteration_count", 0) + 1,
-        "messages": [
-            AIMessage(content=f"Draft {version} written ({len(markdown)} characters).", name=WRITER)
-        ],
+        "messages": [AIMessage(content=said, name=WRITER)],
     }
     if halted:
         update["halted"] = halted
