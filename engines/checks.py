@@ -242,6 +242,8 @@ def _check_logic(
 ) -> tuple[_Verdict, float]:
     """Nothing said twice, no empty section, a summary naming the subject, cited text on it.
 
+    A section of sentences about something else counts like an empty one.
+
     Return the verdict and the share of cited sentences about the subject; drift lowers
     the logic score.
     """
@@ -269,6 +271,19 @@ def _check_logic(
     if astray:
         problem = f"The executive summary never names the subject ({relevance.subject})."
         issues.append(_issue("logic", "high", problem, "Executive Summary"))
+    # A section every cited sentence of which is about something else ("Early life" spent
+    # on another scientist) fails its heading, however well the rest keeps to the subject.
+    astray_sections = [
+        name
+        for name, text in body_sections.items()
+        if name not in REQUIRED_SECTIONS
+        and (quoted := [s for s, refs in cited_sentences(text) if refs])
+        and all(s in drifting for s in quoted)
+    ]
+    issues += [
+        _issue("logic", "medium", f"Section '{name}' is not about {relevance.subject}.", name)
+        for name in astray_sections
+    ]
     cited = sum(bool(refs) for _, refs in claims)
     on_subject = 1 - len(drifting) / cited if cited else 1.0
     if on_subject < DRIFT_LIMIT:
@@ -277,7 +292,8 @@ def _check_logic(
             f"e.g. '{drifting[0][:120]}'"
         )
         issues.append(_issue("logic", "high", problem, "body"))
-    logic = max(0.0, 1 - repeats / max(len(claims), 1) - 0.25 * (len(empty) + astray)) * min(
+    faults = len(empty) + astray + len(astray_sections)
+    logic = max(0.0, 1 - repeats / max(len(claims), 1) - 0.25 * faults) * min(
         1.0, on_subject / DRIFT_LIMIT
     )
     return _Verdict(logic, issues), on_subject

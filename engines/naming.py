@@ -18,6 +18,7 @@ from engines.kinds import kind_of
 from tools.text import (
     FORM_WORDS,
     STOPWORDS,
+    base_form,
     cosine,
     folded,
     stem,
@@ -47,7 +48,7 @@ def subject_tokens(text: str) -> list[str]:
     A follower and the movement are one word here: "Impressionist" and "Impressionism",
     "Buddhist" and "Buddhism" (`_root`).
     """
-    return [_root(stem(w)) for w in words(text)]
+    return [_root(base_form(w)) for w in words(text)]
 
 
 def _root(token: str) -> str:
@@ -326,12 +327,21 @@ def _coherent(
     ]
 
 
+# A follower or a movement: "Impressionist", "Impressionists", "Impressionism".
+_FOLLOWER = re.compile(r"(?:ism|ists?)$")
 # Endings that inflect a word without making another: "volcanoes", "sinking", "ruled".
 _INFLECTIONS = ("s", "es", "'s", "d", "ed", "ing", "ings")
 
 
-def _same_word(a: str, b: str) -> bool:
-    """The same word but for an inflection; a derived word is another ("Titanic", "Titan")."""
+def same_word(a: str, b: str) -> bool:
+    """The same word but for an inflection; a derived word is another ("Titanic", "Titan").
+
+    A follower and the movement are one word too: "Impressionist", "Impressionism" (`_root`).
+    """
+    a, b = a.lower(), b.lower()
+    root_a, root_b = (_FOLLOWER.sub("", w) for w in (a, b))
+    if root_a == root_b and len(root_a) >= 4 and root_a != a and root_b != b:
+        return True
     short, long = sorted((a, b), key=len)
     if short.endswith("y") and long in (short[:-1] + "ies", short[:-1] + "ied"):
         return True
@@ -357,7 +367,7 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
         # Word for word, a plural aside: the stemmer makes one of "capitalism" and "Capital".
         said = [w.lower() for w in written]
         return all(
-            any(_same_word(w, t) for t in said)
+            any(same_word(w, t) for t in said)
             for w in words(bare_title(source.title))
             if w not in STOPWORDS
         )

@@ -63,7 +63,7 @@ DRAWBACKS = Answer(
 _ASKS: tuple[tuple[re.Pattern[str], tuple[Answer, ...]], ...] = (
     (
         re.compile(
-            r"^\W*why\b|\b(?:causes?|reasons?)\s+(?:of|for|behind)\b"
+            r"\bwhy\b|\b(?:causes?|reasons?)\s+(?:of|for|behind)\b"
             r"|\bwhat\s+(?:caused|causes|led\s+to)\b",
             re.IGNORECASE,
         ),

@@ -33,6 +33,7 @@ from engines.naming import (
     named_among,
     namesake,
     phrase_count,
+    same_word,
     subject_tokens,
     surnames,
 )
@@ -85,9 +86,13 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             continue
         if set(title) <= set(wanted) and heads & set(title):
             closeness = len(set(title)) / len(set(wanted))
+            alike = _written_alike(bare_title(source.title), subject)
         elif set(wanted) <= set(title) and _adds_only_names(source.title, subject):
             closeness = len(set(wanted)) / len(set(title))
+            alike = _written_alike(subject, bare_title(source.title))
         else:
+            continue
+        if not alike:  # one stem, two words: "Titans" is not named by "the Titanic"
             continue
         # Of two titles with the same stems, the one written as asked: Blues, not Blue.
         key = (closeness, words(bare_title(source.title)) == as_written, -rank)
@@ -99,6 +104,12 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
         or _movement_article(subject, sources)
         or _nearest_article(subject, sources)
     )
+
+
+def _written_alike(part: str, whole: str) -> bool:
+    """Whether each word of `part` is a word of `whole`, but for an inflection (`same_word`)."""
+    have = words(whole)
+    return all(any(same_word(w, h) for h in have) for w in words(part) if w not in STOPWORDS)
 
 
 def _abbreviated_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
@@ -196,12 +207,32 @@ def matching_phrase(subject: str, article: SearchResult | None) -> str:
 
     The shorter of the subject and the title of its own article (`subject_article`):
     "Heart" for "human heart", "Shakespeare" for "William Shakespeare"; the subject itself
-    when no article of it was collected.
+    when no article of it was collected. Where the subject gives only the name inside the
+    title, that name: "Titanic" for "what sank the Titanic" and "Sinking of the Titanic".
     """
     if article is None:
         return subject
     title = article.title
-    return title if len(words(title)) < len(words(subject)) else subject
+    if len(words(title)) < len(words(subject)):
+        return title
+    return _name_given(bare_title(title), subject) or subject
+
+
+def _name_given(title: str, subject: str) -> str | None:
+    """The name inside `title` (capitalised words after its first) that `subject` gives.
+
+    None when the subject gives the whole title, or no such name.
+    """
+    said = words(subject)
+    tokens = re.findall(r"[\w'’-]+", title)
+    run: list[str] = []
+    for token in tokens[1:]:
+        if token[:1].isupper() and any(same_word(token, w) for w in said):
+            run.append(token)
+        elif run:
+            break
+    whole = all(any(same_word(t, w) for w in said) for t in tokens if t.lower() not in STOPWORDS)
+    return " ".join(run) if run and not whole else None
 
 
 def named_by(

@@ -322,6 +322,8 @@ def _sections(draft: str) -> dict[str, str]:
     [
         ("why did the Dust Bowl happen", ["Causes and contributing factors"]),
         ("the causes of the Dust Bowl", ["Causes and contributing factors"]),
+        # The second part of a question asks too.
+        ("what was the Dust Bowl, and why did it happen?", ["Causes and contributing factors"]),
         ("effects of the Dust Bowl on farming", ["Effects and consequences"]),
         ("what did the Dust Bowl change?", ["Effects and consequences"]),
         ("pros and cons of deep plowing", ["Advantages", "Drawbacks and risks"]),

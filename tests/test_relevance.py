@@ -29,7 +29,7 @@ from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.corpus_files import iter_documents
 from tools.local_corpus import LocalCorpus, build_index
-from tools.text import fold
+from tools.text import base_form, fold
 
 from .support import page, quoted, run_graph, start
 
@@ -156,6 +156,28 @@ def test_the_subject_article_is_not_a_thing_of_the_subject() -> None:
     assert subject_article("Shakespeare", [sonnets, poet]) is poet
 
 
+def test_a_name_is_matched_word_for_word_not_by_stem() -> None:
+    """The Titanic and the Titans share a stem, not a word: the sinking is the subject."""
+    sinking = page(
+        "Sinking of the Titanic",
+        "RMS Titanic sank in the North Atlantic Ocean on 15 April 1912 after striking an iceberg.",
+    )
+    titans = page("Titans", "In Greek mythology, the Titans were the deities before the Olympians.")
+    moon = page("Titan (moon)", "Titan is the largest moon of Saturn.")
+    relevance = Relevance.of_topic("what sank the Titanic", [titans, sinking, moon])
+    assert relevance.article is sinking
+    assert relevance.phrase == ["titanic"]  # the name the topic gives, inside the title
+    assert relevance.of(titans) == OFF and relevance.of(moon) == OFF
+    assert [base_form(w) for w in ("explained", "explains", "stopped", "making", "make")] == [
+        "explain",
+        "explain",
+        "stop",
+        "mak",
+        "mak",
+    ]
+    assert fold("countries") == "country" and fold("volcanoes") == "volcano"
+
+
 def test_links_compare_words_without_plural_endings_not_stems() -> None:
     article = page("Heart", "In humans, the heart is located between the lungs.")
     lung = page("Lung", "The lungs are the primary organs of the respiratory system.")
@@ -224,6 +246,33 @@ def test_a_drifting_draft_cannot_pass_review() -> None:
     body = drifting.partition("## References")[0].replace("[^2]", "[^1]").replace("[^3]", "[^1]")
     on_subject = f"{body}## References\n\n[^1]: [Volcano]({VOLCANO.url})\n"
     assert check_draft(on_subject, plan, sources).on_subject == 1.0
+
+
+def test_a_section_about_something_else_fails_its_heading() -> None:
+    """The report as a whole keeps to the subject; one section does not, and the review says so."""
+    plan = ResearchPlan(
+        theme="How do volcanoes erupt",
+        investigation_points=["What volcanoes are"],
+        search_queries=["volcanoes"],
+    )
+    kept = (
+        "A volcano is a vent in the crust of a planet that allows hot lava and gases to escape "
+        "from a magma chamber below the surface.[^1] "
+        "Volcanoes are found where tectonic plates meet.[^1] "
+    )
+    draft = (
+        f"# Volcanoes\n\n## Executive Summary\n\n{kept}\n\n## Key Findings\n\n"
+        f"- **What volcanoes are:** {kept}\n\n## Detailed Analysis\n\n"
+        f"### What volcanoes are\n\n{kept}{kept.replace('A volcano', 'Each volcano')}\n\n"
+        "### Where they are\n\nThe surface of a lake is its top layer of water, where fish "
+        "and birds meet in summer.[^2]\n\n## References\n\n"
+        f"[^1]: [Volcano]({VOLCANO.url})\n[^2]: [Surface]({SURFACE.url})\n"
+    )
+    checks = check_draft(draft, plan, [VOLCANO, SURFACE])
+    assert not checks.drifts  # too little of the whole drifts to fail it on that alone
+    stray = [i for i in checks.issues if i.location == "Where they are"]
+    assert stray and "not about" in stray[0].description
+    assert checks.scores.logic < 0.9
 
 
 def test_urls_with_parentheses_survive_a_markdown_link() -> None:

@@ -69,13 +69,37 @@ def without_possessive(word: str) -> str:
 def fold(word: str) -> str:
     """A lower-cased word without a plural "s" or a possessive "'s".
 
-    "vessels" -> "vessel", "Babbage's" -> "babbage", "glass" stays. Lighter than a stem,
+    "vessels" -> "vessel", "countries" -> "country", "volcanoes" -> "volcano",
+    "Babbage's" -> "babbage", "glass" stays. Lighter than a stem,
     so "humans" is not "humanism" and "activity" is not "activism".
     """
     lowered = without_possessive(word.lower()).replace("’", "'")
-    if len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is")):
-        return lowered[:-1]
-    return lowered
+    if len(lowered) <= 3 or not lowered.endswith("s") or lowered.endswith(("ss", "us", "is")):
+        return lowered
+    if lowered.endswith("ies") and len(lowered) > 4:
+        return lowered[:-3] + "y"  # "countries"
+    if lowered.endswith(("sses", "ches", "shes", "xes")) or (
+        lowered.endswith("oes") and len(lowered) > 5
+    ):
+        return lowered[:-2]  # "churches", "volcanoes"
+    return lowered[:-1]
+
+
+def base_form(word: str) -> str:
+    """A word without its inflection, and nothing more: "explained" and "explains" are one.
+
+    Lighter than a stem, which takes derivations too ("Titanic" -> "titan", "general" and
+    "generation" -> "gener"): names are compared with this, words of meaning with `stem`.
+    A final "e" goes, so "making" and "make" meet.
+    """
+    base = fold(word)
+    for ending in ("ing", "ed"):
+        if base.endswith(ending) and len(base) - len(ending) >= 3:
+            base = base[: -len(ending)]
+            if base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # "stopped"
+            break
+    return base[:-1] if base.endswith("e") and len(base) > 3 else base
 
 
 def folded(text: str) -> list[str]:
