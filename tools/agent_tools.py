@@ -1,9 +1,7 @@
 """The tools as LangChain tools, for a model that chooses what to call.
 
-Thin wrappers over the providers (one implementation, two faces). Each returns compact
-text a model can read and never raises for a failure it expects: the error becomes a
-one-line message, so a tool-calling model can recover and try something else. Bind
-them to a graph with `langgraph.prebuilt.ToolNode`.
+Thin wrappers over the providers; each returns compact text, and an expected failure as a
+one-line message the model can recover from. Bind them with `langgraph.prebuilt.ToolNode`.
 """
 
 from collections.abc import Awaitable, Callable, Sequence

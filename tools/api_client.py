@@ -143,8 +143,7 @@ async def call_with_retries(
 class ApiProvider(ABC):
     """What every search API provider holds: its HTTP client, time cap and retry policy.
 
-    A provider names its default address and the headers that carry its key; calls go
-    through `_with_retries`, so every API follows the one retry policy.
+    A provider names its default address and its key's headers; calls go through `_with_retries`.
     """
 
     default_base_url: ClassVar[str]

@@ -26,15 +26,11 @@ _DOCUMENT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"}
 class FetchPolicy:
     """What the scraper may fetch and how much it may spend on one page."""
 
-    allow_private: bool = False
-    """Admit private, loopback and link-local addresses (tests, intranets); never metadata."""
-    allowed_networks: tuple[str, ...] = ()
-    """Networks admitted even when not public, e.g. ("127.0.0.0/8",)."""
+    allow_private: bool = False  # private, loopback, link-local (tests, intranets); no metadata
+    allowed_networks: tuple[str, ...] = ()  # admitted even when not public, e.g. "127.0.0.0/8"
     allowed_ports: frozenset[int] = DEFAULT_PORTS
-    max_bytes: int = 5 * 1024 * 1024
-    """Largest body accepted, counted after decompression."""
-    timeout_s: float = 20.0
-    """Network time for the whole fetch: DNS, robots.txt and every redirect."""
+    max_bytes: int = 5 * 1024 * 1024  # counted after decompression
+    timeout_s: float = 20.0  # network time for the whole fetch: DNS, robots.txt, redirects
     max_redirects: int = 5
     user_agent: str = USER_AGENT
     respect_robots: bool = True

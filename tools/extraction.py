@@ -46,8 +46,6 @@ class Page(BaseModel):
     language: str | None = None
 
 
-# -- decoding and parsing ---------------------------------------------------------------
-
 _DECLARED_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 # what browsers do with these labels (WHATWG encoding standard)
 _CHARSET_ALIASES = {
@@ -139,8 +137,6 @@ def _is_json_ld(element: Any) -> bool:
     return bool(element.tag == "script" and element.get("type") == "application/ld+json")
 
 
-# -- fallback ---------------------------------------------------------------------------
-
 _BLOCK_TAGS = frozenset(
     "address article aside blockquote body br dd div dl dt figcaption figure footer h1 h2 h3 h4 "
     "h5 h6 header hr li main nav ol p pre section table td th tr ul".split()
@@ -194,8 +190,6 @@ def _body_text(tree: Any, url: str | None) -> str:
             text = recall
     return text or _visible_text(tree)
 
-
-# -- entry point ------------------------------------------------------------------------
 
 _BLANKS = re.compile(r"\n{3,}")
 

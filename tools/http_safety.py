@@ -200,12 +200,9 @@ async def resolve_host(host: str) -> list[str]:
 class SafeTarget:
     """A URL that passed the checks, with the addresses it may be fetched from."""
 
-    url: httpx.URL
-    """The URL to report and to resolve redirects against (no credentials)."""
-    host: str
-    """The ASCII host name, or the normalised IP literal."""
-    addresses: tuple[IPAddress, ...]
-    """Every address the host resolved to; all of them passed `check_address`."""
+    url: httpx.URL  # to report and to resolve redirects against (no credentials)
+    host: str  # the ASCII host name, or the normalised IP literal
+    addresses: tuple[IPAddress, ...]  # all the host resolved to; each passed `check_address`
     is_literal: bool
 
     @property

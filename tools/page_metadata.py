@@ -18,19 +18,9 @@ _HEAD_TAGS = re.compile(
 _WANTED_TAG = re.compile(
     r"<html|<title|og:(?:title|url|locale)|date|publish|content-language|canonical", re.I
 )
-DATE_META = (
-    "article:published_time",
-    "og:published_time",
-    "datePublished",
-    "pubdate",
-    "publishdate",
-    "publish-date",
-    "date",
-    "dc.date",
-    "DC.date.issued",
-    "dcterms.created",
-    "parsely-pub-date",
-    "sailthru.date",
+DATE_META = tuple(
+    "article:published_time og:published_time datePublished pubdate publishdate publish-date "
+    "date dc.date DC.date.issued dcterms.created parsely-pub-date sailthru.date".split()
 )
 _LANG = re.compile(r"[A-Za-z]{2,3}(?=$|[-_])")
 
@@ -104,8 +94,5 @@ def _find_key(data: object, key: str) -> str | None:
             return value.strip()
         data = list(data.values())
     if isinstance(data, list):
-        for item in data:
-            found = _find_key(item, key)
-            if found:
-                return found
+        return next(filter(None, (_find_key(item, key) for item in data)), None)
     return None

