@@ -1,10 +1,4 @@
-"""Asking a role's model: retries, time bounds and the record of every request.
-
-A model that stays unreachable after the retries raises `ProviderError` (the caller falls
-back); a model that refuses the request (bad key, unknown model) raises
-`ModelAccessError`, which names the setting; once the run's time budget is spent no
-attempt starts (`BudgetSpent`).
-"""
+"""Asking a role's model: retries, time bounds and the record of every request."""
 
 import asyncio
 import time
@@ -31,7 +25,7 @@ _PARAMS = {"temperature", "max_tokens", "top_p", "seed", "stop_sequences"}
 
 
 def reported_model(message: AIMessage | None) -> str | None:
-    """The model id the server answered with (OpenAI's `model`), when it said one."""
+    """Return the model id the server answered with (OpenAI's `model`), when it said one."""
     if message is None:
         return None
     meta = message.response_metadata or {}
@@ -71,9 +65,6 @@ class ModelAsker:
     def _system(self, role: Role, default: str) -> SystemMessage:
         return SystemMessage(content=self._configs[role].system_prompt or default)
 
-    def _price(self, config: ModelConfig) -> ModelPrice | None:
-        return self._prices.get(config.model) or self._prices.get(config.model_name)
-
     def _record(
         self,
         role: Role,
@@ -93,7 +84,7 @@ class ModelAsker:
             tokens_in, tokens_out = estimated_tokens(prompt, text_of(message))
         else:
             tokens_in = tokens_out = 0
-        price = self._price(config)
+        price = self._prices.get(config.model) or self._prices.get(config.model_name)
         template, version = (
             template_of(prompt[0].text, role)
             if prompt and isinstance(prompt[0], SystemMessage)
@@ -151,7 +142,12 @@ class ModelAsker:
         op: Callable[[], Awaitable[tuple[T, AIMessage]]],
         prompt: Sequence[BaseMessage] = (),
     ) -> T:
-        """One model request with retries and accounting; see the module docstring for failures."""
+        """Make one model request with retries and accounting.
+
+        Raises `ProviderError` once retries are exhausted (the caller falls back),
+        `BudgetSpent` when the run's time is up, and `ModelAccessError`, naming the
+        setting, when the model refuses the request (bad key, unknown model).
+        """
         config = self._configs[role]
         attempts = 0
 

@@ -12,8 +12,7 @@ from core.models import ResearchPlan, Review, RoutingDecision, SearchResult
 class ModelAccessError(Exception):
     """The engine's model refused a request in a way retrying cannot fix (bad key, unknown model).
 
-    The message names the setting to fix and never contains a secret. Nodes halt the run
-    on it: a partial report when sources were collected, else the run fails with it.
+    The message names the setting to fix and holds no secret; nodes halt the run on it.
     """
 
 
@@ -34,10 +33,8 @@ class Progress(BaseModel):
 class Engine(Protocol):
     """Plans, decides, summarises, writes and reviews; implemented by `extractive` and `llm`.
 
-    A method never fails for a model's bad or missing answer: the LLM engine falls back to
-    the extractive engine and records it. Every method may raise `ModelAccessError` when
-    the model refuses to serve the run at all (a refused key, no credit): the run then
-    halts and writes its report from what was found.
+    A model's bad or missing answer never fails a method (the LLM engine falls back and
+    records it); `ModelAccessError` means the model refuses to serve the run at all.
     """
 
     name: str
@@ -53,13 +50,8 @@ class Engine(Protocol):
     ) -> ResearchPlan:
         """Expand a topic into investigation points and short search queries.
 
-        Args:
-            topic: what the user asked to research.
-            probe: the first results of searching the topic itself, to plan from.
-            feedback: what a human asked to change in a rejected plan, if any.
-
-        Returns:
-            The plan: theme, investigation points and search queries.
+        `probe` holds the first results of searching the topic itself; `feedback` is what a
+        human asked to change in a rejected plan, if anything.
         """
         ...
 
@@ -70,33 +62,18 @@ class Engine(Protocol):
         done: Sequence[str],
         review: Review | None,
     ) -> list[str]:
-        """New queries that would close the known gaps.
+        """Return new queries (possibly none) that would close the known gaps.
 
-        Args:
-            plan: the run's plan.
-            sources: what was collected so far.
-            done: queries run already; none of them is returned.
-            review: the last review, whose issues say what is missing, if any.
-
-        Returns:
-            The queries, possibly none (nothing left to search).
+        None of `done` is returned; the last `review`, if any, says what is missing.
         """
         ...
 
     async def decide(self, progress: Progress) -> RoutingDecision:
-        """Choose research, write or end when the fixed rules (`core.budget`) do not decide.
-
-        Returns:
-            The next action and the reason for it.
-        """
+        """Choose research, write or end, with a reason, when `core.budget`'s rules do not."""
         ...
 
     async def summarize(self, query: str, sources: Sequence[SearchResult]) -> str:
-        """Summarise one query's results as Markdown for the research notes.
-
-        Returns:
-            The summary; empty when there is nothing to summarise.
-        """
+        """Summarise one query's results as Markdown for the notes; empty if there is nothing."""
         ...
 
     async def write(
@@ -109,26 +86,15 @@ class Engine(Protocol):
     ) -> str:
         """Write the Markdown report; every claim cites a source with `[^n]`.
 
-        Args:
-            plan: the run's plan (its points are the report's sections).
-            sources: the sources, numbered from 1 in this order for the footnotes.
-            review: the last review of this run, whose issues the new draft addresses.
-            feedback: what a human asked for, if anything.
-            on_token: receives the text as it is generated, when the engine generates any.
-
-        Returns:
-            The report, Markdown with `[^n]` footnotes and a references list.
+        `sources` are numbered from 1 in this order; the draft addresses the issues of
+        `review` and the human's `feedback`; `on_token` receives generated text as it comes.
         """
         ...
 
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
     ) -> Review:
-        """Score a draft on the review criteria (fact check, completeness, logic, format).
-
-        Returns:
-            The review: scores, issues, verdict and what to do next.
-        """
+        """Score a draft on fact check, completeness, logic and format; say what to do next."""
         ...
 
 
@@ -136,9 +102,8 @@ class Engine(Protocol):
 class Investigator(Protocol):
     """An engine that drives research itself (a ReAct loop of tool calls) after the plan's queries.
 
-    The researcher runs the loop one turn at a time, so each turn is checkpointed: the
-    engine opens the conversation and answers each turn; the researcher runs the tools.
-    Engines without it get `refine_queries` instead.
+    The engine answers each turn and the researcher runs the tools, so each turn is
+    checkpointed. Engines without it get `refine_queries` instead.
     """
 
     max_cycles: int
@@ -146,27 +111,26 @@ class Investigator(Protocol):
     def react_messages(
         self, plan: ResearchPlan, done: Sequence[str], sources: Sequence[SearchResult]
     ) -> list[BaseMessage]:
-        """The loop's first messages: its instructions, the points and what is known already."""
+        """Return the loop's first messages: instructions, points and what is known already."""
         ...
 
     def calls_tools(self) -> bool:
-        """False once the model answered a first turn without a tool call (it is asked for queries)."""
+        """Return False once the model answered a first turn without a tool call."""
         ...
 
     async def react_turn(
         self, messages: Sequence[BaseMessage], tools: Sequence[str]
     ) -> AIMessage | None:
-        """One Thought -> Action turn: the model's answer, whose tool calls are the Actions.
+        """Answer one Thought -> Action turn; the answer's tool calls are the Actions.
 
-        `tools` names the tools offered (`search`, `scrape`). None: the model failed
-        (recorded as a fallback), and the loop ends with what was found.
+        `tools` names the tools offered; None means the model failed and the loop ends.
         """
         ...
 
     async def queries_instead(
         self, plan: ResearchPlan, done: Sequence[str], sources: Sequence[SearchResult]
     ) -> list[str]:
-        """Queries that would close the gaps, for a model that does not call tools."""
+        """Return queries that would close the gaps, for a model that does not call tools."""
         ...
 
 
@@ -174,13 +138,12 @@ class Investigator(Protocol):
 class LinkFollower(Protocol):
     """An engine that follows up its plan's first results within the same research step.
 
-    Having found the subject's own article, a researcher reads what it names (its
-    magma and lava, its Buddha) before drafting; `follow_up` names those queries. It is
-    cheap (no model call), so the researcher asks it once, after the plan's queries.
+    Having found the subject's own article, a researcher reads what it names before
+    drafting; `follow_up` (no model call) names those queries, once per step.
     """
 
     def follow_up(
         self, plan: ResearchPlan, sources: Sequence[SearchResult], done: Sequence[str]
     ) -> list[str]:
-        """Queries for what the sources found so far point to; none already in `done`."""
+        """Return queries for what the sources found so far point to; none already in `done`."""
         ...

@@ -22,11 +22,10 @@ def speaks_openai(base_url: str | None) -> bool:
 
 
 def token_cap(max_tokens: int, provider: str, base_url: str | None) -> dict[str, Any]:
-    """The call arguments that cap an answer at `max_tokens` on this provider and server.
+    """Return the call arguments that cap an answer at `max_tokens` on this provider and server.
 
-    The OpenAI client sends the cap as `max_completion_tokens`, which OpenAI wants and
-    some compatible servers (llama-cpp-python) ignore: to any other server the cap goes as
-    `max_tokens` as well.
+    The OpenAI client sends `max_completion_tokens`, which llama-cpp-python and others
+    ignore, so any server but OpenAI's gets `max_tokens` as well.
     """
     cap: dict[str, Any] = {"max_tokens": max_tokens}
     if provider == "openai" and not speaks_openai(base_url):
@@ -60,11 +59,11 @@ def chat_model(config: ModelConfig, base_url: str | None, api_key: str | None) -
 
 
 def text_of(message: BaseMessage) -> str:
-    """A message's text, whatever shape its content has."""
+    """Return a message's text, whatever shape its content has."""
     return message.text if isinstance(message.text, str) else str(message.content)
 
 
 def estimated_tokens(prompt: Sequence[BaseMessage], answer: str) -> tuple[int, int]:
-    """Prompt and answer tokens counted from their length, for a server that sent no usage."""
+    """Estimate prompt and answer tokens from their length, for a server that sent no usage."""
     tokens_in = -(-sum(len(text_of(m)) for m in prompt) // CHARS_PER_TOKEN)
     return tokens_in, -(-len(answer) // CHARS_PER_TOKEN)

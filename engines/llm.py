@@ -1,11 +1,7 @@
 """The LLM engine: any LangChain chat model plans, summarises, writes and reviews.
 
-Every step is guarded: a model that answers garbage gets one repair round, then the
-step is done by the extractive engine (recorded as a fallback); a model that stays
-unreachable after the retries falls back the same way; a model that refuses the
-request (bad key, unknown model) raises `ModelAccessError`, which names the setting.
-The machinery is in `engines.asking` (requests), `engines.structured_asking` (schemas)
-and `engines.react` (the ReAct loop's turns).
+A step whose model answers garbage twice or stays unreachable is done by the extractive
+engine instead (recorded); a model that refuses the request raises `ModelAccessError`.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -21,9 +17,8 @@ from core.models import (
     RoutingDecision,
     SearchResult,
 )
-from engines.asking import BudgetSpent
 from engines.base import Engine, LinkFollower, Progress
-from engines.chat_models import PLACEHOLDER_KEY, chat_model, speaks_openai, token_cap
+from engines.chat_models import chat_model, token_cap
 from engines.checks import check_draft
 from engines.llm_config import ROLES, ModelConfig, ModelPrice, Role
 from engines.react import ReActTurns
@@ -34,14 +29,7 @@ from engines.substance import plan_problem
 from prompts import planner, researcher, reviewer, writer
 from tools.api_client import RetryPolicy
 
-__all__ = [
-    "PLACEHOLDER_KEY",
-    "BudgetSpent",
-    "LLMEngine",
-    "chat_model",
-    "speaks_openai",
-    "token_cap",
-]
+__all__ = ["LLMEngine", "chat_model"]
 
 
 class LLMEngine(ReActTurns):
@@ -79,7 +67,7 @@ class LLMEngine(ReActTurns):
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
-        """Points and 1 to 3 queries; a plan without substance is repaired, then falls back."""
+        """Plan points and 1 to 3 queries; a plan without substance is repaired, then falls back."""
         system = self._system("planner", planner.PLAN_SYSTEM)
         out = await self._structured(
             "planner",
@@ -103,10 +91,10 @@ class LLMEngine(ReActTurns):
     def follow_up(
         self, plan: ResearchPlan, sources: Sequence[SearchResult], done: Sequence[str]
     ) -> list[str]:
-        """The extractive engine's link follow-ups: what the subject's own article names.
+        """Return the extractive engine's link follow-ups: what the subject's own article names.
 
-        No model call. The model's ReAct loop comes on top, in the next research step, so a
-        model too small to search well still reads what the extractive engine would have.
+        No model call: a model too small to search well still reads what the extractive
+        engine would have, and its ReAct loop comes on top in the next research step.
         """
         if isinstance(self._fallback, LinkFollower):
             return self._fallback.follow_up(plan, sources, done)
@@ -119,7 +107,7 @@ class LLMEngine(ReActTurns):
         done: Sequence[str],
         review: Review | None,
     ) -> list[str]:
-        """Judge the knowledge gaps against the plan's points; queries that would close them."""
+        """Judge the knowledge gaps against the plan's points; return queries to close them."""
         out = await self._structured(
             "researcher",
             researcher.GapsOutput,
@@ -149,7 +137,7 @@ class LLMEngine(ReActTurns):
         return await self.refine_queries(plan, sources, done, None)
 
     async def decide(self, progress: Progress) -> RoutingDecision:
-        """Research, write or end, by the model's reading of the progress."""
+        """Choose research, write or end by the model's reading of the progress."""
         review = progress.last_review
         summary = (
             f"score {review.overall_score:.2f}, {'approved' if review.approved else 'not approved'}"
@@ -181,7 +169,7 @@ class LLMEngine(ReActTurns):
         return RoutingDecision(action=out.action, reasoning=out.reasoning)
 
     async def summarize(self, query: str, sources: Sequence[SearchResult]) -> str:
-        """About 512 tokens of cited bullets per query."""
+        """Summarise a query's results in about 512 tokens of cited bullets."""
         messages: list[BaseMessage] = [
             self._system("researcher", researcher.SUMMARY_SYSTEM),
             HumanMessage(researcher.summary_message(query, sources)),
@@ -201,7 +189,7 @@ class LLMEngine(ReActTurns):
         feedback: str | None,
         on_token: Callable[[str], None] | None = None,
     ) -> str:
-        """The report, streamed token by token to `on_token`.
+        """Write the report, streamed token by token to `on_token`.
 
         A draft that cites none of the sources it was given (a small model's usual answer)
         is no report: the extractive writer drafts from the same sources instead.
@@ -229,7 +217,7 @@ class LLMEngine(ReActTurns):
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
     ) -> Review:
-        """The model's review scores, with the fact check shared with the citation checks."""
+        """Review with the model's scores, the fact check shared with the citation checks."""
         out = await self._structured(
             "reviewer",
             reviewer.ReviewOutput,

@@ -1,7 +1,6 @@
 """How each role of the LLM engine calls its model: its model, sampling settings and bounds.
 
-A role's table only names what differs from `[models.default]`: the rest is inherited,
-so one line switches the writer to a larger model and everything else stays the same.
+A role's table names only what differs from `[models.default]`; the rest is inherited.
 """
 
 from typing import Annotated, Literal
@@ -90,7 +89,7 @@ class ModelRoles(BaseModel):
     reviewer: RoleOverrides = Field(default_factory=RoleOverrides)
 
     def for_role(self, role: Role) -> ModelConfig:
-        """The default settings with the role's own on top."""
+        """Return the default settings with the role's own on top."""
         overrides: RoleOverrides = getattr(self, role)
         return self.default.model_copy(update=overrides.model_dump(exclude_unset=True))
 
@@ -104,7 +103,7 @@ class ModelPrice(BaseModel):
     output: float = Field(ge=0, description="Per million output (completion) tokens.")
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
-        """Dollars for one call."""
+        """Return the dollars one call costs."""
         return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
 
 

@@ -1,8 +1,6 @@
 """Failures of model calls, mapped to the same taxonomy as the search APIs.
 
-The chat client raises its own exceptions (openai's, or another provider's with the same
-`status_code` / `response` shape); `classify_model_error` turns them into `ProviderError`s
-so one retry loop (`tools.api_client.call_with_retries`) serves searches and models, and
+So one retry loop (`tools.api_client.call_with_retries`) serves searches and models, and
 the server's Retry-After is honoured for both.
 """
 

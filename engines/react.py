@@ -1,7 +1,6 @@
 """The ReAct loop's turns as the LLM engine answers them, one model request a turn.
 
-The researcher runs the loop (and its tools) one turn at a time, so every finished turn is
-checkpointed; here is what a turn asks the model and how its answer is kept.
+The researcher runs the loop and its tools one turn at a time, checkpointing each turn.
 """
 
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from tools.errors import ProviderError
 
 
 def tool_spec(name: str) -> dict[str, Any]:
-    """The OpenAI function definition of one of the loop's tools."""
+    """Return the OpenAI function definition of one of the loop's tools."""
     args, description = REACT_TOOLS[name]
     parameters = convert_to_openai_tool(args)["function"]["parameters"]
     return {
@@ -44,7 +43,7 @@ class ReActTurns(StructuredAsker):
     def react_messages(
         self, plan: ResearchPlan, done: Sequence[str], sources: Sequence[SearchResult]
     ) -> list[BaseMessage]:
-        """The loop's first messages: its instructions, the points and what is known already."""
+        """Return the loop's first messages: instructions, points and what is known already."""
         return [
             self._system("researcher", researcher.REACT_SYSTEM),
             HumanMessage(
@@ -53,7 +52,7 @@ class ReActTurns(StructuredAsker):
         ]
 
     def calls_tools(self) -> bool:
-        """False once the model answered a first turn without a tool call."""
+        """Return False once the model answered a first turn without a tool call."""
         return self._configs["researcher"].model not in self._no_tool_calls
 
     def _bound_tools(self, tools: Sequence[str]) -> Runnable[Any, BaseMessage]:
@@ -66,7 +65,7 @@ class ReActTurns(StructuredAsker):
     async def react_turn(
         self, messages: Sequence[BaseMessage], tools: Sequence[str]
     ) -> AIMessage | None:
-        """One Thought -> Action turn; None when the model failed (recorded as a fallback).
+        """Answer one Thought -> Action turn; None when the model failed (recorded as a fallback).
 
         A first turn without a tool call marks the model as one that does not call tools
         here: it is asked for queries instead, from now on.

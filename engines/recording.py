@@ -1,14 +1,7 @@
 """What an engine spent and where it fell back, collected for the node that called it.
 
-The recorder also carries the run's deadline (the end of its time budget), so every model
-call of the step can be bounded by it without the Engine protocol passing it around.
-
-A node opens `recording()` around its engine calls; the engine reports each model call
-and each fallback with `record_call` / `record_fallback`. A context variable carries the
-recorder, so concurrent nodes (and concurrent runs) never see each other's figures, and
-the Engine protocol stays free of bookkeeping parameters. What a recorder collected can be
-taken as data (`Recorder.recorded`) and added to another (`Recorder.add`): a step whose
-parts are checkpointed one by one keeps each part's record and sums them at its end.
+A context variable carries the recorder (and the run's deadline), so concurrent nodes and
+runs never see each other's figures and the Engine protocol needs no bookkeeping parameters.
 """
 
 import time
@@ -22,7 +15,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class ModelCall(BaseModel):
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ModelCall(_Frozen):
     """One request to a model: each attempt of a retried call, each round of a repaired one."""
 
     role: str
@@ -39,39 +36,31 @@ class ModelCall(BaseModel):
     template_version: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, ...
 
-    model_config = ConfigDict(frozen=True)
 
-
-class Fallback(BaseModel):
+class Fallback(_Frozen):
     """A step the engine could not do with its model and did deterministically instead."""
 
     step: str
     reason: str
 
-    model_config = ConfigDict(frozen=True)
 
-
-class Repair(BaseModel):
+class Repair(_Frozen):
     """A structured answer that did not fit and was asked for again, with what was wrong."""
 
     step: str
     error: str
 
-    model_config = ConfigDict(frozen=True)
 
-
-class StructuredOutput(BaseModel):
+class StructuredOutput(_Frozen):
     """How a model was asked for structured answers, and which ways its server refused."""
 
     model: str
     method: str
     refused: dict[str, str]
 
-    model_config = ConfigDict(frozen=True)
-
 
 class Recorded(BaseModel):
-    """What a recorder collected, as data: a checkpoint can keep it for the step's end."""
+    """What a recorder collected, as data: a step checkpointed part by part sums these."""
 
     calls: list[ModelCall] = Field(default_factory=list)
     fallbacks: list[Fallback] = Field(default_factory=list)
@@ -94,7 +83,7 @@ class Recorder:
     attempt: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def recorded(self) -> Recorded:
-        """What was recorded so far, as data."""
+        """Return what was recorded so far, as data."""
         return Recorded(
             calls=list(self.calls),
             fallbacks=list(self.fallbacks),
@@ -127,30 +116,25 @@ def recording(deadline: float | None = None) -> Iterator[Recorder]:
 
 def time_left() -> float | None:
     """Seconds until the run's time budget ends (None: no budget known here)."""
-    recorder = _current.get()
-    if recorder is None or recorder.deadline is None:
-        return None
-    return recorder.deadline - time.monotonic()
+    deadline = current_deadline()
+    return None if deadline is None else deadline - time.monotonic()
 
 
 def record_call(call: ModelCall) -> None:
     """Report a model call to the node's recorder (dropped when nobody records)."""
-    recorder = _current.get()
-    if recorder is not None:
+    if recorder := _current.get():
         recorder.calls.append(call)
 
 
 def record_fallback(step: str, reason: str) -> None:
     """Report that `step` fell back to the deterministic engine, and why."""
-    recorder = _current.get()
-    if recorder is not None:
+    if recorder := _current.get():
         recorder.fallbacks.append(Fallback(step=step, reason=reason))
 
 
 def record_structured(model: str, method: str, refused: dict[str, str]) -> None:
     """Report which way `model` was asked for a structured answer (the last one counts)."""
-    recorder = _current.get()
-    if recorder is not None:
+    if recorder := _current.get():
         recorder.structured[model] = StructuredOutput(
             model=model, method=method, refused=dict(refused)
         )
@@ -158,17 +142,16 @@ def record_structured(model: str, method: str, refused: dict[str, str]) -> None:
 
 def record_repair(step: str, error: str) -> None:
     """Report that `step`'s structured answer did not fit and gets its repair round."""
-    recorder = _current.get()
-    if recorder is not None:
+    if recorder := _current.get():
         recorder.repairs.append(Repair(step=step, error=error))
 
 
 def current_deadline() -> float | None:
-    """When the run's time budget ends (`time.monotonic()`), None when nobody records."""
+    """Return when the run's time budget ends (`time.monotonic()`); None if nobody records."""
     recorder = _current.get()
     return recorder.deadline if recorder is not None else None
 
 
 def current_recorder() -> Recorder | None:
-    """The recorder of the node step running here (None: nobody records)."""
+    """Return the recorder of the node step running here (None: nobody records)."""
     return _current.get()

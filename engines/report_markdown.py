@@ -1,7 +1,6 @@
 """Reading a report's Markdown: its front matter, sections, footnotes and cited claims.
 
-The review (`engines.checks`), the finalizer, the HTML view and the citation views all
-read reports this way, whichever engine wrote them.
+The review, the finalizer and the views all read reports this way, whoever wrote them.
 """
 
 import re
@@ -20,10 +19,8 @@ FOOTNOTE_REF = re.compile(r"\[\^(\d+)\](?!:)")
 # A definition starts a line (`_footnote_definitions`): no `^` here, so that the search
 # jumps from one "[^" to the next instead of trying every position of the text.
 _FOOTNOTE_DEF = re.compile(r"\[\^(\d+)\]:\s*(.+)$", re.MULTILINE)
-# A link's URL may hold balanced parentheses: [Lift](https://en.wikipedia.org/wiki/Lift_(force)).
-# A definition's URL: the destination of the link that ends it (its text may hold anything:
-# a title "<img ...>" is no autolink, one with "[guide](https://...)" no destination), an
-# autolink that starts it, or a bare URL.
+# A definition's URL: the destination of the link that ends it (which may hold balanced
+# parentheses, and whose text may hold anything), an autolink that starts it, or a bare URL.
 _LINK_URLS = (
     re.compile(r"\]\(((?:https?|file)://(?:[^()\s]|\([^()\s]*\))+)\)\s*$"),
     re.compile(r"^<([^>]+)>"),
@@ -56,7 +53,7 @@ def sections(body: str) -> dict[str, str]:
 
 
 def has_gaps(markdown: str) -> bool:
-    """Whether the report lists the points its sources did not address (its Open Questions)."""
+    """Say whether the report lists the points its sources did not address (Open Questions)."""
     return any(
         line.startswith("#") and line.lstrip("#").strip() == GAPS_SECTION
         for line in markdown.splitlines()
@@ -64,17 +61,16 @@ def has_gaps(markdown: str) -> bool:
 
 
 def cites_anything(markdown: str) -> bool:
-    """True when the report's body cites at least one source."""
+    """Return True when the report's body cites at least one source."""
     _, body = split_front_matter(markdown)
     return FOOTNOTE_REF.search(body) is not None
 
 
 def _footnote_definitions(text: str) -> list[re.Match[str]]:
-    """The footnote definitions (`[^N]: ...` at the start of a line), in order.
+    """Return the footnote definitions (`[^N]: ...` at the start of a line), in order.
 
-    What `^` in multiline mode would find, ten times faster on a report of 18 KB: a
-    match that does not start a line is passed over and the search goes on just after
-    its start, so it hides no definition on a later line.
+    What `^` in multiline mode would find, but much faster: a match that does not start a
+    line is skipped and the search resumes just after its start, hiding no later one.
     """
     found: list[re.Match[str]] = []
     position = 0
@@ -132,7 +128,7 @@ def strip_unknown_footnotes(draft: str, sources: Sequence[SearchResult]) -> tupl
 
 
 def cited_sentences(body: str) -> list[tuple[str, list[int]]]:
-    """Sentences of the prose (references excluded) with the footnotes each cites."""
+    """Return the prose's sentences (references excluded) with the footnotes each cites."""
     pieces, end = [], 0
     for match in _footnote_definitions(body):
         pieces.append(body[end : match.start()])

@@ -10,8 +10,7 @@ from engines.base import Progress
 class SleepingEngine:
     """Sleeps a fixed latency in write and review; its drafts always pass.
 
-    With `SleepingSearchProvider` every node of a run waits once: the supervisor on its
-    probe search, the researcher on its query, the writer and the reviewer here.
+    With `SleepingSearchProvider`, every node of a run waits once.
     """
 
     name = "simulated"
@@ -28,7 +27,7 @@ class SleepingEngine:
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
-        """One point, one query; no sleep, the supervisor's probe search already waited."""
+        """Plan one point and one query; no sleep, as the supervisor's probe search waited."""
         return ResearchPlan(
             theme=topic[:300],
             investigation_points=[topic[:300]],
@@ -43,11 +42,11 @@ class SleepingEngine:
         done: Sequence[str],
         review: Review | None,
     ) -> list[str]:
-        """Nothing further to search."""
+        """Return no queries: nothing further to search."""
         return []
 
     async def decide(self, progress: Progress) -> RoutingDecision:
-        """Always finish."""
+        """Finish, always."""
         return RoutingDecision(action="end", reasoning="simulated")
 
     async def summarize(self, query: str, sources: Sequence[SearchResult]) -> str:
@@ -62,7 +61,7 @@ class SleepingEngine:
         feedback: str | None,
         on_token: Callable[[str], None] | None = None,
     ) -> str:
-        """A well-formed report citing every source."""
+        """Write a well-formed report citing every source."""
         await asyncio.sleep(self._latency_s)
         claims = " ".join(f"{s.content}[^{i}]" for i, s in enumerate(sources, start=1))
         references = "\n".join(
@@ -73,7 +72,7 @@ class SleepingEngine:
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]
     ) -> Review:
-        """Approve."""
+        """Approve the draft."""
         await asyncio.sleep(self._latency_s)
         return Review.from_scores(
             ReviewScores(fact_check=1, completeness=1, logic=1, format=1), [], None, "write"

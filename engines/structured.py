@@ -1,12 +1,7 @@
 """Structured answers from any chat model: the four ways to ask for one, and how to read each.
 
-Servers differ in what they honour. OpenAI and llama.cpp's llama-server fill a JSON schema
-(`response_format` json_schema); vLLM and most hosted APIs force a tool call; some servers
-(llama-cpp-python) know only JSON mode and answer a schema with an error; and any model can
-still be asked in the prompt. With `structured_output = "auto"` the engine tries them in
-`AUTO_ORDER` the first time a model is asked and keeps the first the server accepts
-(`Capabilities`). The engine reads every answer itself, from the raw message, so a call
-whose answer does not fit still counts its tokens and gets its repair round.
+Servers differ in what they honour, so "auto" tries them in `AUTO_ORDER` and keeps the first
+a server accepts. Answers are read from the raw message, so a misfit still counts its tokens.
 """
 
 import json
@@ -22,6 +17,8 @@ from pydantic import BaseModel
 
 S = TypeVar("S", bound=BaseModel)
 Method = Literal["json_schema", "function_calling", "json_mode", "prompt"]
+# OpenAI and llama-server fill a JSON schema; vLLM and most hosted APIs force a tool call;
+# llama-cpp-python knows only JSON mode; any model can be asked in the prompt.
 AUTO_ORDER: tuple[Method, ...] = ("json_schema", "function_calling", "json_mode", "prompt")
 # Only OpenAI's wire protocol has `response_format`; other providers get tools, then the prompt.
 OTHER_PROVIDERS_ORDER: tuple[Method, ...] = ("function_calling", "prompt")
@@ -49,24 +46,16 @@ class UnusableAnswer(ValueError):
 
 
 def function_spec(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema as OpenAI's strict function spec (closed objects, every field required)."""
+    """Return the schema as OpenAI's strict function spec (closed objects, all fields required)."""
     return dict(openai.pydantic_function_tool(schema)["function"])
 
 
 def bind(model: BaseChatModel, schema: type[BaseModel], method: Method) -> Runnable[Any, Any]:
-    """`model` asked for `schema` by `method`; the runnable answers with the raw AIMessage."""
+    """Return `model` asking for `schema` by `method`; it answers with the raw AIMessage."""
     if method == "json_schema":
         spec = function_spec(schema)
-        return model.bind(
-            response_format={
-                "type": "json_schema",
-                "json_schema": {
-                    "name": spec["name"],
-                    "schema": spec["parameters"],
-                    "strict": True,
-                },
-            }
-        )
+        wanted = {"name": spec["name"], "schema": spec["parameters"], "strict": True}
+        return model.bind(response_format={"type": "json_schema", "json_schema": wanted})
     if method == "function_calling":
         return model.bind_tools([schema], tool_choice=schema.__name__)
     if method == "json_mode":
@@ -77,7 +66,7 @@ def bind(model: BaseChatModel, schema: type[BaseModel], method: Method) -> Runna
 def with_instructions(
     messages: list[BaseMessage], schema: type[BaseModel], method: Method
 ) -> list[BaseMessage]:
-    """The messages, with the schema spelled out where the request itself does not carry it."""
+    """Spell the schema out in the system message where the request itself does not carry it."""
     if method in ("json_schema", "function_calling") or not messages:
         return messages
     spec = function_spec(schema)
@@ -93,7 +82,7 @@ def with_instructions(
 
 
 def read(message: AIMessage, schema: type[S], method: Method) -> S:
-    """The answer as `schema`; raises UnusableAnswer (or pydantic's ValidationError)."""
+    """Read the answer as `schema`; raise UnusableAnswer (or pydantic's ValidationError)."""
     if message.response_metadata.get("finish_reason") == "length":
         raise UnusableAnswer(
             "the answer was cut off by the token limit before it was complete: answer more briefly"
@@ -109,7 +98,7 @@ def read(message: AIMessage, schema: type[S], method: Method) -> S:
 
 
 def json_object(text: str) -> Any:
-    """The first JSON object in `text` (code fences and prose around it are ignored)."""
+    """Return the first JSON object in `text`, ignoring code fences and prose around it."""
     text = _FENCE.sub("", text.strip())
     start = text.find("{")
     if start < 0:
@@ -122,7 +111,7 @@ def json_object(text: str) -> Any:
 
 
 def refuses(method: Method, exc: BaseException) -> MethodRefused | None:
-    """A server's error answer to `method` that says the method itself is not supported."""
+    """Return a MethodRefused when the server's error says `method` itself is not supported."""
     status = getattr(exc, "status_code", None)
     if method == "prompt" or status not in _REFUSAL_STATUS:
         return None
@@ -144,7 +133,7 @@ class Capabilities:
     refused: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def candidates(self, model: str, configured: str) -> tuple[Method, ...]:
-        """The methods to try for `model`, best first."""
+        """Return the methods to try for `model`, best first."""
         if configured != "auto":
             return (configured,)  # type: ignore[return-value]
         if model in self.chosen:

@@ -4,10 +4,9 @@ A model that answers garbage gets one repair round, then the step falls back (re
 junk that fits the schema is repaired like an answer that does not parse.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 from openai import APIStatusError, ContentFilterFinishReasonError, LengthFinishReasonError
@@ -15,9 +14,8 @@ from pydantic import BaseModel, ValidationError
 
 from core.models import explain
 from engines.asking import ModelAsker
-from engines.base import Engine
 from engines.chat_models import text_of
-from engines.llm_config import ModelConfig, ModelPrice, Role
+from engines.llm_config import Role
 from engines.recording import record_fallback, record_repair, record_structured
 from engines.structured import (
     AUTO_ORDER,
@@ -32,7 +30,6 @@ from engines.structured import (
     with_instructions,
 )
 from prompts.repair import repair_message
-from tools.api_client import RetryPolicy
 from tools.errors import ProviderError
 
 S = TypeVar("S", bound=BaseModel)
@@ -41,17 +38,8 @@ S = TypeVar("S", bound=BaseModel)
 class StructuredAsker(ModelAsker):
     """`ModelAsker` that also fills schemas, learning which way each server accepts."""
 
-    def __init__(
-        self,
-        configs: Mapping[Role, ModelConfig],
-        models: Mapping[Role, BaseChatModel],
-        fallback: Engine,
-        *,
-        base_url: str | None = None,
-        prices: Mapping[str, ModelPrice] | None = None,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        super().__init__(configs, models, fallback, base_url=base_url, prices=prices, retry=retry)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._bound: dict[tuple[Role, type[BaseModel], Method], Runnable[Any, Any]] = {}
         self._capabilities = {
             provider: Capabilities(AUTO_ORDER if provider == "openai" else OTHER_PROVIDERS_ORDER)
@@ -59,7 +47,7 @@ class StructuredAsker(ModelAsker):
         }
 
     def _runnable(self, role: Role, schema: type[BaseModel], method: Method) -> Runnable[Any, Any]:
-        """The role's model asking for `schema` by `method`, built once (1.4 ms a time)."""
+        """Return the role's model asking for `schema` by `method`, bound once and kept."""
         key = (role, schema, method)
         if key not in self._bound:
             self._bound[key] = bind(self._models[role], schema, method)
@@ -73,7 +61,7 @@ class StructuredAsker(ModelAsker):
         step: str,
         check: Callable[[S], str | None] | None = None,
     ) -> S | None:
-        """The schema filled by the model, after one repair round; None means fall back.
+        """Return the schema filled by the model, after one repair round; None means fall back.
 
         `check` names what makes a well-formed answer unusable (junk that fits the
         schema); such an answer is repaired like one that does not parse.
@@ -150,7 +138,10 @@ class StructuredAsker(ModelAsker):
             detecting = False
             record_structured(config.model, method, capabilities.refused.get(config.model, {}))
             try:
-                return _checked(read(message, schema, method), check)
+                parsed = read(message, schema, method)
+                if check is not None and (problem := check(parsed)) is not None:
+                    raise UnusableAnswer(problem)
+                return parsed
             except (UnusableAnswer, ValidationError) as exc:
                 error = exc
             if attempt == "repair":
@@ -167,16 +158,8 @@ class StructuredAsker(ModelAsker):
         return None
 
 
-def _checked(parsed: S, check: Callable[[S], str | None] | None) -> S:
-    """`parsed`, unless `check` names what makes it unusable (raised as UnusableAnswer)."""
-    problem = check(parsed) if check is not None else None
-    if problem is not None:
-        raise UnusableAnswer(problem)
-    return parsed
-
-
 def _unfinished(exc: LengthFinishReasonError | ContentFilterFinishReasonError) -> AIMessage:
-    """The answer the client refused to hand back (cut off, or filtered), with its usage."""
+    """Rebuild the answer the client refused to hand back (cut off, or filtered), with its usage."""
     completion = exc.completion
     choice = completion.choices[0] if completion is not None and completion.choices else None
     usage = completion.usage if completion is not None else None
@@ -197,12 +180,12 @@ def _unfinished(exc: LengthFinishReasonError | ContentFilterFinishReasonError) -
 
 
 def _brief(error: Exception) -> str:
-    """What was wrong with an answer, in a line (pydantic's errors, with their fields)."""
+    """Say in a line what was wrong with an answer (pydantic's errors, with their fields)."""
     return (explain(error) if isinstance(error, ValidationError) else str(error))[:300]
 
 
 def _shown(message: AIMessage) -> str:
-    """The model's unusable answer as the repair round shows it back."""
+    """Return the model's unusable answer as the repair round shows it back."""
     text = text_of(message).strip()
     if text:
         return text

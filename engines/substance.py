@@ -1,9 +1,7 @@
 """Whether a model's plan, though it fits the schema, has substance.
 
-A small model given a JSON schema fills it with whatever it has: a field name
-("iin-plan_text") for a point, a line of the system prompt for a query, no queries at all.
-Such a plan would send the run searching for nothing, so it is refused and repaired
-like an answer that does not parse, and the extractive planner takes over after that.
+A small model fills a schema with whatever it has (a field name, a line of the prompt, no
+queries): such a plan is repaired like one that does not parse, then the extractive one serves.
 """
 
 import re
@@ -34,7 +32,7 @@ def _wordless(text: str) -> bool:
 def plan_problem(
     plan: PlanOutput, topic: str, prompt: Sequence[str], shown: Sequence[str] = ()
 ) -> str | None:
-    """What makes `plan` unusable for `topic`, said so the model can fix it; None if usable.
+    """Say what makes `plan` unusable for `topic`, so the model can fix it; None if usable.
 
     `prompt` is the instructions the model was given: a point or query that copies them
     is an echo. `shown` is the text of the sources it was shown: a point that copies a

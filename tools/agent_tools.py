@@ -1,9 +1,7 @@
 """The tools as LangChain tools, for a model that chooses what to call.
 
-Thin wrappers over the providers (one implementation, two faces). Each returns compact
-text a model can read and never raises for a failure it expects: the error becomes a
-one-line message, so a tool-calling model can recover and try something else. Bind
-them to a graph with `langgraph.prebuilt.ToolNode`.
+Thin wrappers over the providers; each returns compact text, and an expected failure as a
+one-line message the model can recover from. Bind them with `langgraph.prebuilt.ToolNode`.
 """
 
 from collections.abc import Awaitable, Callable, Sequence
@@ -66,7 +64,7 @@ class LocalSearchArgs(BaseModel):
 
 
 def format_hits(hits: Sequence[SearchHit]) -> str:
-    """Numbered results: title, URL and a description, the one shape every search tool returns."""
+    """Format hits as numbered title, URL and snippet: the one shape every search tool returns."""
     if not hits:
         return "No results."
     rows = []
@@ -79,30 +77,24 @@ def format_hits(hits: Sequence[SearchHit]) -> str:
     return "\n".join(rows)
 
 
-def _safely(call: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
-    """Turn an expected failure into a short message the model can act on."""
-
-    async def guarded(**kwargs: object) -> str:
-        try:
-            return await call(**kwargs)
-        except ToolError as exc:
-            return f"Error: {exc}"
-
-    guarded.__doc__ = call.__doc__
-    return guarded
-
-
 def _tool(
     coroutine: Callable[..., Awaitable[str]], name: str, description: str, schema: type[BaseModel]
 ) -> BaseTool:
-    """A tool that answers a failure it expects with a one-line message (`_safely`)."""
+    """Make a tool that answers an expected failure with a one-line message the model can use."""
+
+    async def guarded(**kwargs: object) -> str:
+        try:
+            return await coroutine(**kwargs)
+        except ToolError as exc:
+            return f"Error: {exc}"
+
     return StructuredTool.from_function(
-        coroutine=_safely(coroutine), name=name, description=description, args_schema=schema
+        coroutine=guarded, name=name, description=description, args_schema=schema
     )
 
 
 def tavily_tools(tavily: TavilyProvider) -> list[BaseTool]:
-    """`tavily_search`, `tavily_extract` and `tavily_context`."""
+    """Return `tavily_search`, `tavily_extract` and `tavily_context`."""
 
     async def search(query: str, search_depth: Depth = "basic", max_results: int = 5) -> str:
         return format_hits(await tavily.search(query, max_results, search_depth))
@@ -139,7 +131,7 @@ def tavily_tools(tavily: TavilyProvider) -> list[BaseTool]:
 
 
 def brave_tools(brave: BraveProvider) -> list[BaseTool]:
-    """`web_search`, Brave with its `query` and `count` parameters."""
+    """Return `web_search`: Brave with its `query` and `count` parameters."""
 
     async def web_search(query: str, count: int = 10) -> str:
         results = await brave.web_search(query, count)
@@ -157,7 +149,7 @@ def brave_tools(brave: BraveProvider) -> list[BaseTool]:
 
 
 def local_tools(corpus: SearchProvider) -> list[BaseTool]:
-    """`local_search` over the embedded corpus."""
+    """Return `local_search` over the embedded corpus."""
 
     async def local_search(query: str, max_results: int = 5) -> str:
         return format_hits(await corpus.search(query, max_results))
@@ -173,7 +165,7 @@ def local_tools(corpus: SearchProvider) -> list[BaseTool]:
 
 
 def scraper_tools(scraper: Scraper) -> list[BaseTool]:
-    """`web_scraper`: read one page's main text, safely (`tools.scraper`'s SSRF guard and caps)."""
+    """Return `web_scraper`: one page's main text, read through the scraper's SSRF guard and caps."""
 
     async def web_scraper(url: str) -> str:
         page = await scraper.fetch(url)

@@ -1,8 +1,7 @@
 """One HTTP client setup and one retry policy for every search API we call.
 
-Non-2xx responses are turned into `ProviderError`s by a response hook, before any
-SDK sees them, so our error types (`tools.errors`) and the server's Retry-After survive whatever
-the SDK would have raised. Transport failures are mapped in `call_with_retries`.
+A response hook turns non-2xx answers into `ProviderError`s before any SDK sees them, so
+our error types and the server's Retry-After survive whatever the SDK would have raised.
 """
 
 import asyncio
@@ -88,7 +87,7 @@ async def _raise_for_status(response: httpx.Response) -> None:
 
 
 def api_client(base_url: str, headers: dict[str, str], timeout_s: float) -> httpx.AsyncClient:
-    """An AsyncClient whose error responses raise `ProviderError`."""
+    """Return an AsyncClient whose error responses raise `ProviderError`."""
     return httpx.AsyncClient(
         base_url=base_url,
         headers=headers,
@@ -144,8 +143,7 @@ async def call_with_retries(
 class ApiProvider(ABC):
     """What every search API provider holds: its HTTP client, time cap and retry policy.
 
-    A provider names its default address and the headers that carry its key; calls go
-    through `_with_retries`, so every API follows the one retry policy.
+    A provider names its default address and its key's headers; calls go through `_with_retries`.
     """
 
     default_base_url: ClassVar[str]
@@ -165,7 +163,7 @@ class ApiProvider(ABC):
 
     @abstractmethod
     def _headers(self, api_key: str) -> dict[str, str]:
-        """The request headers, the key's among them."""
+        """Return the request headers, the key's among them."""
 
     def _connected(self, api_key: str) -> None:  # noqa: B027 (a hook, empty unless overridden)
         """Set up what rides on the HTTP client (an SDK client, say); nothing by default."""

@@ -1,8 +1,7 @@
 """Lines that are boilerplate wherever they appear, in the languages of the web.
 
-"Read more: ..." links and "Related articles" blocks, photo credits and copyright lines,
-newsletter, app and social-media calls to action (two cues, or an imperative opening,
-so ordinary sentences about newsletters stay), and a line that is only a date.
+"Read more" links, "Related" blocks, credits, copyright lines, date-only lines, and calls to
+action (two cues or an imperative opening, so prose about newsletters stays).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ class BraveProvider(ApiProvider):
     async def search(
         self, query: str, max_results: int = 5, depth: Depth = "basic"
     ) -> list[SearchHit]:
-        """The common `SearchProvider` face; Brave gives ranks, so scores fall with rank."""
+        """Return the common `SearchProvider` hits; Brave gives ranks, so scores fall with rank."""
         results = await self.web_search(query, count=max_results)
         return [
             SearchHit(

@@ -3,7 +3,7 @@
 import asyncio
 import logging
 from collections.abc import Sequence
-from itertools import zip_longest
+from itertools import chain, zip_longest
 
 from core.urls import normalize_url
 from tools.search import Depth, SearchHit, SearchProvider
@@ -37,11 +37,8 @@ class CombinedProvider:
                 lists.append(outcome)
         if not lists:
             raise errors[0]
-        merged: list[SearchHit] = []
-        seen: set[str] = set()
-        for rank in zip_longest(*lists):
-            for hit in rank:
-                if hit is not None and normalize_url(hit.url) not in seen:
-                    seen.add(normalize_url(hit.url))
-                    merged.append(hit)
-        return merged[:max_results]
+        merged: dict[str, SearchHit] = {}
+        for hit in chain.from_iterable(zip_longest(*lists)):
+            if hit is not None:
+                merged.setdefault(normalize_url(hit.url), hit)
+        return list(merged.values())[:max_results]

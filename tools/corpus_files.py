@@ -8,7 +8,6 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup
 
-SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".jsonl")
 _BLOCK_TAGS = ["script", "style", "noscript", "nav", "header", "footer", "aside", "form"]
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
 _MD_TITLE = re.compile(r"^#\s+(.+)$", re.MULTILINE)

@@ -1,9 +1,4 @@
-"""The parts of one safe download that hold no connection: limits, time, slots and body.
-
-`FetchPolicy` says what may be fetched and how much one page may cost; `Budget` counts
-the network time left; `HostSlots` bounds concurrent requests per host; the body is
-read raw and inflated here under the size cap (see `tools.scraper` for why).
-"""
+"""The parts of a safe download that hold no connection: policy, time budget, host slots, body."""
 
 from __future__ import annotations
 
@@ -31,15 +26,11 @@ _DOCUMENT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"}
 class FetchPolicy:
     """What the scraper may fetch and how much it may spend on one page."""
 
-    allow_private: bool = False
-    """Admit private, loopback and link-local addresses (tests, intranets); never metadata."""
-    allowed_networks: tuple[str, ...] = ()
-    """Networks admitted even when not public, e.g. ("127.0.0.0/8",)."""
+    allow_private: bool = False  # private, loopback, link-local (tests, intranets); no metadata
+    allowed_networks: tuple[str, ...] = ()  # admitted even when not public, e.g. "127.0.0.0/8"
     allowed_ports: frozenset[int] = DEFAULT_PORTS
-    max_bytes: int = 5 * 1024 * 1024
-    """Largest body accepted, counted after decompression."""
-    timeout_s: float = 20.0
-    """Network time for the whole fetch: DNS, robots.txt and every redirect."""
+    max_bytes: int = 5 * 1024 * 1024  # counted after decompression
+    timeout_s: float = 20.0  # network time for the whole fetch: DNS, robots.txt, redirects
     max_redirects: int = 5
     user_agent: str = USER_AGENT
     respect_robots: bool = True
@@ -138,7 +129,11 @@ class _Inflater:
 
 
 async def read_body(response: httpx.Response, limit: int) -> bytes:
-    """The inflated body, refused as soon as it would pass `limit` bytes."""
+    """Return the inflated body, refused as soon as it would pass `limit` bytes.
+
+    The body is read raw and inflated here (gzip and deflate only): `aiter_bytes()` would
+    inflate each network read in one call, so a few KB of zstd could become gigabytes.
+    """
     too_large = ScrapeError(f"the response is larger than {limit} bytes")
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
@@ -156,13 +151,13 @@ async def read_body(response: httpx.Response, limit: int) -> bytes:
 
 
 def media_type(response: httpx.Response) -> str:
-    """The declared media type, lower case, without its parameters."""
+    """Return the declared media type, lower case, without its parameters."""
     content_type: str = response.headers.get("content-type", "")
     return content_type.split(";")[0].strip().lower()
 
 
 def charset(response: httpx.Response) -> str | None:
-    """The declared charset if Python knows it; else None and the extractor sniffs."""
+    """Return the declared charset if Python knows it; else None and the extractor sniffs."""
     try:
         return codecs.lookup(response.charset_encoding or "").name
     except LookupError:
@@ -177,7 +172,10 @@ def require_document(response: httpx.Response) -> None:
 
 
 def default_client(policy: FetchPolicy) -> httpx.AsyncClient:
-    """A client that trusts no proxy or .netrc, keeps no cookies and never follows redirects."""
+    """Return a client that trusts no proxy or .netrc, keeps no cookies, follows no redirects.
+
+    A proxy would connect to addresses we never checked, and a jar would key cookies by IP.
+    """
     return httpx.AsyncClient(
         trust_env=False,
         cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
@@ -187,7 +185,7 @@ def default_client(policy: FetchPolicy) -> httpx.AsyncClient:
 
 
 def redirect_target(target: SafeTarget, location: str) -> str:
-    """The absolute URL a redirect's Location names; a malformed one is a ScrapeError."""
+    """Return the absolute URL a redirect's Location names; a malformed one is a ScrapeError."""
     try:
         return str(target.url.join(location))
     except httpx.InvalidURL:

@@ -1,12 +1,6 @@
 """Failures of the tools, mapped once so every caller can tell a retry from a give-up.
 
-    ToolError
-    ├── ProviderError          a search API call failed (one of the error types below)
-    └── ScrapeError            a page could not be fetched or read
-        └── UnsafeURLError     the URL points somewhere we must never go
-
-`ProviderError.error_type` is one of the `ErrorType` codes; `is_retryable` says whether
-trying again can help; `retry_after` carries the server's Retry-After in seconds.
+`ToolError` has two kinds: `ProviderError` (a search API call) and `ScrapeError` (a page).
 """
 
 from typing import Literal
@@ -33,7 +27,10 @@ class ToolError(Exception):
 
 
 class ProviderError(SearchError, ToolError):
-    """A search provider call failed; the message is safe to show (it never holds a key)."""
+    """A search provider call failed; the message is safe to show (it never holds a key).
+
+    `error_type` is an `ErrorType` code; `retry_after` is the server's Retry-After in seconds.
+    """
 
     def __init__(
         self,
@@ -66,7 +63,7 @@ def error_for_status(status: int, message: str, retry_after: float | None = None
         kind = "RATE_LIMIT_ERROR"
     elif status == 503:
         kind = "SERVICE_UNAVAILABLE"
-    elif status in (400, 404, 422) or 400 <= status < 500:
+    elif 400 <= status < 500:
         kind = "VALIDATION_ERROR"
     else:
         kind = "SERVER_ERROR"

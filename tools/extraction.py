@@ -1,18 +1,7 @@
 """Main-text extraction from HTML: the article, its title, date and language, nothing else.
 
-Pure (no network): `extract_main_text(html, url)` is what the scraper calls on every
-page it fetches, off the event loop.
-
-The page is parsed once, by lxml, and trafilatura gets that tree (it works on a copy), so
-the body is never parsed twice. The parser builds every element as a plain `HtmlElement`:
-lxml.html's own parser picks each element's class by a Python callback, which trafilatura's
-many passes over the tree pay for again and again.
-
-Around trafilatura (`include_comments=False`), rules that hold for any site: the
-standfirst it drops is put back (`tools.standfirst`), boilerplate lines are dropped
-(`tools.boilerplate`), and when it finds next to nothing a recall-mode pass and then
-the page's visible text stand in, so a page without an article still yields its text.
-Metadata come from `tools.page_metadata`.
+trafilatura does the work; around it, a dropped standfirst is put back, boilerplate lines
+go, and a page without an article still yields its visible text. No network here.
 """
 
 from __future__ import annotations
@@ -57,8 +46,6 @@ class Page(BaseModel):
     language: str | None = None
 
 
-# -- decoding and parsing ---------------------------------------------------------------
-
 _DECLARED_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 # what browsers do with these labels (WHATWG encoding standard)
 _CHARSET_ALIASES = {
@@ -72,6 +59,9 @@ _CHARSET_ALIASES = {
     "gbk": "gb18030",
 }
 
+# lxml parses the page once and trafilatura works on (a copy of) that tree. Every element
+# is a plain HtmlElement: lxml.html's own per-element class lookup is a Python callback
+# that trafilatura's many passes over the tree would pay for again and again.
 _PARSER = etree.HTMLParser(
     collect_ids=False,
     default_doctype=False,
@@ -147,8 +137,6 @@ def _is_json_ld(element: Any) -> bool:
     return bool(element.tag == "script" and element.get("type") == "application/ld+json")
 
 
-# -- fallback ---------------------------------------------------------------------------
-
 _BLOCK_TAGS = frozenset(
     "address article aside blockquote body br dd div dl dt figcaption figure footer h1 h2 h3 h4 "
     "h5 h6 header hr li main nav ol p pre section table td th tr ul".split()
@@ -202,8 +190,6 @@ def _body_text(tree: Any, url: str | None) -> str:
             text = recall
     return text or _visible_text(tree)
 
-
-# -- entry point ------------------------------------------------------------------------
 
 _BLANKS = re.compile(r"\n{3,}")
 

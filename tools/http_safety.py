@@ -1,30 +1,7 @@
-"""The SSRF guard: which URLs the scraper may fetch and which address it connects to.
+"""The SSRF guard (after OWASP's guidance): which URLs the scraper may fetch, and where.
 
-Follows the OWASP SSRF prevention guidance. `check_url` accepts only http and https
-on allowed ports, resolves the host and requires EVERY address to be public; the
-caller then connects to one of those checked addresses (`SafeTarget.request_url`)
-and sends the name in the Host header and TLS SNI, so a second DNS answer can
-never swap in an internal address (DNS rebinding).
-
-Deliberate deviations from the obvious:
-
-- The URL is split with `urllib.parse`, not `httpx.URL`: httpx refuses spellings
-  such as `0177.0.0.1` that resolvers accept. IPv4 literals are read with
-  `inet_aton` semantics (decimal `2130706433`, octal `0177.0.0.1`, hex `0x7f.1`,
-  short `127.1`) by our own parser, because `ipaddress` rejects them and
-  `socket.inet_aton` differs between C libraries. A host whose last label is a
-  number but that is no valid IPv4 address (`1.2.3.4.5`, `08.1`) is refused.
-- The verdict on an address comes from an explicit table of the IANA
-  special-purpose ranges, not from `ipaddress.is_global`, whose answers differ
-  between Python releases (3.11 calls `::7f00:1` global).
-- IPv4-mapped IPv6 (`::ffff:a.b.c.d`) is judged as the IPv4 address it maps, and
-  NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`) addresses by the IPv4 address
-  they embed.
-- `allow_private` (for tests and intranets) admits private, loopback, link-local
-  and other non-public unicast ranges, but never cloud metadata endpoints,
-  multicast, broadcast, reserved or unspecified addresses. `allowed_networks`
-  admits exactly the listed networks, metadata included if listed.
-- Credentials in the URL (`http://user:pw@host/`) are dropped, never sent.
+Every address a host resolves to must be public; the caller connects to one of those
+checked addresses with the name in the Host header and TLS SNI, so DNS rebinding fails.
 """
 
 from __future__ import annotations
@@ -41,18 +18,6 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from tools.errors import ScrapeError, UnsafeURLError
-
-__all__ = [
-    "DEFAULT_PORTS",
-    "IPAddress",
-    "IPNetwork",
-    "Resolver",
-    "SafeTarget",
-    "check_address",
-    "check_url",
-    "parse_host",
-    "resolve_host",
-]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -86,7 +51,8 @@ def _table(*rows: tuple[str, str, bool]) -> tuple[tuple[IPNetwork, _Verdict], ..
     return tuple((ipaddress.ip_network(net), _Verdict(reason, ok)) for net, reason, ok in rows)
 
 
-# The IANA special-purpose registries; the first matching row gives the verdict.
+# The IANA special-purpose registries; the first matching row gives the verdict. An explicit
+# table, because `ipaddress.is_global` answers differently between Python releases.
 _SPECIAL = _table(
     ("0.0.0.0/8", "unspecified", False),
     ("10.0.0.0/8", "private", True),
@@ -123,13 +89,18 @@ _GLOBAL_UNICAST_V6 = ipaddress.ip_network("2000::/3")
 
 
 def _unmapped(address: IPAddress) -> IPAddress:
+    """Return the IPv4 address an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) stands for."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
 
 
 def _verdict(address: IPAddress) -> _Verdict | None:
-    """Say why an address is not public, or None if it is."""
+    """Say why an address is not public, or None if it is.
+
+    NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`) addresses are judged by the IPv4
+    address they embed.
+    """
     address = _unmapped(address)
     if address in _METADATA:
         return _Verdict("cloud metadata", False)
@@ -156,6 +127,10 @@ def check_address(
 ) -> None:
     """Refuse an address we must not connect to.
 
+    `allow_private` admits private, loopback and link-local ranges but never metadata
+    endpoints, multicast, broadcast, reserved or unspecified addresses; `allowed_networks`
+    admits exactly what it lists, metadata included.
+
     Raises:
         UnsafeURLError: The address is not public and no setting admits it.
     """
@@ -177,7 +152,11 @@ def _ipv4_number(label: str) -> int:
 
 
 def _parse_ipv4(host: str) -> ipaddress.IPv4Address | None:
-    """Read an IPv4 literal the way inet_aton does; None if the host is a name."""
+    """Read an IPv4 literal the way inet_aton does; None if the host is a name.
+
+    `ipaddress` rejects `2130706433`, `0177.0.0.1`, `0x7f.1` and `127.1`, and
+    `socket.inet_aton` differs between C libraries; `1.2.3.4.5` or `08.1` is refused.
+    """
     labels = host.split(".")
     if len(labels) > 1 and labels[-1] == "":
         labels.pop()
@@ -221,12 +200,9 @@ async def resolve_host(host: str) -> list[str]:
 class SafeTarget:
     """A URL that passed the checks, with the addresses it may be fetched from."""
 
-    url: httpx.URL
-    """The URL to report and to resolve redirects against (no credentials)."""
-    host: str
-    """The ASCII host name, or the normalised IP literal."""
-    addresses: tuple[IPAddress, ...]
-    """Every address the host resolved to; all of them passed `check_address`."""
+    url: httpx.URL  # to report and to resolve redirects against (no credentials)
+    host: str  # the ASCII host name, or the normalised IP literal
+    addresses: tuple[IPAddress, ...]  # all the host resolved to; each passed `check_address`
     is_literal: bool
 
     @property
@@ -245,11 +221,12 @@ class SafeTarget:
         return f"{self.url.scheme}://{self.host_header}"
 
     def request_url(self, address: IPAddress) -> httpx.URL:
-        """The URL to send, aimed at one checked address instead of the name."""
+        """Return the URL to send, aimed at one checked address instead of the name."""
         return self.url.copy_with(host=str(address))
 
 
 def _split(url: str) -> tuple[str, str, int | None, str, str]:
+    """Split with urllib: `httpx.URL` refuses hosts like `0177.0.0.1` that resolvers accept."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -273,6 +250,8 @@ async def check_url(
     allowed_ports: Collection[int] = DEFAULT_PORTS,
 ) -> SafeTarget:
     """Check a URL and resolve its host; every address must pass `check_address`.
+
+    Credentials in the URL are dropped, never sent.
 
     Raises:
         UnsafeURLError: The scheme, port, host or any resolved address is refused.
@@ -304,7 +283,7 @@ async def _resolve(host: str, resolver: Resolver) -> tuple[IPAddress, ...]:
     try:
         answers = await resolver(host)
     except OSError:
-        raise ScrapeError(f"could not resolve {host}") from None
+        answers = []
     if not answers:
         raise ScrapeError(f"could not resolve {host}")
     try:

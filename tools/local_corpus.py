@@ -1,8 +1,7 @@
 """The `local` search provider: an embedded SQLite FTS5 index over a folder of documents.
 
-FTS5 was chosen by measurement against tantivy and bm25s (see bench/local_search.py and
-the note on the issue): it ships with Python, builds and answers as fast as the others on
-corpora of this size, and the index is one ordinary file.
+FTS5 ships with Python, is as fast as tantivy or bm25s at this size (bench/local_search.py),
+and keeps the index in one ordinary file.
 """
 
 import asyncio
@@ -109,7 +108,7 @@ def build_index(documents: Iterable[Document], index_path: Path) -> IndexStats:
 
 
 def query_terms(query: str) -> list[str]:
-    """The content words of a query, once each, safe to quote in FTS5.
+    """Return the content words of a query, once each, safe to quote in FTS5.
 
     A possessive loses its "'s": the index splits "DNA's" into "dna" and "s", so the
     quoted word would ask for that two-word phrase and miss every text that says "DNA".
@@ -119,7 +118,7 @@ def query_terms(query: str) -> list[str]:
 
 
 def match_expression(terms: list[str], operator: str) -> str:
-    """An FTS5 query of quoted terms joined by AND or OR."""
+    """Return an FTS5 query of quoted terms joined by AND or OR."""
     return f" {operator} ".join(f'"{t}"' for t in terms)
 
 
@@ -155,14 +154,10 @@ class LocalCorpus:
         return [(t, b, u, p, -r) for t, b, u, p, r in rows]
 
     def _ranked_as_written(self, expression: str, terms: list[str], limit: int) -> list[Row]:
-        """`_ranked`, with a query word matched only through its stem counted at half.
+        """Rank like `_ranked`, but count a query word matched only through its stem at half.
 
-        BM25 over stems alone cannot tell the words a user wrote from others of the same
-        stem: it makes one word of "capitalism" and "capital", "socialism" and "social",
-        and ranks a dozen capital cities above Karl Marx for "capitalism socialism". As a
-        search engine boosts an unstemmed field, a row that has a query word only through
-        its stem, never as written (plurals aside), loses half of that word's share of its
-        relevance.
+        BM25 over stems makes one word of "capitalism" and "capital", and ranks capital
+        cities above Karl Marx for "capitalism socialism"; this boosts the words as written.
         """
         # Per query word: as written (plurals aside), and any word of its stem.
         patterns = [
@@ -182,15 +177,11 @@ class LocalCorpus:
         return ranked[:limit]
 
     def _titled(self, query: str) -> tuple[list[Row], list[Row]]:
-        """The documents the query names by their title: by all its words, by some.
+        """Return the documents whose title the query names: by all its words, and by some.
 
-        A run of the query's words that is a document's whole title (its disambiguation
-        aside, and the words that shape a question, `FORM_WORDS`) names it: "capitalism"
-        names Capitalism, which BM25 alone ranks below
-        Capital city (the stemmer makes one word of them). Part of a longer query names
-        a title of two words or more ("Mount Everest"); one word of it ("history" of a
-        history of something) names too much. Longest runs first; each document by its
-        best passage.
+        A run of the query's words that is a whole title (disambiguation aside) names the
+        document; within a longer query only titles of two words or more count ("Mount
+        Everest"), since one common word names too much. Longest runs first.
         """
         tokens = [w.replace('"', "") for w in words(query)]
         # The words that shape a question ("history", "works") name no title of their own:
@@ -216,9 +207,8 @@ class LocalCorpus:
     def search_sync(self, query: str, max_results: int = 5) -> list[SearchHit]:
         """Rank passages in tiers, one hit per document, each tier by BM25.
 
-        The tiers: a document whose title is the query, the exact phrase, every word, a
-        document whose title is part of the query, any word. Scores are in 0..1, the
-        best hit's 1.0, and a better tier always scores higher.
+        Tiers: title is the query, exact phrase, every word, title is part of the query,
+        any word. Scores are in 0..1, the best hit's 1.0; a better tier scores higher.
         """
         terms = query_terms(query)
         if not terms:

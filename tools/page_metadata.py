@@ -1,9 +1,4 @@
-"""Page metadata from the document head: title, canonical URL, language, publication date.
-
-BeautifulSoup is fed only the head tags that can carry them (`<html>`, `<title>`, the
-relevant `<meta>` and `<link>` tags): a whole head, with its scripts, styles and dozens
-of icon and tracking tags, costs BeautifulSoup more than all the rest of our work on a page.
-"""
+"""Page metadata from the document head: title, canonical URL, language, publication date."""
 
 from __future__ import annotations
 
@@ -18,24 +13,14 @@ _HEAD_END = re.compile(r"</head\s*>|<body[\s>]", re.I)
 _HEAD_TAGS = re.compile(
     r"<html\b[^>]*>|<title\b[^>]*>.*?</title\s*>|<(?:meta|link)\b[^>]*>", re.I | re.S
 )
-# a head holds dozens of <meta> and <link> tags (icons, preloads, twitter:*, verification
-# codes); BeautifulSoup is only given those that can carry what we read
+# BeautifulSoup gets only the tags that can carry what we read: a whole head, with its
+# scripts and dozens of icon and tracking tags, costs it more than the rest of a page's work
 _WANTED_TAG = re.compile(
     r"<html|<title|og:(?:title|url|locale)|date|publish|content-language|canonical", re.I
 )
-DATE_META = (
-    "article:published_time",
-    "og:published_time",
-    "datePublished",
-    "pubdate",
-    "publishdate",
-    "publish-date",
-    "date",
-    "dc.date",
-    "DC.date.issued",
-    "dcterms.created",
-    "parsely-pub-date",
-    "sailthru.date",
+DATE_META = tuple(
+    "article:published_time og:published_time datePublished pubdate publishdate publish-date "
+    "date dc.date DC.date.issued dcterms.created parsely-pub-date sailthru.date".split()
 )
 _LANG = re.compile(r"[A-Za-z]{2,3}(?=$|[-_])")
 
@@ -54,7 +39,7 @@ def _attr(tag: Tag | None, name: str) -> str | None:
 
 
 def meta_content(soup: BeautifulSoup, *names: str) -> str | None:
-    """The content of the first of `names` present as a meta name or property."""
+    """Return the content of the first of `names` present as a meta name or property."""
     wanted = {name.lower() for name in names}
     found: dict[str, str] = {}
     for tag in soup.find_all("meta"):
@@ -66,7 +51,7 @@ def meta_content(soup: BeautifulSoup, *names: str) -> str | None:
 
 
 def language(soup: BeautifulSoup) -> str | None:
-    """The page language as a short code ("de-DE" -> "de"), when declared."""
+    """Return the page language as a short code ("de-DE" -> "de"), when declared."""
     html_tag = soup.find("html")
     raw = _attr(html_tag if isinstance(html_tag, Tag) else None, "lang")
     if raw is None:
@@ -78,7 +63,7 @@ def language(soup: BeautifulSoup) -> str | None:
 
 
 def canonical_url(soup: BeautifulSoup, url: str | None) -> str | None:
-    """The canonical link (made absolute against `url`), else og:url."""
+    """Return the canonical link (made absolute against `url`), else og:url."""
     link = soup.find("link", rel="canonical")
     href = _attr(link if isinstance(link, Tag) else None, "href") or meta_content(soup, "og:url")
     if not href:
@@ -109,8 +94,5 @@ def _find_key(data: object, key: str) -> str | None:
             return value.strip()
         data = list(data.values())
     if isinstance(data, list):
-        for item in data:
-            found = _find_key(item, key)
-            if found:
-                return found
+        return next(filter(None, (_find_key(item, key) for item in data)), None)
     return None

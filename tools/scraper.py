@@ -1,32 +1,13 @@
 """Fetch a web page safely and hand its bytes to the extractor.
 
-`Scraper` (an async context manager, one per app) fetches through the SSRF guard
-of `tools.http_safety`: every hop of a redirect chain is checked again and the
-request goes to the checked address, with the name in the Host header and TLS SNI.
-It caps size, time and redirects, accepts only HTML, XHTML and plain text, honours
-robots.txt and limits concurrent requests per host. `fetch_page` is the one-shot
-form. Every failure is a `ScrapeError`; refusals are its subclass `UnsafeURLError`.
-
-Deliberate deviations from the obvious:
-
-- The body is read with `aiter_raw()` and inflated here, bounded by the size cap;
-  only gzip and deflate are accepted. `aiter_bytes()` would inflate each network
-  read in one call, so a few KB of zstd (which httpx decodes when `zstandard` is
-  installed) could expand to gigabytes before any cap is checked.
-- HTTPS requests carry `Connection: close`: the pool is keyed by IP address, so
-  a kept-alive connection verified for one name could otherwise serve another.
-- The default client ignores proxy variables and .netrc (a proxy would connect to
-  addresses we never checked) and keeps no cookies (the jar would key them by IP).
-- The time cap counts network time (DNS, robots.txt, every hop), not time spent
-  waiting for a per-host slot, so a queue of fetches to one site does not time out
-  while it waits. robots.txt gets a quarter of the cap; if it is missing, fails
-  or is slow, the page is allowed, and the verdict is cached per origin.
-- `Page.final_url` is the last URL fetched, not the page's canonical link.
+Every hop goes through the SSRF guard of `tools.http_safety`; size, time, redirects,
+media types, robots.txt and per-host concurrency are capped. Failures are `ScrapeError`s.
 """
 
 from __future__ import annotations
 
 import asyncio
+from contextlib import suppress
 from typing import Self
 from urllib.robotparser import RobotFileParser
 
@@ -50,17 +31,10 @@ from tools.errors import ScrapeError
 from tools.extraction import Page, extract_main_text
 from tools.http_safety import IPAddress, Resolver, SafeTarget, check_url, resolve_host
 
-__all__ = [
-    "USER_AGENT",
-    "FetchPolicy",
-    "Page",
-    "Scraper",
-    "extract_main_text",
-    "fetch_page",
-]
+__all__ = ["USER_AGENT", "FetchPolicy", "Page", "Scraper", "extract_main_text", "fetch_page"]
 
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8"
-_ROBOTS_SHARE = 0.25  # of the time cap
+_ROBOTS_SHARE = 0.25  # of the time cap; a missing, failing or slow robots.txt allows all
 _ROBOTS_MAX_BYTES = 512 * 1024  # Google reads the first 500 KiB
 _ROBOTS_CACHE_SIZE = 1024
 _TITLE_MAX = 200
@@ -77,6 +51,7 @@ async def _to_page(url: str, got: Download) -> Page:
         page = await asyncio.to_thread(extract_main_text, html, got.final_url)
     except Exception as exc:  # a third-party parser's failure is still a page we cannot read
         raise ScrapeError(f"could not read {got.final_url}") from exc
+    # final_url is the last URL fetched, not the page's canonical link
     return page.model_copy(
         update={"url": url, "final_url": got.final_url, "title": page.title or got.final_url}
     )
@@ -114,6 +89,9 @@ class Scraper:
 
     async def fetch(self, url: str) -> Page:
         """Fetch one page and extract its main text.
+
+        The time cap counts network time (DNS, robots.txt, every hop), not the wait for a
+        per-host slot, so a queue of fetches to one site does not time out while it waits.
 
         Raises:
             UnsafeURLError: The URL or a redirect leads somewhere we refuse to go.
@@ -170,12 +148,10 @@ class Scraper:
         """Send to the first checked address that accepts a connection."""
         *others, last = target.addresses
         for address in others:
-            try:
+            with suppress(httpx.ConnectError):
                 return await self._client.send(
                     self._request(target, address), stream=True, follow_redirects=False
                 )
-            except httpx.ConnectError:
-                continue
         return await self._client.send(
             self._request(target, last), stream=True, follow_redirects=False
         )
@@ -188,6 +164,8 @@ class Scraper:
             "Accept-Encoding": "gzip, deflate",
         }
         if target.url.scheme == "https":
+            # the pool is keyed by IP address: a kept-alive connection verified for one
+            # name could otherwise serve another
             headers["Connection"] = "close"
         sni = target.sni_hostname
         return self._client.build_request(
@@ -204,7 +182,7 @@ class Scraper:
             raise ScrapeError(f"robots.txt of {target.host} forbids fetching {target.url}")
 
     async def _robots_for(self, target: SafeTarget, budget: Budget) -> RobotFileParser | None:
-        """The robots.txt rules of the target's origin, fetched once; None allows all."""
+        """Return the robots.txt rules of the target's origin, fetched once; None allows all."""
         key = target.origin
         if key in self._robots:
             return self._robots[key]
@@ -240,11 +218,6 @@ async def fetch_page(
     client: httpx.AsyncClient | None = None,
     resolver: Resolver = resolve_host,
 ) -> Page:
-    """Fetch one page with a short-lived `Scraper`.
-
-    Raises:
-        UnsafeURLError: The URL or a redirect leads somewhere we refuse to go.
-        ScrapeError: Anything else went wrong; the message is safe to show.
-    """
+    """Fetch one page with a short-lived `Scraper`; it raises what `Scraper.fetch` does."""
     async with Scraper(policy, client=client, resolver=resolver) as scraper:
         return await scraper.fetch(url)

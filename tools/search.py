@@ -30,18 +30,9 @@ class SearchProvider(Protocol):
     async def search(
         self, query: str, max_results: int = 5, depth: Depth = "basic"
     ) -> list[SearchHit]:
-        """Search for `query`.
+        """Return at most `max_results` hits for `query`, best first.
 
-        Args:
-            query: a few keywords.
-            max_results: the most hits to return.
-            depth: "advanced" digs deeper where the provider can (and costs more).
-
-        Returns:
-            At most `max_results` hits, best first; none when nothing matches.
-
-        Raises:
-            ProviderError: the provider failed (`tools.errors`: its type says whether a
-                retry may help); the caller records it and the run goes on.
+        `depth="advanced"` digs deeper where the provider can, at a higher cost. A failure
+        raises `ProviderError`, whose type says whether a retry may help.
         """
         ...

@@ -1,8 +1,7 @@
 """Put back the standfirst that trafilatura drops: the lead between headline and body.
 
-It is restored when it sits inside the article's `<header>` or is marked by a class or
-id word such as lead, intro, summary or teaser; bylines, dates, captions, author bios,
-link-heavy blocks and text already in the body are refused.
+Only a lead inside the article's `<header>` or marked by a class or id word (lead, teaser...)
+is restored; bylines, dates, captions, bios, link-heavy blocks and body text are refused.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Tavily web search: search, extract and search context, with our error types.
 
-The official `tavily-python` AsyncTavilyClient does the requests over our own httpx
-client (its base URL makes it testable and proxy-able): that client turns every error
-response into a `ProviderError` first, so our error types (`tools.errors`) and the
-server's Retry-After survive, and `call_with_retries` applies the shared retry policy.
+The official AsyncTavilyClient sends over our own httpx client, which turns every error
+response into a `ProviderError` first, so our error types and Retry-After survive.
 """
 
 import json
@@ -113,7 +111,7 @@ class TavilyExtractResult(BaseModel):
 
 @contextmanager
 def _sdk_timeouts(timeout_s: float) -> Iterator[None]:
-    """The SDK turns httpx timeouts into its own TimeoutError: map it to the taxonomy."""
+    """Map the SDK's own TimeoutError (it wraps httpx's) to our TIMEOUT_ERROR."""
     try:
         yield
     except TavilyTimeoutError as exc:
@@ -169,18 +167,9 @@ class TavilyProvider(ApiProvider):
     async def search(
         self, query: str, max_results: int = 5, depth: Depth = "basic"
     ) -> list[SearchHit]:
-        """The common `SearchProvider` face of `search_results`."""
+        """Return `search_results` as the common `SearchProvider` hits."""
         answer = await self.search_results(query, search_depth=depth, max_results=max_results)
-        return [
-            SearchHit(
-                title=r.title,
-                url=r.url,
-                content=r.content,
-                score=r.score,
-                published_date=r.published_date,
-            )
-            for r in answer.results
-        ]
+        return [SearchHit.model_validate(r.model_dump()) for r in answer.results]
 
     async def extract(self, urls: list[str]) -> TavilyExtractResult:
         """Fetch and extract the content of up to 20 URLs."""
@@ -213,7 +202,6 @@ class TavilyProvider(ApiProvider):
             max_results=max_results,
             max_tokens=max_tokens,
         )
-
         answer = await self.search_results(
             params.query, search_depth=params.search_depth, max_results=params.max_results
         )

