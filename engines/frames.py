@@ -33,7 +33,7 @@ FRAMES: tuple[Frame, ...] = (
         "causes",
         re.compile(
             r"^(?:(?:the\s+)?(?:main\s+|root\s+)?(?:causes?|reasons?\s+for)\s+(?:of\s+)?"
-            r"|what\s+(?:caused|led\s+to)\s+|why\s+did\s+)(?P<s>.+?)(?:\s+happen)?$",
+            r"|what\s+(?:caused|causes|led\s+to)\s+)(?P<s>.+?)(?:\s+happen)?$",
             re.IGNORECASE,
         ),
     ),
@@ -56,6 +56,26 @@ FRAMES: tuple[Frame, ...] = (
         "how",
         re.compile(r"^how\s+(?P<s>.+?)\??$", re.IGNORECASE),
     ),
+    # "why did X fall", "why are Xs getting stronger", "what did X discover": X, as in "how
+    # does X work".
+    Frame(
+        "why",
+        re.compile(
+            r"^(?:why\s+|(?:what|who|where|when)\s+(?=(?:did|does|do)\s))(?P<s>.+?)"
+            r"(?:\s+happen)?\??$",
+            re.IGNORECASE,
+        ),
+    ),
+    # "who painted X", "what happened at X", "what made X a power": X, up to a second part.
+    Frame(
+        "what",
+        re.compile(
+            r"^(?:what|who|which)\s+(?!(?:is|are|was|were|do|does|did|can|could|will|would"
+            r"|should|has|have|had)\b)\w+\s+(?:(?:at|in|on|to|of|about|with)\s+)?"
+            r"(?P<s>.+?)(?:,|\s+and\s|\s+an?\s|\?|$)",
+            re.IGNORECASE,
+        ),
+    ),
     Frame(
         "overview",
         re.compile(
@@ -66,6 +86,10 @@ FRAMES: tuple[Frame, ...] = (
 )
 
 
+# Where a question's second part begins: "what causes X and where do they happen".
+_SECOND_PART = re.compile(r"\b(?:what|who|where|when|why|how|which)\b", re.IGNORECASE)
+
+
 def match_frame(topic: str) -> tuple[Frame, str]:
     """Return the first frame whose pattern matches, and the subject it found."""
     cleaned = " ".join(topic.split()).rstrip(".!?")
@@ -73,7 +97,9 @@ def match_frame(topic: str) -> tuple[Frame, str]:
         match = frame.pattern.match(cleaned)
         if match:
             found = match.group("s")
-            subject = core_subject(how_subject(found) if frame.name == "how" else found)
+            if frame is not FRAMES[-1] and _SECOND_PART.search(found):
+                continue  # a question in two parts is about both: no frame takes one
+            subject = core_subject(how_subject(found) if frame.name in ("how", "why") else found)
             if frame.name == "overview":  # no question shape: a facet may still wrap it
                 subject = core_subject(cleaned) if is_wrapped(cleaned) else subject
             return frame, subject or cleaned

@@ -16,10 +16,14 @@ _FACET_OF = re.compile(
 # "X's rise and fall", "DNA's structure": the possessor is the subject.
 _POSSESSOR = re.compile(r"^(?P<s>.+?)['’]s?\s+\S.*$")
 # "Buddhism in Asia", "the Mongol Empire under Genghis Khan": the subject comes first.
-_SETTING = re.compile(r"^(?P<s>.+?)\s+(?:in|under|during|across|throughout)\s+\S.*$", re.IGNORECASE)
+_SETTING = re.compile(
+    r"^(?P<s>.+?)\s+(?:in|on|under|during|across|throughout)\s+\S.*$", re.IGNORECASE
+)
 
 
 _AUXILIARY = {"does", "do", "did", "can", "is", "are", "was", "were", "could", "would"}
+_PRONOUNS = {"we", "you", "they", "i", "people", "humans"}
+_PLACING = {"in", "on", "at", "during", "after", "before", "under"}
 _PROCESS_VERBS = {"works", "work", "functions", "happens", "operates", "began", "started"}
 
 
@@ -30,16 +34,26 @@ def plural(word: str) -> bool:
 
 
 def how_subject(rest: str) -> str:
-    """The subject of "how ...": "how does X work", "how X works", "how Xs do Y".
+    """The subject of "how ..." or "why ...": "how does X work", "how X works", "why did X fall".
 
-    Without an auxiliary, the subject ends before a process verb, or with its first
-    plural noun ("how vaccines train ..."), or before the last word ("how airplanes fly").
+    After an auxiliary, the subject ends with its first plural noun, or before the last of
+    three words ("why did the Qing dynasty fall"); a longer phrase stays whole. Without an
+    auxiliary, it ends before a process verb, or with its first plural noun ("how vaccines
+    train ..."), or before the last word ("how airplanes fly").
     """
     words = rest.split()
     if words and words[0].lower() in _AUXILIARY:
         words = words[1:]
+        if words and words[0].lower() in _PRONOUNS:
+            return " ".join(words[1:]) or rest  # "why do we dream": dreaming
+        place = next((i for i, w in enumerate(words) if i > 1 and w.lower() in _PLACING), None)
+        words = words[:place]  # "why did Constantinople fall in 1453"
         first = next((i for i, w in enumerate(words[:-1]) if plural(w)), None)
-        return " ".join(words[: first + 1] if first is not None else words[:-1] or words)
+        if first is not None:
+            return " ".join(words[: first + 1])
+        # Where the verb is is not known past a few words: "did the steam engine change ...".
+        named = [w for w in words if w.lower() not in ("the", "a", "an")]
+        return " ".join(words if len(named) > 3 else words[:-1] or words)
     for i, word in enumerate(words):
         if word.lower() in _PROCESS_VERBS and i > 0:
             return " ".join(words[:i])
