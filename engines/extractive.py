@@ -16,7 +16,6 @@ from engines.base import Progress
 from engines.checks import check_draft
 from engines.extractive_candidates import capitalise, lead_sentence
 from engines.extractive_writer import uncovered_points, write_briefing
-from engines.frames import match_frame
 from engines.keyphrases import key_terms, named_entities
 from engines.naming import LONG_PHRASE, bare_title
 from engines.relevance import (
@@ -27,6 +26,7 @@ from engines.relevance import (
     group_movement,
 )
 from engines.sentences import split_sentences
+from engines.subject import match_frame
 from tools.text import content_words, stems, topic_parts
 
 MAX_QUERIES = 8

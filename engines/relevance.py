@@ -17,7 +17,6 @@ from itertools import zip_longest
 
 from core.models import SearchResult
 from core.urls import normalize_url
-from engines.frames import match_frame
 from engines.keyphrases import link_queries
 from engines.kinds import Kind, kind_of
 from engines.naming import (
@@ -38,6 +37,7 @@ from engines.naming import (
     surnames,
 )
 from engines.sentences import first_sentence, split_sentences
+from engines.subject import match_frame
 from tools.text import STOPWORDS, cosine, folded, stems, words
 
 # How much a source is about the subject (Relevance.of).

@@ -5,12 +5,12 @@ import pytest
 from core.models import ResearchPlan, SearchResult
 from engines.checks import check_draft
 from engines.extractive import ExtractiveEngine
-from engines.frames import match_frame
 from engines.keyphrases import named_entities
 from engines.question_form import answers_asked
 from engines.relevance import subject_article
 from engines.report_markdown import GAPS_SECTION, cited_sentences, split_front_matter
 from engines.sentences import split_sentences
+from engines.subject import match_frame
 
 from .support import page, quoted
 

@@ -2,10 +2,10 @@
 
 from core.models import ResearchPlan
 from engines.extractive import ExtractiveEngine
-from engines.frames import match_frame
 from engines.naming import mentions, named_by_topic, subject_tokens, title_stems
 from engines.relevance import OFF, OWN, RELATED, TITLED, Relevance, subject_article
 from engines.report_markdown import sections, split_front_matter
+from engines.subject import match_frame
 from tools.text import content_words
 
 from .support import page, quoted

@@ -9,7 +9,6 @@ from core.models import ResearchPlan, SearchResult
 from core.urls import markdown_url, normalize_url
 from engines.checks import check_draft
 from engines.extractive import FOLLOW_UPS, ExtractiveEngine
-from engines.frames import match_frame
 from engines.keyphrases import link_queries, linked_phrases
 from engines.kinds import kind_of
 from engines.relevance import (
@@ -25,6 +24,7 @@ from engines.relevance import (
     subject_article,
 )
 from engines.report_markdown import GAPS_SECTION, cited_sentences, sections, split_front_matter
+from engines.subject import match_frame
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.corpus_files import iter_documents

@@ -1,0 +1,180 @@
+"""The subject of a topic: the phrase a question is about, whatever its shape.
+
+A frame recognises a question's shape ("history of X", "why did X fall", "who was X", "how
+X works") only to take the subject out of it, without the words wrapped around it ("the
+biology of cats" is about cats, "Buddhism in Asia" about Buddhism). What is searched and
+written never depends on the shape: the topic's own words lead every plan
+(`nodes.supervisor.led_by_topic`) and sections follow the evidence (`engines.extractive`).
+"""
+
+import re
+from dataclasses import dataclass
+
+# "the biology of X", "the structure of X": a field or facet of the subject, not the subject.
+_FACET_OF = re.compile(
+    r"^(?:the\s+)?(?:biology|chemistry|physics|science|economics|politics|psychology|"
+    r"geography|structure|role|importance|meaning|nature|basics|principles|theory|"
+    r"philosophy|culture|art|music|language|literature|technology)\s+of\s+(?P<s>.+)$",
+    re.IGNORECASE,
+)
+# "X's rise and fall", "DNA's structure": the possessor is the subject.
+_POSSESSOR = re.compile(r"^(?P<s>.+?)['’]s?\s+\S.*$")
+# "Buddhism in Asia", "the Mongol Empire under Genghis Khan": the subject comes first.
+_SETTING = re.compile(
+    r"^(?P<s>.+?)\s+(?:in|on|under|during|across|throughout)\s+\S.*$", re.IGNORECASE
+)
+
+
+_AUXILIARY = {"does", "do", "did", "can", "is", "are", "was", "were", "could", "would"}
+_PRONOUNS = {"we", "you", "they", "i", "people", "humans"}
+_PLACING = {"in", "on", "at", "during", "after", "before", "under"}
+_PROCESS_VERBS = {"works", "work", "functions", "happens", "operates", "began", "started"}
+
+
+def plural(word: str) -> bool:
+    """A plural noun, most likely ("vaccines", not "process", "virus" or "is")."""
+    lowered = word.lower()
+    return len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is"))
+
+
+def how_subject(rest: str) -> str:
+    """The subject of "how ..." or "why ...": "how does X work", "how X works", "why did X fall".
+
+    After an auxiliary, the subject ends with its first plural noun, or before the last of
+    three words ("why did the Qing dynasty fall"); a longer phrase stays whole. Without an
+    auxiliary, it ends before a process verb, or with its first plural noun ("how vaccines
+    train ..."), or before the last word ("how airplanes fly").
+    """
+    words = rest.split()
+    if words and words[0].lower() in _AUXILIARY:
+        words = words[1:]
+        if words and words[0].lower() in _PRONOUNS:
+            return " ".join(words[1:]) or rest  # "why do we dream": dreaming
+        place = next((i for i, w in enumerate(words) if i > 1 and w.lower() in _PLACING), None)
+        words = words[:place]  # "why did Constantinople fall in 1453"
+        first = next((i for i, w in enumerate(words[:-1]) if plural(w)), None)
+        if first is not None:
+            return " ".join(words[: first + 1])
+        # Where the verb is is not known past a few words: "did the steam engine change ...".
+        named = [w for w in words if w.lower() not in ("the", "a", "an")]
+        return " ".join(words if len(named) > 3 else words[:-1] or words)
+    for i, word in enumerate(words):
+        if word.lower() in _PROCESS_VERBS and i > 0:
+            return " ".join(words[:i])
+        if (
+            i + 1 < len(words)
+            and len(word) > 3
+            and word.lower().endswith("s")
+            and not word.lower().endswith("ss")
+        ):
+            return " ".join(words[: i + 1])
+    return " ".join(words[:-1] or words)
+
+
+def core_subject(phrase: str) -> str:
+    """The subject of a noun phrase, without a facet, possessed part or setting around it."""
+    subject = " ".join(phrase.split())
+    for pattern in (_FACET_OF, _POSSESSOR, _SETTING):
+        match = pattern.match(subject)
+        if match and match.group("s").strip():
+            subject = match.group("s").strip()
+    return re.sub(r"^(?:the|a|an)\s+", "", subject, flags=re.IGNORECASE)
+
+
+def is_wrapped(phrase: str) -> bool:
+    """Whether a facet ("the biology of") or a possessor ("X's") wraps the subject."""
+    return bool(_FACET_OF.match(phrase) or _POSSESSOR.match(phrase))
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A topic shape: its name, and the pattern that finds the subject in it."""
+
+    name: str
+    pattern: re.Pattern[str]
+
+
+FRAMES: tuple[Frame, ...] = (
+    Frame(
+        "history",
+        re.compile(
+            r"^(?:a\s+|the\s+)?(?:brief\s+)?(?:history|story|invention|discovery|development"
+            r"|evolution|rise(?:\s+and\s+fall)?|spread|origins?)\s+of\s+(?P<s>.+)$",
+            re.IGNORECASE,
+        ),
+    ),
+    Frame(
+        "causes",
+        re.compile(
+            r"^(?:(?:the\s+)?(?:main\s+|root\s+)?(?:causes?|reasons?\s+for)\s+(?:of\s+)?"
+            r"|what\s+(?:caused|causes|led\s+to)\s+)(?P<s>.+?)(?:\s+happen)?$",
+            re.IGNORECASE,
+        ),
+    ),
+    Frame(
+        "effects",
+        re.compile(
+            r"^(?:the\s+)?(?:effects?|impacts?|consequences?|influence)\s+of\s+(?P<s>.+)$",
+            re.IGNORECASE,
+        ),
+    ),
+    Frame(
+        "person",
+        re.compile(
+            r"^(?:(?:the\s+)?(?:life(?:\s+and\s+(?:work|works|times|legacy))?|biography|career)"
+            r"\s+of\s+|who\s+(?:was|is|were)\s+)(?P<s>.+?)\??$",
+            re.IGNORECASE,
+        ),
+    ),
+    Frame(
+        "how",
+        re.compile(r"^how\s+(?P<s>.+?)\??$", re.IGNORECASE),
+    ),
+    # "why did X fall", "why are Xs getting stronger", "what did X discover": X, as in "how
+    # does X work".
+    Frame(
+        "why",
+        re.compile(
+            r"^(?:why\s+|(?:what|who|where|when)\s+(?=(?:did|does|do)\s))(?P<s>.+?)"
+            r"(?:\s+happen)?\??$",
+            re.IGNORECASE,
+        ),
+    ),
+    # "who painted X", "what happened at X", "what made X a power": X, up to a second part.
+    Frame(
+        "what",
+        re.compile(
+            r"^(?:what|who|which)\s+(?!(?:is|are|was|were|do|does|did|can|could|will|would"
+            r"|should|has|have|had)\b)\w+\s+(?:(?:at|in|on|to|of|about|with)\s+)?"
+            r"(?P<s>.+?)(?:,|\s+and\s|\s+an?\s|\?|$)",
+            re.IGNORECASE,
+        ),
+    ),
+    Frame(
+        "overview",
+        re.compile(
+            r"^(?:what\s+(?:is|are|was|were)\s+|about\s+|an?\s+overview\s+of\s+)?(?P<s>.+?)\??$",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+# Where a question's second part begins: "what causes X and where do they happen".
+_SECOND_PART = re.compile(r"\b(?:what|who|where|when|why|how|which)\b", re.IGNORECASE)
+
+
+def match_frame(topic: str) -> tuple[Frame, str]:
+    """Return the first frame whose pattern matches, and the subject it found."""
+    cleaned = " ".join(topic.split()).rstrip(".!?")
+    for frame in FRAMES:
+        match = frame.pattern.match(cleaned)
+        if match:
+            found = match.group("s")
+            if frame is not FRAMES[-1] and _SECOND_PART.search(found):
+                continue  # a question in two parts is about both: no frame takes one
+            subject = core_subject(how_subject(found) if frame.name in ("how", "why") else found)
+            if frame.name == "overview":  # no question shape: a facet may still wrap it
+                subject = core_subject(cleaned) if is_wrapped(cleaned) else subject
+            return frame, subject or cleaned
+    return FRAMES[-1], cleaned
