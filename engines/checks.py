@@ -1,9 +1,7 @@
 """Deterministic draft checks that every engine's review runs, and the scores they give.
 
-They measure what can be measured without judgement: footnotes resolve to collected
-sources, every cited sentence is supported by the text of its source, the required
-sections exist, every investigation point is covered, nothing is said twice and what is
-cited is about the subject (`engines.relevance`).
+They measure what needs no judgement: citations resolve and are supported, sections exist,
+points are covered, nothing is said twice, and what is cited is about the subject.
 """
 
 import re
@@ -42,7 +40,7 @@ SUPPORT_THRESHOLD = 0.7
 
 @dataclass
 class DraftChecks:
-    """Findings of the deterministic checks, and the scores they imply."""
+    """Hold the findings of the deterministic checks, and the scores they imply."""
 
     scores: ReviewScores
     issues: list[ReviewIssue] = field(default_factory=list)
@@ -52,7 +50,7 @@ class DraftChecks:
 
     @property
     def drifts(self) -> bool:
-        """True when too little of what is cited is about the subject to pass review."""
+        """Return True when too little of what is cited is about the subject to pass review."""
         return self.on_subject < DRIFT_LIMIT
 
 
@@ -66,10 +64,10 @@ def _support(sentence: str, source_terms: set[str]) -> float:
 def _point_covered(
     point: str, theme: str, body_sections: dict[str, str], body: str, cited: set[frozenset[str]]
 ) -> bool:
-    """Whether cited text addresses the point.
+    """Return whether cited text addresses the point.
 
-    It does under its heading or label, by quoting the article it names (`cited`: the
-    title stems of the cited sources), or in a cited sentence with most of its own words.
+    It does under its heading or label, by citing the article it names (`cited`: the cited
+    sources' title stems), or in a cited sentence with most of its own words.
     """
     if title_stems(point) in cited:
         return True
@@ -96,7 +94,7 @@ def _drifting_claims(
     by_url: dict[str, SearchResult],
     relevance: Relevance,
 ) -> list[str]:
-    """Cited sentences that neither name the subject nor cite a source about it."""
+    """Return the cited sentences that neither name the subject nor cite a source about it."""
     drifting = []
     for sentence, refs in claims:
         cited = [by_url.get(normalize_url(definitions.get(n, ""))) for n in refs]
@@ -109,13 +107,11 @@ def _drifting_claims(
 
 
 def unfound_words(theme: str, sources: Sequence[SearchResult]) -> tuple[list[str], list[str]]:
-    """The subject's words, and those of them no source about the topic uses.
+    """Return the subject's words, and those of them no source about the topic uses.
 
-    "electric" in "pros and cons of electric cars" when the only source about it is the
-    article on cars: what retrieval found does not hold the subject, however well the
-    report quotes it. The words that shape a question ("pros and cons of"), and what a
-    preposition adds after the subject's head phrase ("on the body" in "the effects of
-    caffeine on the body"), count for nothing.
+    "electric" in "pros and cons of electric cars" when the only source about it is on cars.
+    The words that shape a question and what follows the head phrase ("on the body") count
+    for nothing.
     """
     relevance = Relevance.of_topic(theme, sources)
     used: set[str] = set()
@@ -142,7 +138,7 @@ def _issue(kind: IssueType, severity: Severity, description: str, location: str)
 
 
 class _Verdict(NamedTuple):
-    """One check's score and the issues it found."""
+    """Hold one check's score and the issues it found."""
 
     score: float
     issues: list[ReviewIssue]
@@ -151,7 +147,7 @@ class _Verdict(NamedTuple):
 def _check_format(
     body: str, body_sections: dict[str, str], definitions: dict[int, str]
 ) -> _Verdict:
-    """Title and required sections, references numbered 1..n without duplicates."""
+    """Check the title and required sections, references numbered 1..n without duplicates."""
     has_title = bool(re.search(r"^#\s+\S", body, re.MULTILINE))
     present = [name for name in REQUIRED_SECTIONS if name in body_sections]
     missing = [name for name in REQUIRED_SECTIONS if name not in body_sections]
@@ -177,7 +173,7 @@ def _check_facts(
     definitions: dict[int, str],
     by_url: dict[str, SearchResult],
 ) -> tuple[_Verdict, CitationCheck]:
-    """Each cited sentence resolves to a collected source whose text supports it."""
+    """Check that each cited sentence resolves to a collected source that supports it."""
     issues: list[ReviewIssue] = []
     source_terms: dict[str, set[str]] = {}  # a source's stems, once however often it is cited
     verified = 0
@@ -215,7 +211,7 @@ def _check_facts(
 def _check_completeness(
     plan: ResearchPlan, body_sections: dict[str, str], body: str, cited: list[SearchResult]
 ) -> tuple[_Verdict, list[str]]:
-    """Every investigation point is addressed by cited text; return the points that are not."""
+    """Check that cited text addresses every investigation point; return those it does not."""
     titles = {title_stems(s.title) for s in cited}
     uncovered = [
         p
@@ -240,12 +236,9 @@ def _check_logic(
     drifting: list[str],
     relevance: Relevance,
 ) -> tuple[_Verdict, float]:
-    """Nothing said twice, no empty section, a summary naming the subject, cited text on it.
+    """Check nothing is said twice, no section is empty or astray, the summary names the subject.
 
-    A section of sentences about something else counts like an empty one.
-
-    Return the verdict and the share of cited sentences about the subject; drift lowers
-    the logic score.
+    Return the verdict and the share of cited sentences about the subject (drift lowers it).
     """
     seen: set[str] = set()
     repeats = 0
@@ -256,13 +249,11 @@ def _check_logic(
     issues = (
         [_issue("logic", "medium", f"{repeats} sentence(s) repeated.", "body")] if repeats else []
     )
+    # Only these must say something: the analysis may all be in the key findings.
     empty = [
         name
-        for name in REQUIRED_SECTIONS
-        if name in body_sections
-        and name != "References"
-        and not body_sections[name].strip()
-        and name != "Detailed Analysis"
+        for name in ("Executive Summary", "Key Findings")
+        if name in body_sections and not body_sections[name].strip()
     ]
     issues += [_issue("logic", "medium", f"Section '{name}' is empty.", name) for name in empty]
     summary = body_sections.get("Executive Summary", "")
@@ -271,8 +262,7 @@ def _check_logic(
     if astray:
         problem = f"The executive summary never names the subject ({relevance.subject})."
         issues.append(_issue("logic", "high", problem, "Executive Summary"))
-    # A section every cited sentence of which is about something else ("Early life" spent
-    # on another scientist) fails its heading, however well the rest keeps to the subject.
+    # A section whose every cited sentence is about something else fails its heading.
     astray_sections = [
         name
         for name, text in body_sections.items()

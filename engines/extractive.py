@@ -1,12 +1,7 @@
 """The extractive engine: research without a language model.
 
-It plans from what the first results about the topic are about (their titles as points,
-the names and key terms they hold as queries), writes by query-focused extractive
-summarisation (`engines.extractive_writer`: sentences chosen by their likeness to the
-topic and to each point, redundancy removed, each cited to the source it came from) and
-reviews with the deterministic checks alone.
-Every sentence of its reports is quoted from a source (a leading pronoun may be replaced
-by the name it stands for), so its fact check is exact.
+It plans from the first results' titles, names and terms, writes by quoting the sources
+(`engines.extractive_writer`) and reviews with the deterministic checks alone.
 """
 
 from collections.abc import Callable, Sequence
@@ -18,13 +13,7 @@ from engines.extractive_candidates import capitalise, lead_sentence
 from engines.extractive_writer import uncovered_points, write_briefing
 from engines.keyphrases import key_terms, named_entities
 from engines.naming import LONG_PHRASE, bare_title
-from engines.relevance import (
-    DEVOTED,
-    OFF,
-    TITLED,
-    Relevance,
-    group_movement,
-)
+from engines.relevance import DEVOTED, OFF, TITLED, Relevance, group_movement
 from engines.sentences import split_sentences
 from engines.subject import match_frame
 from tools.text import content_words, stems, topic_parts
@@ -44,14 +33,14 @@ FOLLOW_UPS = 6
 def _on_topic(
     subject: str, sources: Sequence[SearchResult], topic: str = ""
 ) -> tuple[Relevance, set[str], list[SearchResult]]:
-    """How the sources relate to the subject, the subject's stems, the sources about it."""
+    """Return how the sources relate to the subject, its stems, and the sources about it."""
     relevance = Relevance(subject, sources, topic)
     subject_stems = set(stems(subject)) | set(relevance.phrase)
     return relevance, subject_stems, [s for s in sources if relevance.of(s) > OFF]
 
 
 def _distinct(queries: Sequence[str]) -> list[str]:
-    """The queries in order, each once whatever its case, none empty."""
+    """Return the queries in order, each once whatever its case, none empty."""
     seen: set[str] = set()
     kept = []
     for query in (q.strip() for q in queries):
@@ -64,15 +53,11 @@ def _distinct(queries: Sequence[str]) -> list[str]:
 def outline(
     subject: str, topic: str, probe: Sequence[SearchResult], relevance: Relevance
 ) -> list[str]:
-    """The investigation points: what the first results about the topic are about.
+    """Return the investigation points: the titles of the first results about the topic.
 
-    Each source about the topic (`engines.relevance`: devoted to it or closer) gives its
-    title, the most relevant and best ranked first: the subject's own article, the
-    articles the topic names, then the people, events and things that the first results
-    hold to be its parts. With none of those, each thing the question joins is a point
-    (both sides of "capitalism and socialism"), else the subject itself. A long subject
-    that no article names is judged by most of its words, which fits too much: then only
-    the articles the topic names count.
+    The articles the topic names come first, then the rest in rank order; with none, the
+    things the question joins, else the subject. A long subject (judged by most of its
+    words, which fits too much) takes only the articles the topic names.
     """
     bar = TITLED if len(relevance.phrase) > LONG_PHRASE else DEVOTED
     about = [s for s in probe if relevance.of(s) >= bar]
@@ -89,15 +74,13 @@ class ExtractiveEngine:
 
     @property
     def models(self) -> dict[str, str]:
-        """No model."""
+        """Return no model: none is used."""
         return {}
-
-    # -- planning --------------------------------------------------------------------
 
     async def plan(
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
-        """Points from what the first results are about; queries for each, names and terms."""
+        """Plan points from what the first results are about; queries for each, names, terms."""
         frame, subject = match_frame(topic)
         relevance, subject_stems, on_topic = _on_topic(subject, probe, topic)
         points = outline(subject, topic, probe, relevance)
@@ -136,7 +119,7 @@ class ExtractiveEngine:
         done: Sequence[str],
         review: Review | None,
     ) -> list[str]:
-        """Plan queries not yet run, then uncovered points, then names and terms in the sources."""
+        """Return plan queries not yet run, uncovered points, then names and terms found."""
         done_keys = {q.casefold() for q in done}
         _, subject = match_frame(plan.theme)
         candidates = list(plan.search_queries)
@@ -160,7 +143,7 @@ class ExtractiveEngine:
     def follow_up(
         self, plan: ResearchPlan, sources: Sequence[SearchResult], done: Sequence[str]
     ) -> list[str]:
-        """What the subject's own article names, now that it may have been found."""
+        """Return what the subject's own article names, now that it may have been found."""
         _, subject = match_frame(plan.theme)
         return Relevance(subject, sources, plan.theme).link_queries(sources, done, FOLLOW_UPS)
 
@@ -194,11 +177,7 @@ class ExtractiveEngine:
         feedback: str | None,
         on_token: Callable[[str], None] | None = None,
     ) -> str:
-        """Compose the briefing: summary, one finding per point, analysis by point, references.
-
-        Free-text feedback cannot steer an extractive writer; new sources and the review's
-        coverage gaps can, so those are what it uses.
-        """
+        """Compose the briefing; free-text feedback cannot steer it, new sources and gaps can."""
         return write_briefing(plan, sources, review)
 
     async def review(

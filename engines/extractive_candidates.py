@@ -1,9 +1,7 @@
 """The sentences the extractive writer may quote, and what is known about each.
 
-A sentence is quotable when it stands alone: a leading pronoun that refers to the
-article's subject is replaced by its name, and one that leans on a sentence we do not
-quote is refused. Each candidate gets a base score from its centrality (TF-IDF cosine
-to all candidates), how much its source is about the subject, and its position.
+A quotable sentence stands alone: a leading pronoun for the article's subject becomes its
+name; one that leans on an unquoted sentence is refused.
 """
 
 import math
@@ -43,9 +41,8 @@ _ANAPHORIC = frozenset(
     "term field two three former latter same work film book album song novel play series "
     "group band company movement game show city country region".split()
 )
-# "As one of the first known theropods, it has ...", "Ultimately, they lost ...": an "it"
-# or "they" after an opening clause that names nothing stands for what an earlier
-# sentence named.
+# "As one of the first known theropods, it has ...": an "it" or "they" after an opening
+# clause that names nothing stands for what an earlier sentence named.
 _LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(?:it|its|they|their|them)\s")
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
@@ -68,12 +65,12 @@ class Candidate:
 
 
 def capitalise(text: str) -> str:
-    """The text with its first letter upper case, the rest untouched."""
+    """Return the text with its first letter upper case, the rest untouched."""
     return text[:1].upper() + text[1:]
 
 
 def _subject_phrase(source: SearchResult) -> str:
-    """How a sentence about the article's subject names it ('the printing press', 'Gutenberg')."""
+    """Return how a sentence names the article's subject ('the printing press', 'Gutenberg')."""
     title = bare_title(source.title)
     lead = source.content[:200]
     common_noun = title[:1].lower() + title[1:]
@@ -85,10 +82,9 @@ def _subject_phrase(source: SearchResult) -> str:
 
 
 def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
-    """False when a personal pronoun comes before the name it stands for ("In his youth, he").
+    """Return False when a personal pronoun comes before its name ("In his youth, he").
 
-    A name counts when it is a run of capitalised words or a word of the source's title
-    ("Born in Florence, he studied" names a place, not the sculptor).
+    A name is a run of capitalised words or a word of the title ("Born in Florence, he").
     """
     pronoun = _PERSON_PRONOUN.search(sentence)
     if pronoun is None:
@@ -106,7 +102,7 @@ def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
 
 
 def _a_person(source: SearchResult) -> bool:
-    """Whether the article is about the person its title names: its lead names them too."""
+    """Return whether the article is about the person its title (and its lead) names."""
     lead = set(words(lead_sentence(source)))
     return kind_of(source.content) == "person" and set(words(bare_title(source.title))) <= lead
 
@@ -118,11 +114,10 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
     if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence) or _LATE_IT.match(sentence):
         return None
     subject = _subject_phrase(source)
-    if (_PERSONAL.match(sentence) or sentence.startswith(("His ", "Her "))) and not _a_person(
-        source
-    ):
+    personal = _PERSONAL.match(sentence)
+    if (personal or sentence.startswith(("His ", "Her "))) and not _a_person(source):
         return None  # "She sank ..." in an article on a sinking means the ship
-    if _PERSONAL.match(sentence):
+    if personal:
         return _PERSONAL.sub(capitalise(subject), sentence, count=1)
     if _POSSESSIVE.match(sentence):
         return _POSSESSIVE.sub(capitalise(subject) + "'s", sentence, count=1)
@@ -131,15 +126,12 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
     if sentence.startswith("It "):
         return None  # "It is thought that ...": the pronoun names no one we can substitute
     category = _CATEGORY.match(sentence)
-    # The lead must name the category as the head of its predicate: "X is a painting by".
-    head = (
+    # "The painting ..." where the lead's predicate is headed "X is a painting by": it is X.
+    if category and re.search(
         rf"\b(?:is|was|are|were)\s+(?:a|an|the)\s+(?:[\w-]+\s+){{0,3}}{category.group(1)}"
-        r"(?=\s*[,.;(]|\s+(?:by|of|in|that|which|who|from|for|with|about|and)\b)"
-        if category
-        else None
-    )
-    if category and head and re.search(head, lead_sentence(source)):
-        # "The painting ..." in an article whose lead says "X is a painting": it means X.
+        r"(?=\s*[,.;(]|\s+(?:by|of|in|that|which|who|from|for|with|about|and)\b)",
+        lead_sentence(source),
+    ):
         return capitalise(subject) + sentence[category.end() :]
     if (category and category.group(1) in _ANAPHORIC) or sentence.startswith("Their "):
         return None
@@ -147,24 +139,23 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
 
 
 def lead_sentence(source: SearchResult) -> str:
-    """The source's first sentence: its definition, when it is an encyclopaedia article."""
+    """Return the source's first sentence: an encyclopaedia article's definition."""
     return first_sentence(source.content)
 
 
 def quotable(
     sources: Sequence[SearchResult], relevance: Relevance
 ) -> tuple[list[Candidate], dict[str, float]]:
-    """Sentences worth quoting, with their base scores.
+    """Return the sentences worth quoting, with their base scores, and the sources' idf.
 
-    A source that is not about the subject (`Relevance`) is skipped whatever its
-    rank; one that mentions it in passing lends only the sentences that name it with
-    two of the topic's words or more.
+    A source not about the subject is skipped; one that mentions it in passing lends only the
+    sentences that name it with two of the topic's words or more. The base score weighs
+    centrality (TF-IDF cosine to all candidates), topicality and position.
     """
     documents: list[set[str]] = []
     candidates: list[Candidate] = []
     asked = set(stems(relevance.topic)) - FORM_STEMS
-    # A source that mentions the subject in passing speaks to the topic only in a
-    # sentence with more of it than one name ("... every continent except Antarctica").
+    # More of the topic than one name: "... every continent except Antarctica".
     passing_bar = min(2, len(asked))
     for source in sources:
         documents.append(set(stems(f"{source.title} {source.content}")))
@@ -182,8 +173,7 @@ def quotable(
             if about <= MENTIONS and not (named and len(asked & terms.keys()) >= passing_bar):
                 continue
             if len(terms) >= 4:
-                # A sentence that names the subject in a source that only mentions
-                # it may inform a section, but not lead one as a key finding.
+                # Naming the subject where its source only mentions it: no key finding.
                 topical = max(about, PASSING) if named else about
                 # The article that is the subject itself opens with its definition.
                 if about == OWN:

@@ -1,8 +1,6 @@
 """The extractive briefing as Markdown: summary, key findings, analysis by point, references.
 
-Each quoted sentence is cited with a footnote numbered in order of first use; the points
-no source addresses are listed once, at the end, as open questions. What came from
-outside (sentences, titles, the topic and plan) is written as text (`core.markdown`).
+Footnotes are numbered in order of first use; what came from outside is written as text.
 """
 
 from core.markdown import markdown_text
@@ -19,21 +17,21 @@ KEY_FINDING_TOPICAL = 0.7
 
 
 def may_lead(candidate: Candidate) -> bool:
-    """Whether the sentence may lead its point, and so become its key finding."""
+    """Return whether the sentence may lead its point, and so become its key finding."""
     return candidate.topical >= KEY_FINDING_TOPICAL and (
         candidate.named or candidate.about >= TITLED
     )
 
 
 class _Footnotes:
-    """Footnote numbers in order of first use, and the source each stands for."""
+    """Number footnotes in order of first use, and keep the source each stands for."""
 
     def __init__(self) -> None:
         self._numbers: dict[str, int] = {}
         self._sources: dict[str, SearchResult] = {}
 
     def cite(self, candidate: Candidate) -> str:
-        """The sentence with its footnote mark (and a full stop if it had none)."""
+        """Return the sentence with its footnote mark (and a full stop if it had none)."""
         key = normalize_url(candidate.source.url)
         if key not in self._numbers:
             self._numbers[key] = len(self._numbers) + 1
@@ -43,7 +41,7 @@ class _Footnotes:
         return f"{text}[^{number}]" if text.endswith((".", "!", "?")) else f"{text}.[^{number}]"
 
     def references(self) -> list[str]:
-        """The References section, empty when nothing was cited."""
+        """Return the References section, empty when nothing was cited."""
         lines = ["## References", ""] if self._numbers else []
         for key, number in self._numbers.items():
             source = self._sources[key]
@@ -55,7 +53,10 @@ class _Footnotes:
 def render(
     plan: ResearchPlan, summary: list[Candidate], by_point: dict[str, list[Candidate]]
 ) -> str:
-    """The report in Markdown; `by_point` keeps the plan's order, a point's lead first."""
+    """Return the report in Markdown; `by_point` keeps the plan's order, a point's lead first.
+
+    The points no source addresses are listed once, at the end, as open questions.
+    """
     notes = _Footnotes()
     lines = [f"# {markdown_text(plan.theme)}", "", "## Executive Summary", ""]
     lines.append(
@@ -86,7 +87,6 @@ def render(
         said = "say nothing beyond the passages above" if summary else "say little about this topic"
         lines += [f"_The collected sources {said}._", ""]
     if gaps:
-        # Said once, at the end, rather than as empty sections through the report.
         lines += [f"## {GAPS_SECTION}", "", "The collected sources do not address:", ""]
         lines += [f"- {markdown_text(point)}" for point in gaps]
         lines.append("")

@@ -1,12 +1,7 @@
-"""The extractive writer: a briefing of sentences quoted from the sources, chosen by relevance.
+"""The extractive writer: a briefing of sentences quoted from the sources, each cited.
 
-Query-focused extractive summarisation with maximal marginal relevance: the summary takes
-the sentences most similar to the topic, each section those most similar to its point
-(and to the topic), weighed with their centrality and how much their source is about the
-topic, less their likeness to what is already chosen. Only sources about the topic lend
-sentences (`engines.relevance`); a source about it that no section quotes yet lends its
-best sentences under its own title, so the report draws on everything relevant it found.
-Each sentence is cited to its source.
+Query-focused summarisation with maximal marginal relevance: the summary takes the sentences
+most like the topic, each section those most like its point, less their likeness to what is chosen.
 """
 
 from collections import Counter
@@ -31,8 +26,7 @@ SENTENCES_PER_COVERED = 3
 MMR_LAMBDA = 0.7
 # Idf-weighted cosine above which a sentence says again what a chosen one says.
 REDUNDANT = 0.5
-# Share of a point's own words (those not in the topic) a sentence must have to speak to
-# it (`_Point`).
+# Share of a point's own words (those not in the topic) a sentence must have (`_Point`).
 POINT_WORDS = 0.5
 # How much more a summary sentence that answers the question's form (a cause for "why")
 # weighs than its likeness to the topic alone.
@@ -40,7 +34,7 @@ ANSWER_WEIGHT = 0.3
 
 
 def uncovered_points(review: Review | None) -> list[str]:
-    """The points a review found uncovered, in its order ('...not covered: <point>')."""
+    """Return the points a review found uncovered, in its order ('...not covered: <point>')."""
     return [
         issue.description.split(":", 1)[1].strip()
         for issue in (review.issues if review else [])
@@ -49,14 +43,14 @@ def uncovered_points(review: Review | None) -> list[str]:
 
 
 class _Choice:
-    """The sentences chosen so far, and maximal-marginal-relevance picks of more."""
+    """Hold the sentences chosen so far, and pick more by maximal marginal relevance."""
 
     def __init__(self, idf: dict[str, float]) -> None:
         self.idf = idf
         self.chosen: list[Candidate] = []
 
     def likeness(self, candidate: Candidate) -> float:
-        """How much of the sentence a chosen one already says (its nearest cosine)."""
+        """Return how much of the sentence a chosen one already says (its nearest cosine)."""
         return max((cosine(candidate.terms, c.terms, self.idf) for c in self.chosen), default=0)
 
     def pick(
@@ -67,10 +61,9 @@ class _Choice:
         per_source: int | None = None,
         after: Sequence[Candidate] = (),
     ) -> list[Candidate]:
-        """Up to `count` sentences of `pool` by MMR, none repeating a chosen one.
+        """Pick up to `count` sentences of `pool` by MMR, none repeating a chosen one.
 
-        `per_source` counts the sentences of each source in `after` too (picks that this
-        one continues).
+        `per_source` counts the sentences of each source in `after` too (picks this continues).
         """
         picks: list[Candidate] = []
         left = [c for c in pool if c not in self.chosen]
@@ -147,12 +140,11 @@ def write_briefing(
 
 
 class _Point:
-    """A section's question: which sentences speak to it, and how well they fit.
+    """Tell which sentences speak to a section's point, and how well they fit.
 
-    A sentence speaks to it when it comes from the point's own article (its title is the
-    point), names all of the point, or has enough of the point's own words (those not in
-    the topic), weighed by how rare they are among the sources: "Fuji" speaks to Mount
-    Fuji, "Mount" alone does not. A point the last review found uncovered accepts any one.
+    A sentence speaks to it from the point's own article, by naming all of it, or by enough
+    of its own words (not the topic's) weighed by rarity: "Fuji" speaks to Mount Fuji,
+    "Mount" does not. A point the last review found uncovered accepts any one.
     """
 
     def __init__(self, point: str, topic: Counter[str], idf: dict[str, float], relaxed: bool):
@@ -166,11 +158,11 @@ class _Point:
         return sum(self.idf.get(t, 1.0) for t in words)
 
     def own_article(self, candidate: Candidate) -> bool:
-        """Whether the sentence comes from the article the point is the title of."""
+        """Return whether the sentence comes from the article the point is the title of."""
         return bool(self.wanted) and title_stems(candidate.source.title) == set(self.wanted)
 
     def speaks(self, candidate: Candidate) -> bool:
-        """Whether the sentence answers the point (see the class)."""
+        """Return whether the sentence answers the point (see the class)."""
         if self.own_article(candidate):  # what it is, and what it says of the subject
             return candidate.position == 0 or _speaks_to_subject(candidate)
         terms = candidate.terms.keys()
@@ -182,7 +174,7 @@ class _Point:
         )
 
     def fit(self, candidate: Candidate) -> float:
-        """How well the sentence answers the point: likeness, own article, centrality."""
+        """Score how well the sentence answers the point: likeness, own article, centrality."""
         return (
             0.4 * cosine(candidate.terms, self.query, self.idf)
             + 0.4 * self.own_article(candidate)
@@ -197,11 +189,10 @@ def _sections(
     choice: _Choice,
     relaxed: set[str],
 ) -> dict[str, list[Candidate]]:
-    """Each point's sentences, most relevant first.
+    """Return each point's sentences, most relevant first.
 
-    Each point first takes its own article's sentences, then all points fill up with the
-    sentences that speak to them: a section on chess does not take what the Xiangqi
-    article says of chess before the section on Xiangqi is written.
+    Each point first takes its own article's, then all fill up with those that speak to them:
+    chess does not take what the Xiangqi article says of chess before Xiangqi has its own.
     """
     asked = {point: _Point(point, topic, choice.idf, point in relaxed) for point in points}
     picks = {
@@ -222,12 +213,10 @@ def _answers(
     on_topic: Callable[[Candidate], float],
     choice: _Choice,
 ) -> dict[str, list[Candidate]]:
-    """A section for each answer the question's form asks for (`engines.question_form`).
+    """Return a section for each answer the question's form asks for (`engines.question_form`).
 
-    Its sentences speak to the subject and say what the answer asks (a cause, an effect,
-    an advantage, a drawback), a sentence going to the answer it says most; the most
-    relevant to the topic first, at most two from one source. An answer no sentence gives
-    is kept empty: the report lists it among the questions the sources leave open.
+    A sentence that speaks to the subject goes to the answer it says most, at most two from
+    one source; an answer none gives stays empty, so the report lists it as an open question.
     """
     sections: dict[str, list[Candidate]] = {}
     for answer in asked:
@@ -250,11 +239,7 @@ def _compared(
     on_topic: Callable[[Candidate], float],
     choice: _Choice,
 ) -> dict[str, list[Candidate]]:
-    """For a comparison, a section of the sentences that name every side at once.
-
-    What differs and what is shared is said where a source speaks of both ("warm
-    beverages encompass coffee, tea and hot chocolate"); none such, no section.
-    """
+    """Return, for a comparison, a section of the sentences that name every side at once."""
     parts = compared_parts(theme)
     if len(parts) < 2:
         return {}
@@ -266,18 +251,16 @@ def _compared(
 
 
 def _speaks_to_subject(candidate: Candidate) -> bool:
-    """Whether a sentence may answer a point that is not its own article's title.
+    """Return whether a sentence may answer a point that is not its own article's title.
 
-    It may when it names the subject, or when its source is the subject's article, titled
-    by it or linked by it, or is about one of its people. A source devoted to something
-    else (a bossa nova article that names jazz) speaks to the subject only where it names
-    it; under its own title it may say what it is.
+    It may when it names the subject, or its source is linked by the subject or about one of
+    its people: a bossa nova article speaks to jazz only where it names it.
     """
     return candidate.named or candidate.about >= LINKED or candidate.person
 
 
 def _ordered(picks: list[Candidate]) -> list[Candidate]:
-    """The best pick that may lead (a key finding) first; the rest in source order."""
+    """Put the best pick that may lead (a key finding) first, the rest in source order."""
     lead = next((c for c in picks if may_lead(c)), None)
     rest = sorted((c for c in picks if c is not lead), key=lambda c: (c.source.url, c.position))
     return [lead, *rest] if lead is not None else rest
@@ -289,12 +272,10 @@ def _cover_sources(
     by_point: dict[str, list[Candidate]],
     choice: _Choice,
 ) -> None:
-    """Give each source about the topic that nothing quotes yet a section of its own.
+    """Give each source about the topic that nothing quotes yet a section under its title.
 
-    A briefing should draw on every source about its topic (the chemist whose images
-    showed DNA's helix, the magma a volcano erupts), not only on those that fit the
-    points: the sources about it first, then those that name it in passing (with the
-    sentences that name it), the most relevant first, each under its title.
+    The sources about it first, then those that name it in passing (with the sentences that
+    name it), the most relevant first: the briefing draws on all it found.
     """
     quoted = {normalize_url(c.source.url) for c in choice.chosen}
     by_source: dict[str, list[Candidate]] = {}

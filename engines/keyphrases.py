@@ -20,12 +20,11 @@ _MONTHS = frozenset(
 
 
 def key_terms(sources: Sequence[SearchResult], exclude: set[str], limit: int) -> list[str]:
-    """Words found in several sources but not in the topic, most widespread first."""
+    """Return words found in several sources but not in the topic, most widespread first."""
     document_frequency: Counter[str] = Counter()
     surface: dict[str, str] = {}
     for source in sources:
-        # In the order the words come, not a set's: ties in `most_common` keep that order,
-        # and a set's order changes with every process's hash seed (so would the queries).
+        # In the words' order, not a set's (which changes with the hash seed): ties keep it.
         seen: dict[str, None] = {}
         for word in content_words(f"{source.title} {source.content}"):
             token = stem(word)
@@ -43,14 +42,11 @@ _BREAK = re.compile(r"[^\w'’ -]+")
 
 
 def linked_phrases(text: str) -> list[str]:
-    """Phrases of an article that may name other articles, in order of first appearance.
+    """Return an article's phrases that may name other articles, in order of appearance.
 
-    Each run of content words between stopwords, numbers and punctuation is one phrase
-    ("magma chamber", "nuclear fission", "Mahatma Gandhi"); a run longer than three
-    words keeps its last three, the head of an English noun phrase being at its end.
-    Participles and adverbs end a run too ("composed of", "usually"). The first
-    sentence's naming of the subject itself ("X, also known as Y and Z, is") and the
-    kind it puts the subject in ("is an Indian religion") name no other article.
+    Each run of content words between stopwords, numbers, participles, adverbs and
+    punctuation is one phrase ("magma chamber"), its last three words at most (the head
+    comes last). The lead's naming of the subject and the kind it gives name no other.
     """
     found: list[str] = []
     for index, sentence in enumerate(split_sentences(text)):
@@ -85,7 +81,7 @@ _GENERIC_NOUNS = frozenset(
 
 
 def _ends_run(word: str, first: bool = False) -> bool:
-    """A word no phrase that names an article runs through (verbs, adverbs, measures).
+    """Return whether `word` ends a phrase that may name an article (a verb, adverb, measure).
 
     A capitalised word is part of a name unless it opens the sentence (`first`).
     """
@@ -100,10 +96,9 @@ def _ends_run(word: str, first: bool = False) -> bool:
 
 
 def named_entities(sources: Sequence[SearchResult], exclude: set[str], limit: int) -> list[str]:
-    """Proper names in the sources, best first.
+    """Return proper names in the sources: frequent, better-ranked and longer names first.
 
-    Names mentioned often, in better-ranked sources, and longer names come first. A
-    one-word name at the start of a sentence is skipped: it may be capitalised by position.
+    A one-word name opening a sentence is skipped: it may be capitalised by position.
     """
     counts: defaultdict[str, float] = defaultdict(float)
     for rank, source in enumerate(sources):
@@ -130,13 +125,10 @@ def link_queries(
     done: Sequence[str],
     limit: int,
 ) -> list[str]:
-    """Phrases of the subject's own article to search for as subjects of their own.
+    """Return phrases of the subject's own article as queries, anchored: "volcano magma chamber".
 
-    What the article names first (its lava and magma, its circulatory system, its
-    Buddha) is what a briefing on the subject draws on next; compounds and names come
-    first, then the article's order. Each query is the subject and one such
-    phrase ("volcano magma chamber"): anchored, never the phrase alone. A phrase is
-    skipped when a source of that title is collected or it was searched.
+    Compounds and names first, then the article's order; a phrase is skipped when a source
+    of that title is collected or it was searched.
     """
     if article is None or limit <= 0:
         return []

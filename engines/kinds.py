@@ -1,10 +1,6 @@
 """What kind of thing an article is about, from how its first sentence defines it.
 
-An encyclopedic lead says what its subject is: "The heart is a muscular organ",
-"Bicycle Thieves ... is a 1948 Italian neorealist drama film", "Rosalind Franklin was an
-English chemist". The head noun of that definition names the kind; an article that calls
-its subject "he" or "she" is about a person. The planner picks points that fit the kind,
-and the writer tells a film named after the subject from the subject itself.
+The head noun of the lead's definition names the kind ("The heart is a muscular organ").
 """
 
 import re
@@ -97,7 +93,7 @@ def _singular(word: str) -> str:
 
 
 def definition_kind(lead: str) -> Kind | None:
-    """The kind named first after the first "is"/"was" of `lead`, within a few words."""
+    """Return the kind named first after the first "is"/"was" of `lead`, within a few words."""
     copula = _COPULA.search(lead)
     if copula is None:
         return None
@@ -130,28 +126,19 @@ _ARTICLES = frozenset({"The", "A", "An"})
 _AFTER_HEAD = frozenset({"", "and", "who", "whose"})
 
 
-def _defines_a_name(lead: str, copula: re.Match[str]) -> bool:
-    """Whether what `lead` defines is a name: capitalised words, a particle or two aside."""
-    defined = re.findall(r"[\w'-]+", lead[: copula.start()].split(",")[0])
-    capitalised = [w for w in defined if w[:1].isupper()]
-    return (
-        len(capitalised) >= 2
-        and len(defined) - len(capitalised) <= 2
-        and (defined[0] not in _ARTICLES)
-    )
-
-
 def named_role(lead: str) -> bool:
-    """Whether `lead` defines a person by the role they had.
+    """Return whether `lead` defines a name by a role: "Joseph Pulitzer was a ... politician".
 
-    "Captain Robert Falcon Scott was a British naval officer and explorer", "Joseph
-    Pulitzer was a Hungarian-American politician". What is defined is a name, and the head
-    of the definition is a noun of a role (`_ROLE`) where the phrase may end, before any
-    noun of another kind ("a film director" and "a newspaper publisher" are people; "the
-    first Slavic state and, later" is not).
+    The head is a noun of a role (`_ROLE`) where the phrase may end, before any noun of another
+    kind ("a film director" is a person; "the first Slavic state and, later" is not).
     """
     copula = _COPULA.search(lead)
-    if copula is None or not _defines_a_name(lead, copula):
+    if copula is None:
+        return False
+    # What is defined must be a name: capitalised words, a particle or two aside.
+    defined = re.findall(r"[\w'-]+", lead[: copula.start()].split(",")[0])
+    capitalised = [w for w in defined if w[:1].isupper()]
+    if len(capitalised) < 2 or len(defined) - len(capitalised) > 2 or defined[0] in _ARTICLES:
         return False
     tokens = re.findall(r"[\w'-]+|,", lead[copula.end() :])[:_WINDOW]
     window = [w if w[:1].islower() or w == "," else "Name" for w in tokens] + [""]
@@ -162,20 +149,18 @@ def named_role(lead: str) -> bool:
             return True
         if _singular(word) in _HEADS and not _ROLE.fullmatch(following):
             return False
-        if following == "of" or word in _RELATIVE or word in _PHRASE_ENDS:
-            return False
-        if _PARTICIPLE.search(word):
+        ended = following == "of" or word in _RELATIVE or word in _PHRASE_ENDS
+        if ended or _PARTICIPLE.search(word):
             return False
     return False
 
 
 @lru_cache(maxsize=4096)  # asked of the same article by every sentence and every judgement
 def kind_of(text: str) -> Kind | None:
-    """The kind of thing `text` (an article, its lead first) is about; None if unsure.
+    """Return the kind of thing `text` (an article, its lead first) is about; None if unsure.
 
-    A name defined by a role is a person (`named_role`); otherwise the definition decides
-    when it names a kind, else a text that calls its subject he or she more often than it
-    is about a person.
+    A name defined by a role is a person; else the definition's kind, else a person when
+    the text says he or she more often than it.
     """
     sentences = split_sentences(text)
     if not sentences:

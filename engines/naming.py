@@ -1,9 +1,7 @@
 """How a text names a subject, and which articles a topic names by their titles.
 
-Names are compared as stemmed words in order ("World War I" is not "World War II"), as
-written where case tells names apart ("Muhammad Ali Jinnah" is another man than
-"Muhammad Ali"); the words that shape a question ("how X works", "the causes of X") never
-name what it is about.
+Names are compared as words in order ("World War I" is not "World War II"), with case
+where it tells names apart; the words that shape a question never name its subject.
 """
 
 import math
@@ -32,8 +30,7 @@ from tools.text import (
 # words (BM25 over the collected sources) at least this well against the best article the
 # topic names (`engines.relevance`).
 TOPIC_MATCH = 0.5
-# Cosine of word counts above which two articles a topic names share its matter (chess
-# and Go 0.27, earthquakes and plate tectonics 0.08; dinosaurs and Go 0.009).
+# Cosine of word counts above which two articles a topic names share its matter.
 SHARED_TOPIC = 0.02
 # An article the topic names must match the topic's words at least this well against the
 # best such one (BM25 over the pool): "Printing" in a run on ukiyo-e prints does not.
@@ -43,16 +40,15 @@ SHORT_TITLE = 3
 
 
 def subject_tokens(text: str) -> list[str]:
-    """Stems of every word, stopwords and single letters kept: "World War I" is not "World War II".
+    """Return the base form of every word, stopwords and single letters kept ("World War I").
 
-    A follower and the movement are one word here: "Impressionist" and "Impressionism",
-    "Buddhist" and "Buddhism" (`_root`).
+    A follower and the movement are one word here: "Impressionist", "Impressionism".
     """
     return [_root(base_form(w)) for w in words(text)]
 
 
 def _root(token: str) -> str:
-    """A stem without "ist" or "ism", when enough is left to tell words apart."""
+    """Return a stem without "ist" or "ism", when enough is left to tell words apart."""
     for suffix in ("ist", "ism"):
         if token.endswith(suffix) and len(token) - len(suffix) >= 4:
             return token[: -len(suffix)]
@@ -64,13 +60,11 @@ LONG_PHRASE = 4
 
 
 def mentions(text: str, subject: Sequence[str], common: bool = False) -> int:
-    """How often `text` names the subject: the exact phrase, or most words of a long subject.
+    """Count how often `text` names the subject: the phrase, or most words of a long subject.
 
-    A coordination names it too: "Greek religion and mythology" names Greek mythology,
-    "Marie and Pierre Curie" names Marie Curie (`_coordinated`). "The French Revolution of
-    1830" and "a second French Revolution" name another instance of the subject's kind,
-    not the subject. A `common` noun (its article writes it in lower case) written with a
-    capital inside a sentence is a name of something else: "foes such as the Penguin".
+    A coordination names it too ("Greek religion and mythology"); "a second French
+    Revolution", "the French Revolution of 1830" and a longer name do not, nor does a
+    `common` noun written with a capital inside a sentence ("foes such as the Penguin").
     """
     tokens = subject_tokens(text)
     if len(subject) <= LONG_PHRASE:
@@ -87,12 +81,10 @@ def mentions(text: str, subject: Sequence[str], common: bool = False) -> int:
 
 
 def _phrase_at(tokens: list[str], phrase: list[str]) -> list[tuple[int, int]]:
-    """Where `phrase` starts and ends in `tokens`: word for word, or split by a coordination.
+    """Return where `phrase` starts and ends in `tokens`: word for word, or coordinated.
 
-    Two words joined by "and"/"or" share what stands before or after them: "Greek
-    religion and mythology" is Greek religion and Greek mythology, "Marie and Pierre
-    Curie" is Marie Curie and Pierre Curie. So a phrase is also found with one word and
-    a conjunction inside it ("religion and", "and Pierre").
+    "Marie and Pierre Curie" is Marie Curie too: a phrase is also found with one word and a
+    conjunction inside it ("and Pierre").
     """
     n, found = len(phrase), []
     for i in range(len(tokens) - n + 1):
@@ -113,13 +105,13 @@ def _phrase_at(tokens: list[str], phrase: list[str]) -> list[tuple[int, int]]:
 
 
 def phrase_count(tokens: Sequence[str], phrase: Sequence[str]) -> int:
-    """How often `phrase` occurs in `tokens`, word for word."""
+    """Count how often `phrase` occurs in `tokens`, word for word."""
     n, wanted = len(phrase), list(phrase)
     return sum(list(tokens[i : i + n]) == wanted for i in range(len(tokens) - n + 1))
 
 
 def _coordinated(inserted: Sequence[str]) -> bool:
-    """Whether two words are a word and a conjunction, in either order ("religion and")."""
+    """Return whether two words are a word and a conjunction, in either order ("religion and")."""
     first, second = inserted
     return (first in _CONJUNCTIONS) != (second in _CONJUNCTIONS) and not (
         {first, second} & (STOPWORDS - _CONJUNCTIONS)
@@ -130,19 +122,17 @@ _CONJUNCTIONS = frozenset({"and", "or"})
 
 
 def modifies(title: str, head: str, topic: str) -> bool:
-    """Whether the topic writes `title` just before `head`, as its modifier: "ocean tides".
+    """Return whether the topic writes `title` just before `head`, as its modifier: "ocean tides".
 
-    An ocean's article is about the topic "ocean tides", but a sentence that names an
-    ocean does not name the topic, nor is the Indian Ocean's article about it.
+    A sentence naming an ocean does not name "ocean tides", nor is the Indian Ocean about it.
     """
     return phrase_count(folded(topic), [*folded(title), *folded(head)]) > 0
 
 
 def common_noun(phrase: Sequence[str], text: str) -> bool:
-    """Whether `text` (the subject's own article) writes `phrase` in lower case, mostly.
+    """Return whether `text` (the subject's own article) mostly writes `phrase` in lower case.
 
-    Inside sentences, "penguins have countershaded plumage": a common noun, so "the
-    Penguin" is another thing's name. "the Silk Road", "Go" are capitalised: names.
+    "penguins have countershaded plumage": a common noun, so "the Penguin" is another's name.
     """
     return _common_noun(tuple(phrase), text)
 
@@ -161,10 +151,9 @@ def _common_noun(phrase: tuple[str, ...], text: str) -> bool:
 
 
 def _capitalised_alone(raw: Sequence[re.Match[str]], i: int) -> bool:
-    """Whether the word at `i` is capitalised after a lower-case word or a stopword.
+    """Return whether the word at `i` is capitalised after a lower-case word or a stopword.
 
-    "foes such as the Penguin", "The Penguin is": a name; "the London Stock Exchange"
-    is a stock exchange.
+    "foes such as the Penguin" is a name; "the London Stock Exchange" a stock exchange.
     """
     before = raw[i - 1].group() if i > 0 else ""
     return (
@@ -175,10 +164,9 @@ def _capitalised_alone(raw: Sequence[re.Match[str]], i: int) -> bool:
 
 
 def _longer_name(raw: Sequence[re.Match[str]], last: int) -> bool:
-    """Whether the name ending at raw[last] goes on, after a space, with a capitalised word.
+    """Return whether the name ending at raw[last] goes on, after a space, with a capital.
 
-    "Muhammad Ali Jinnah" and "Chess Olympiad" name something else than "Muhammad Ali"
-    and chess; "the Global Positioning System (GPS)" names it.
+    "Muhammad Ali Jinnah" and "Chess Olympiad" name something else than Muhammad Ali and chess.
     """
     if last + 1 >= len(raw):
         return False
@@ -197,10 +185,9 @@ def _at(tokens: Sequence[str], index: int) -> str:
 
 
 def namesake(title: str, own: str) -> bool:
-    """Whether `title` is another one of the name `own`: it goes on with a name of its own.
+    """Return whether `title` is another of the name `own`: "Muhammad Ali of Egypt".
 
-    "Muhammad Ali Jinnah" and "Muhammad Ali of Egypt" beside "Muhammad Ali"; not "History
-    of Buddhism" beside "Buddhism" (the name does not lead).
+    The name must lead and go on with a name: not "History of Buddhism" beside "Buddhism".
     """
     name, rest = bare_title(own), bare_title(title)
     if not name or not rest.startswith(name) or rest == name:
@@ -212,17 +199,17 @@ def namesake(title: str, own: str) -> bool:
 
 
 def bare_title(title: str) -> str:
-    """A title without its disambiguation: "Lift (force)" -> "Lift"."""
+    """Return a title without its disambiguation: "Lift (force)" -> "Lift"."""
     return re.sub(r"\s*\(.*?\)\s*$", "", title).strip()
 
 
 def title_stems(title: str) -> frozenset[str]:
-    """The stems of a title without its disambiguation: what a point or a topic names."""
+    """Return the stems of a title without its disambiguation: what a point or topic names."""
     return frozenset(stems(bare_title(title)))
 
 
 def bm25(terms: set[str], sources: Sequence[SearchResult]) -> list[float]:
-    """Okapi BM25 of the stemmed `terms` for each source (title counted thrice) in the pool."""
+    """Score each source by Okapi BM25 of the stemmed `terms` (title counted thrice)."""
     documents = [Counter(stems(f"{s.title} {s.title} {s.title} {s.content}")) for s in sources]
     if not documents:
         return []
@@ -239,14 +226,11 @@ def bm25(terms: set[str], sources: Sequence[SearchResult]) -> list[float]:
 
 
 def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str]:
-    """The sources (normalised URLs) whose title the topic names and that match it well.
+    """Return the sources (normalised URLs) whose title the topic names and that match it well.
 
-    However the question is worded, the articles it names ("Tea" and "Coffee" in "tea
-    vs coffee", "Mount Everest" in "where is Mount Everest, and who first climbed it")
-    are what it is about: the topic names the title (`_named`), the source shares a matter
-    with the others (`_coherent`), and it matches the topic's words (BM25 over the pool)
-    at least `TITLE_MATCH` as well as the best such source does (an article titled by one
-    common word of the topic matches it far less well).
+    The articles it names ("Tea" and "Coffee" in "tea vs coffee") are what it is about when
+    they share a matter (`_coherent`) and match its words at least `TITLE_MATCH` as well as
+    the best such one.
     """
     return named_among(topic, sources, bm25(set(stems(topic)), sources))
 
@@ -254,7 +238,7 @@ def named_by_topic(topic: str, sources: Sequence[SearchResult]) -> frozenset[str
 def named_among(
     topic: str, sources: Sequence[SearchResult], scores: Sequence[float]
 ) -> frozenset[str]:
-    """`named_by_topic`, given each source's BM25 match of the topic's words (`bm25`)."""
+    """Return `named_by_topic`, given each source's BM25 match of the topic's words."""
     terms = set(stems(topic))
     scored = zip(sources, scores, strict=True)
     written = written_words(topic)
@@ -262,11 +246,9 @@ def named_among(
     titled = _as_written(_coherent(titled, terms), written)
     best = max((score for _, score in titled), default=0.0)
     kept = [source for source, score in titled if score >= TITLE_MATCH * best > 0]
-    # A word of a longer name the topic gives is another thing: "Green" and "Power" beside
-    # "Green Revolution" and "Solar power", "Ali" beside "Muhammad Ali"; what follows "of"
-    # may be a subject of its own ("Tobacco" beside "Health effects of smoking tobacco").
-    # Only a name the topic writes as one: "did vaccines end smallpox" names Smallpox and
-    # Vaccine, though "Smallpox vaccine" holds both words.
+    # A word of a longer name the topic writes as one is another thing ("Ali" beside "Muhammad
+    # Ali"; what follows "of" may be a subject of its own); "did vaccines end smallpox" still
+    # names Smallpox and Vaccine beside "Smallpox vaccine".
     names = [title_stems(s.title) for s in kept]
     asked = stems(topic)
     compounds = [_compound(bare_title(s.title)) for s in kept]
@@ -284,7 +266,7 @@ def named_among(
 def _as_written(
     titled: list[tuple[SearchResult, float]], written: Sequence[str]
 ) -> list[tuple[SearchResult, float]]:
-    """The titled sources, less one named only through an inflection of another's title.
+    """Drop a titled source named only through an inflection of another's title.
 
     "jazz vs blues" names Blues as written; Blue, the colour, only as "blues" inflects it.
     """
@@ -301,19 +283,17 @@ def _as_written(
 
 
 def _compound(title: str) -> list[str]:
-    """The stems of a name's own words: all of it, or what comes before "of"."""
+    """Return the stems of a name's own words: all of it, or what comes before "of"."""
     return stems(re.split(r"\s+of\s+", title, maxsplit=1)[0])
 
 
 def _coherent(
     titled: list[tuple[SearchResult, float]], terms: set[str]
 ) -> list[tuple[SearchResult, float]]:
-    """The titled sources that share a matter with the one matching most of the topic.
+    """Keep the titled sources that share a matter with the one using most of the topic.
 
-    The anchor uses the most of the topic's words (then matches it best); the others must
-    share some of its vocabulary. Chess and Go share theirs (board games, players); the
-    game of Go and dinosaurs hardly a word, so "why did the dinosaurs go extinct" names
-    Dinosaur alone.
+    Chess and Go share their vocabulary; Go and dinosaurs hardly a word, so "why did the
+    dinosaurs go extinct" names Dinosaur alone.
     """
     if len(titled) < 2:
         return titled
@@ -334,9 +314,9 @@ _INFLECTIONS = ("s", "es", "'s", "d", "ed", "ing", "ings")
 
 
 def same_word(a: str, b: str) -> bool:
-    """The same word but for an inflection; a derived word is another ("Titanic", "Titan").
+    """Return whether two words differ only by an inflection; "Titanic" is not "Titan".
 
-    A follower and the movement are one word too: "Impressionist", "Impressionism" (`_root`).
+    A follower and the movement are one word too: "Impressionist", "Impressionism".
     """
     a, b = a.lower(), b.lower()
     root_a, root_b = (_FOLLOWER.sub("", w) for w in (a, b))
@@ -355,10 +335,9 @@ def same_word(a: str, b: str) -> bool:
 
 
 def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> bool:
-    """Whether the topic names the source's title: all its words, or a person's surname.
+    """Return whether the topic names the source's title: all its words, or a person's surname.
 
-    "Tolstoy" names Leo Tolstoy; "war" does not name the Spanish Civil War; "Muhammad
-    Ali" names neither Husayn ibn Ali nor Al-Nasir Muhammad (the topic's name is longer).
+    "Tolstoy" names Leo Tolstoy; "Muhammad Ali" does not name Husayn ibn Ali (it is longer).
     """
     title = stems(bare_title(source.title))
     if not set(title) - FORM_STEMS:  # "Work (physics)" in "how GPS works", "Life", "History"
@@ -394,10 +373,9 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
 
 
 def surnames(titles: set[str], sources: Sequence[SearchResult]) -> dict[str, set[str]]:
-    """The surnames of the people among `titles` that no other collected person bears.
+    """Return the surnames of the people among `titles` that no other collected person bears.
 
-    "Dostoevsky" names Fyodor Dostoevsky; "Curie" names neither Marie nor Pierre Curie
-    when both were collected.
+    "Curie" names neither Marie nor Pierre Curie when both were collected.
     """
     people = {
         bare_title(s.title): words(bare_title(s.title))
@@ -413,7 +391,7 @@ def surnames(titles: set[str], sources: Sequence[SearchResult]) -> dict[str, set
 
 
 def by_surname(text: str, surname: str, name: set[str]) -> bool:
-    """Whether `text` names the person by the surname, not inside another's name."""
+    """Return whether `text` names the person by the surname, not inside another's name."""
     for found in re.finditer(rf"\b{re.escape(surname)}\b", text, re.IGNORECASE):
         if not found.group()[:1].isupper():
             continue

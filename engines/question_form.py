@@ -1,10 +1,7 @@
 """What a question's form asks a report to say: causes, effects, or both sides of a case.
 
-"Why did X happen" is answered by what brought X about, "the effects of X" by what X
-brought about, "the pros and cons of X" by its advantages and its drawbacks. The form
-never changes what is searched or which sources count (`engines.relevance`): it adds the
-sections that answer it, made of the sentences that say so in the plain words English
-uses for cause, effect, benefit and cost, and it lets the summary open with them.
+The form adds sections of the sentences that say so ("why" asks for causes); it never
+changes what is searched or which sources count.
 """
 
 import re
@@ -13,7 +10,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A section a question's form asks for: its heading, and how its sentences read."""
+    """Name a section a question's form asks for: its heading, and how its sentences read."""
 
     heading: str
     says: re.Pattern[str]
@@ -91,7 +88,7 @@ _ASKS: tuple[tuple[re.Pattern[str], tuple[Answer, ...]], ...] = (
 
 
 def answers_asked(topic: str) -> list[Answer]:
-    """The sections the topic's form asks for, in the order it asks; none for most topics."""
+    """Return the sections the topic's form asks for, in the order it asks; none for most."""
     found = sorted(
         (match.start(), answers) for pattern, answers in _ASKS if (match := pattern.search(topic))
     )
@@ -99,5 +96,5 @@ def answers_asked(topic: str) -> list[Answer]:
 
 
 def says(answer: Answer, sentence: str) -> int:
-    """How many times the sentence says what the answer asks for (its words of that kind)."""
+    """Count the sentence's words that say what the answer asks for."""
     return len(answer.says.findall(sentence))

@@ -41,5 +41,5 @@ def split_sentences(text: str) -> list[str]:
 
 
 def first_sentence(text: str) -> str:
-    """The text's first sentence: an encyclopaedia article's definition; "" for none."""
+    """Return the text's first sentence (an encyclopaedia article's definition), or ""."""
     return next(iter(split_sentences(text)), "")

@@ -44,17 +44,17 @@ _stemmers = threading.local()
 
 
 def written_words(text: str) -> list[str]:
-    """The words of `text` as written, apostrophes kept inside words."""
+    """Return the words of `text` as written, apostrophes kept inside words."""
     return list(_WORD.findall(text))
 
 
 def word_matches(text: str) -> list[re.Match[str]]:
-    """The words of `text` (`written_words`, one for one) with where each stands."""
+    """Return the words of `text` (`written_words`, one for one) with where each stands."""
     return list(_WORD.finditer(text))
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased words of `text` (`written_words`, one for one)."""
+    """Return the lower-cased words of `text` (`written_words`, one for one)."""
     return [w.lower().replace("’", "'") for w in written_words(text)]
 
 
@@ -62,16 +62,15 @@ _POSSESSIVE = re.compile(r"['’]s$")
 
 
 def without_possessive(word: str) -> str:
-    """The word without a possessive "'s": "DNA's" -> "DNA"."""
+    """Return the word without a possessive "'s": "DNA's" -> "DNA"."""
     return _POSSESSIVE.sub("", word)
 
 
 def fold(word: str) -> str:
-    """A lower-cased word without a plural "s" or a possessive "'s".
+    """Return the word lower-cased without a plural "s" or a possessive "'s".
 
-    "vessels" -> "vessel", "countries" -> "country", "volcanoes" -> "volcano",
-    "Babbage's" -> "babbage", "glass" stays. Lighter than a stem,
-    so "humans" is not "humanism" and "activity" is not "activism".
+    "countries" -> "country", "Babbage's" -> "babbage", "glass" stays. Lighter than a stem,
+    so "humans" is not "humanism".
     """
     lowered = without_possessive(word.lower()).replace("’", "'")
     if len(lowered) <= 3 or not lowered.endswith("s") or lowered.endswith(("ss", "us", "is")):
@@ -86,11 +85,10 @@ def fold(word: str) -> str:
 
 
 def base_form(word: str) -> str:
-    """A word without its inflection, and nothing more: "explained" and "explains" are one.
+    """Return a word without its inflection, and nothing more: "explained" -> "explain".
 
-    Lighter than a stem, which takes derivations too ("Titanic" -> "titan", "general" and
-    "generation" -> "gener"): names are compared with this, words of meaning with `stem`.
-    A final "e" goes, so "making" and "make" meet.
+    Names are compared with this, words of meaning with `stem` (which takes derivations
+    too: "Titanic" -> "titan"). A final "e" goes, so "making" and "make" meet.
     """
     base = fold(word)
     for ending in ("ing", "ed"):
@@ -103,21 +101,21 @@ def base_form(word: str) -> str:
 
 
 def folded(text: str) -> list[str]:
-    """Every word of `text`, folded; stopwords kept so phrases compare word for word."""
+    """Return every word of `text`, folded; stopwords kept so phrases compare word for word."""
     return [fold(w) for w in words(text)]
 
 
 def content_words(text: str, keep_case: bool = False) -> list[str]:
-    """Words that carry meaning: no stopwords, no single letters; lower-cased unless asked.
+    """Return the words that carry meaning: no stopwords, no single letters but digits.
 
-    A single digit carries meaning: "Symphony No. 3" is not "Symphony No. 5".
+    Lower-cased unless `keep_case`; a digit counts: "Symphony No. 3" is not "No. 5".
     """
     found = _WORD.findall(text) if keep_case else words(text)
     return [w for w in found if w.lower() not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
 def keyword_query(text: str) -> str:
-    """The content words of `text` as one search query, whatever the question's wording."""
+    """Return the content words of `text` as one search query."""
     return " ".join(content_words(text, keep_case=True))
 
 
@@ -126,11 +124,10 @@ _JOINS = re.compile(r"[,;:?!/]|\b(?:and|or|vs|versus|between|compared|than|with)
 
 
 def topic_parts(text: str) -> list[str]:
-    """The things a question joins, each as a keyword query; none for a question of one.
+    """Return the things a question joins, each as a keyword query; none for a question of one.
 
     "capitalism and socialism" asks about both, "Mount Everest, and who first reached its
-    summit" about the mountain and its first ascent: each part is searched on its own
-    too. The words that shape a question (`FORM_WORDS`) are left out of each part.
+    summit" about the mountain and its ascent; the words of `FORM_WORDS` are left out.
     """
     parts: list[str] = []
     for piece in _JOINS.split(text):
@@ -143,11 +140,7 @@ def topic_parts(text: str) -> list[str]:
 
 
 def compared_parts(text: str) -> list[str]:
-    """The things a topic compares ("chess versus go", "how does X differ from Y"); else none.
-
-    The question's form shapes a section (what the sources say of both at once); what is
-    searched is the same either way (`topic_parts`).
-    """
+    """Return the things a topic compares ("chess versus go", "how does X differ from Y")."""
     if not _COMPARING.search(text):
         return []
     return topic_parts(re.sub(r"\bfrom\b", ",", text))  # "X differs from Y"
@@ -165,7 +158,7 @@ _BACK_REFERENCE = re.compile(r"\b(?:its|it|their|they|them|his|he|him|her|she)\b
 
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
-    """Snowball (Porter 2) stem of one lower-cased word; safe in any thread."""
+    """Return the Snowball (Porter 2) stem of one lower-cased word; safe in any thread."""
     stemmer = getattr(_stemmers, "english", None)
     if stemmer is None:
         stemmer = _stemmers.english = snowballstemmer.stemmer("english")
@@ -173,12 +166,12 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> list[str]:
-    """Stems of the content words of `text`."""
+    """Return the stems of the content words of `text`."""
     return [stem(w) for w in content_words(text)]
 
 
 def cosine(a: Counter[str], b: Counter[str], idf: dict[str, float] | None = None) -> float:
-    """Cosine of two word counts, each word weighted by `idf` (1.0 when absent)."""
+    """Return the cosine of two word counts, each word weighted by `idf` (1.0 when absent)."""
     weight = idf or {}
     dot = sum(a[t] * b[t] * weight.get(t, 1.0) ** 2 for t in a.keys() & b.keys())
     if not dot:
