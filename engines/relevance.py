@@ -295,6 +295,7 @@ class Relevance:
     article: SearchResult | None = field(init=False)
     phrase: list[str] = field(init=False)
     common: bool = field(init=False)  # a common noun ("penguins"), not a name (`common_noun`)
+    _short: bool = field(init=False)  # a name of a few letters, not an abbreviation
     kind: Kind | None = field(init=False)
     _linked: frozenset[str] = field(init=False)
     # Named in the first sentence of the subject's article: "Ada Lovelace ... known for work
@@ -322,7 +323,13 @@ class Relevance:
 
     def __post_init__(self) -> None:
         self.article = subject_article(self.subject, self.sources)
-        self.phrase = subject_tokens(matching_phrase(self.subject, self.article))
+        written = matching_phrase(self.subject, self.article)
+        self.phrase = subject_tokens(written)
+        # A name of one word of a few letters ("Go", "Art") is a common word too; an
+        # abbreviation ("DNA") is not.
+        self._short = (
+            len(self.phrase) == 1 and len(written) <= SHORT_TITLE and not written.isupper()
+        )
         self.common = self.article is not None and common_noun(self.phrase, self.article.content)
         self.kind = kind_of(self.article.content) if self.article else None
         self._linked = named_by(self.article, self.sources)
@@ -384,18 +391,20 @@ class Relevance:
         turns = (query for row in zip_longest(*each) for query in row if query)
         return list(dict.fromkeys(turns))[:limit]
 
-    def names(self, text: str) -> bool:
+    def names(self, text: str, short: bool = True) -> bool:
         """True when `text` names the subject, or an article the topic names by its title.
 
         "Chess" and "Go" name the topic "chess versus go". A title is named word for word,
         plurals aside ("Invention" is not "invented"); a title of one short word only as
-        written ("Go", not "go"): short words are common words too.
+        written ("Go", not "go"): short words are common words too. Without `short`, a
+        name of one short word does not count at all.
         """
         # A long phrase is named by most of its words; where the topic names articles,
         # those say what it is about ("the differences between capitalism and socialism"
         # is not named by every sentence with "capital" and "social" in it).
         loose = len(self.phrase) > LONG_PHRASE and bool(self._alternatives)
         by_phrase = self.phrase and not loose and not self.as_written
+        by_phrase = by_phrase and (short or not self._short)
         if by_phrase and mentions(text, self.phrase, self.common) > 0:
             return True
         if not self._alternatives:
@@ -403,7 +412,7 @@ class Relevance:
         written = folded(text)
         as_is = words(text) if self._as_is else written
         return any(
-            re.search(rf"\b{re.escape(title)}\b", text) is not None
+            ((short or title.isupper()) and re.search(rf"\b{re.escape(title)}\b", text) is not None)
             if len(tokens) == 1 and len(title) <= SHORT_TITLE
             else phrase_count(as_is if title in self._as_is else written, tokens) > 0
             and mentions(text, self._stemmed[title], title in self._common) > 0
@@ -448,6 +457,8 @@ class Relevance:
             return TITLED
         sentences = split_sentences(source.content)
         naming = [i for i, s in enumerate(sentences) if self.names(s)]
+        if len(naming) == 1 and not self.names(sentences[naming[0]], short=False):
+            naming = []  # a name of a few letters ("Go") said once may be another's ("pass Go")
         linked = key in self._linked
         if linked and naming:
             return LINKED

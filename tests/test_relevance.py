@@ -178,6 +178,23 @@ def test_a_name_is_matched_word_for_word_not_by_stem() -> None:
     assert fold("countries") == "country" and fold("volcanoes") == "volcano"
 
 
+def test_a_short_name_said_once_is_no_evidence() -> None:
+    """ "Go" once in a Monopoly article is a square of its board, not the game."""
+    chess = page("Chess", "Chess is a board game for two players on a board of 64 squares.")
+    go = page("Go (game)", "Go is an abstract strategy board game for two players.")
+    monopoly = page(
+        "Monopoly (game)",
+        "Monopoly is a board game. Players receive a salary every time they pass Go.",
+    )
+    weiqi = page(
+        "Weiqi players",
+        "Go professionals play in leagues. The best Go players study for decades.",
+    )
+    relevance = Relevance.of_topic("chess versus go", [chess, go, monopoly, weiqi])
+    assert relevance.of(monopoly) == OFF
+    assert relevance.of(weiqi) > OFF  # it says Go twice: about the game
+
+
 def test_links_compare_words_without_plural_endings_not_stems() -> None:
     article = page("Heart", "In humans, the heart is located between the lungs.")
     lung = page("Lung", "The lungs are the primary organs of the respiratory system.")
