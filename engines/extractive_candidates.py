@@ -43,7 +43,9 @@ _ANAPHORIC = frozenset(
 )
 # "As one of the first known theropods, it has ...": an "it" or "they" after an opening
 # clause that names nothing stands for what an earlier sentence named.
-_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(?:it|its|they|their|them)\s")
+_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(it|its|they|their|them)\s")
+# "Located on the Yellow River, it is ...": the sentence's subject is "it".
+_IT = re.compile(r"^[^.;]{0,150}?,\s+it\s")
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
@@ -107,13 +109,29 @@ def _a_person(source: SearchResult) -> bool:
     return kind_of(source.content) == "person" and set(words(bare_title(source.title))) <= lead
 
 
-def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str | None:
-    """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote."""
+def _resolve_pronoun(
+    sentence: str, source: SearchResult, position: int, subject_before: bool = False
+) -> str | None:
+    """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote.
+
+    An "it" after an opening clause ("Historically, it has been ...") stands for the
+    article's subject when the sentence before was about it too (`subject_before`): the
+    lead, or one that opened with the subject or "it".
+    """
     if position == 0:
         return sentence
-    if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence) or _LATE_IT.match(sentence):
+    if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
         return None
     subject = _subject_phrase(source)
+    late = _LATE_IT.match(sentence)
+    if late:
+        if not subject_before or late.group(1) not in ("it", "its") or _a_person(source):
+            return None
+        # Inside a sentence a common noun is written as its article writes it: "satire".
+        lower = subject[:1].lower() + subject[1:]
+        name = lower if re.search(rf"\b{re.escape(lower)}\b", source.content) else subject
+        possessive = "'s" if late.group(1) == "its" else ""
+        return sentence[: late.start(1)] + name + possessive + sentence[late.end(1) :]
     personal = _PERSONAL.match(sentence)
     if (personal or sentence.startswith(("His ", "Her "))) and not _a_person(source):
         return None  # "She sank ..." in an article on a sinking means the ship
@@ -136,6 +154,12 @@ def _resolve_pronoun(sentence: str, source: SearchResult, position: int) -> str 
     if (category and category.group(1) in _ANAPHORIC) or sentence.startswith("Their "):
         return None
     return sentence
+
+
+def _of_the_subject(sentence: str, source: SearchResult) -> bool:
+    """Return whether the sentence is about the article's subject: it opens with it or "it"."""
+    subject = re.escape(_subject_phrase(source))
+    return bool(re.match(rf"(?:It|{subject})\b", sentence, re.IGNORECASE) or _IT.match(sentence))
 
 
 def lead_sentence(source: SearchResult) -> str:
@@ -162,10 +186,12 @@ def quotable(
         about = relevance.of(source)
         if about == OFF:
             continue
+        subject_before = False  # the sentence before this one spoke of the article's subject
         for position, raw in enumerate(split_sentences(source.content)):
+            previous, subject_before = subject_before, position == 0 or _of_the_subject(raw, source)
             if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                 continue
-            text = _resolve_pronoun(raw, source, position)
+            text = _resolve_pronoun(raw, source, position, previous)
             if text is None or not _names_a_person_first(text, source):
                 continue
             terms = Counter(stems(text))

@@ -277,7 +277,7 @@ async def test_its_names_the_subject_and_an_unresolved_the_term_is_not_quoted() 
     assert not any(c.startswith("The term was first used") for c in claims)
 
 
-async def test_an_it_after_an_opening_clause_that_names_nothing_is_not_quoted() -> None:
+async def test_an_it_after_an_opening_clause_is_the_subject_only_where_the_one_before_was() -> None:
     source = page(
         "Allosaurus",
         "Allosaurus is a genus of theropod dinosaur that lived in the late Jurassic. "
@@ -285,8 +285,24 @@ async def test_an_it_after_an_opening_clause_that_names_nothing_is_not_quoted() 
         "When Allosaurus was described in 1877, it was compared with living reptiles.",
     )
     claims = await quoted("Allosaurus", "Allosaurus", source)
-    assert not any("it has long attracted" in c for c in claims)
+    # Right after the lead, whose subject it is, "it" is Allosaurus.
+    assert any(
+        c.startswith("As one of the first well-known theropod dinosaurs, Allosaurus has")
+        for c in claims
+    )
     assert any(c.startswith("When Allosaurus was described") for c in claims)
+    lanzhou = page(
+        "Lanzhou",
+        "Lanzhou is the capital and largest city of Gansu province in northwestern China. "
+        "Located on the banks of the Yellow River, it is a key regional transportation hub. "
+        "Historically, it has been a major link on the Northern Silk Road. "
+        "The Yellow River floods most summers and its silt reaches the sea in spring. "
+        "Unusually, it carries more silt than any river of its size in the world.",
+    )
+    claims = await quoted("Lanzhou", "Lanzhou", lanzhou)
+    assert "Historically, Lanzhou has been a major link on the Northern Silk Road." in claims
+    # After a sentence about the river, "it" may be the river: not quoted.
+    assert not any("carries more silt" in c for c in claims), claims
     wars = page(
         "Byzantine-Ottoman wars",
         "The Byzantine-Ottoman wars were a series of conflicts between the Ottoman Turks and "

@@ -234,12 +234,15 @@ async def test_the_writer_quotes_sources_about_the_subject_and_lists_what_it_lac
     assert not any("Economic effects" in s for s, _ in cited_sentences(draft))
 
 
+ERUPTIONS = ResearchPlan(
+    theme="How do volcanoes erupt",
+    investigation_points=["What volcanoes are"],
+    search_queries=["volcanoes"],
+)
+
+
 def test_a_drifting_draft_cannot_pass_review() -> None:
-    plan = ResearchPlan(
-        theme="How do volcanoes erupt",
-        investigation_points=["What volcanoes are"],
-        search_queries=["volcanoes"],
-    )
+    plan = ERUPTIONS
     sources = [VOLCANO, FILM, SURFACE]
     drifting = (
         "# Volcanoes\n\n## Executive Summary\n\n"
@@ -267,11 +270,7 @@ def test_a_drifting_draft_cannot_pass_review() -> None:
 
 def test_a_section_about_something_else_fails_its_heading() -> None:
     """The report as a whole keeps to the subject; one section does not, and the review says so."""
-    plan = ResearchPlan(
-        theme="How do volcanoes erupt",
-        investigation_points=["What volcanoes are"],
-        search_queries=["volcanoes"],
-    )
+    plan = ERUPTIONS
     kept = (
         "A volcano is a vent in the crust of a planet that allows hot lava and gases to escape "
         "from a magma chamber below the surface.[^1] "
