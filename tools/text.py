@@ -66,6 +66,7 @@ def without_possessive(word: str) -> str:
     return _POSSESSIVE.sub("", word)
 
 
+@lru_cache(maxsize=65_536)
 def fold(word: str) -> str:
     """Return the word lower-cased without a plural "s" or a possessive "'s".
 
@@ -84,6 +85,7 @@ def fold(word: str) -> str:
     return lowered[:-1]
 
 
+@lru_cache(maxsize=65_536)
 def base_form(word: str) -> str:
     """Return a word without its inflection, and nothing more: "explained" -> "explain".
 
