@@ -64,7 +64,7 @@ _NUMBER = re.compile(r"[ivxlc]+|\d+")
 
 
 def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
-    """The source that is the subject's own article, if one was collected.
+    """Return the source that is the subject's own article, if one was collected.
 
     Its title names the subject: the same words, or some of them including a head noun
     (the last word: "Heart" for "the human heart"; of either part of "X and Y"), or all of
@@ -113,7 +113,7 @@ def _written_alike(part: str, whole: str) -> bool:
 
 
 def _abbreviated_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
-    """The article whose name the subject abbreviates: its initials, or "(GPS)" in its lead.
+    """Return the article whose name the subject abbreviates: initials, or "(GPS)" in its lead.
 
     "GPS" is the Global Positioning System, "DNA" the article that opens "Deoxyribonucleic
     acid (DNA) is ...".
@@ -161,7 +161,7 @@ _ROLE = re.compile(r"(?:ers|ists|ians|ors)$")
 
 
 def group_movement(subject: str) -> str | None:
-    """What a group of people is named after, as a query; None for other subjects.
+    """Return what a group of people is named after, as a query; None for other subjects.
 
     "Impressionism" for "the French Impressionist painters", "Greek" for "the Greek
     philosophers".
@@ -174,7 +174,7 @@ def group_movement(subject: str) -> str | None:
 
 
 def _movement_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
-    """The article of what makes a group of people one ("the French Impressionist painters").
+    """Return the article of what makes a group of people one ("the French Impressionists").
 
     Its title is made of the words before the role and has the nearest of them
     ("Impressionism"); among several, the best ranked.
@@ -193,7 +193,7 @@ def _movement_article(subject: str, sources: Sequence[SearchResult]) -> SearchRe
 
 
 def _adds_only_names(title: str, subject: str) -> bool:
-    """True when every word `title` adds to `subject` is capitalised (a name's part)."""
+    """Return whether every word `title` adds to `subject` is capitalised (a name's part)."""
     have = set(words(subject))
     return all(
         w[:1].isupper() or w.lower() in STOPWORDS
@@ -203,7 +203,7 @@ def _adds_only_names(title: str, subject: str) -> bool:
 
 
 def matching_phrase(subject: str, article: SearchResult | None) -> str:
-    """What a source must name to be about the subject.
+    """Return what a source must name to be about the subject.
 
     The shorter of the subject and the title of its own article (`subject_article`):
     "Heart" for "human heart", "Shakespeare" for "William Shakespeare"; the subject itself
@@ -219,7 +219,7 @@ def matching_phrase(subject: str, article: SearchResult | None) -> str:
 
 
 def _name_given(title: str, subject: str) -> str | None:
-    """The name inside `title` (capitalised words after its first) that `subject` gives.
+    """Return the name inside `title` (capitalised words after its first) that `subject` gives.
 
     None when the subject gives the whole title, or no such name.
     """
@@ -263,7 +263,7 @@ def named_by(
 
 
 def _title_tokens(title: str) -> list[str]:
-    """A title's words as a text must write them: plurals aside, unless the name ends so.
+    """Return a title's words as a text must write them: plurals aside, unless the name ends so.
 
     "Volcano" is named by "volcanoes"; "Blues" is not named by "blue".
     """
@@ -380,7 +380,7 @@ class Relevance:
     def link_queries(
         self, sources: Sequence[SearchResult], done: Sequence[str], limit: int
     ) -> list[str]:
-        """What the subject's own article names, as queries (`keyphrases.link_queries`).
+        """Return what the subject's own article names, as queries (`keyphrases.link_queries`).
 
         With no article of its own, what each side's article names, taken in turn: both
         sides of a comparison, both parts of a question in two.
@@ -392,7 +392,7 @@ class Relevance:
         return list(dict.fromkeys(turns))[:limit]
 
     def names(self, text: str, short: bool = True) -> bool:
-        """True when `text` names the subject, or an article the topic names by its title.
+        """Return whether `text` names the subject, or an article the topic names by its title.
 
         "Chess" and "Go" name the topic "chess versus go". A title is named word for word,
         plurals aside ("Invention" is not "invented"); a title of one short word only as
@@ -474,7 +474,7 @@ class Relevance:
 
 
 def about_topic(theme: str, sources: Sequence[SearchResult]) -> list[SearchResult]:
-    """The sources about the topic, the most relevant first (as collected where equal).
+    """Return the sources about the topic, the most relevant first (as collected where equal).
 
     What a model is given to write from: the same judgement the extractive writer and the
     review make, so a model's report draws on the same sources. All of them when none is

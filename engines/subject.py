@@ -32,13 +32,13 @@ _PROCESS_VERBS = {"works", "work", "functions", "happens", "operates", "began", 
 
 
 def plural(word: str) -> bool:
-    """A plural noun, most likely ("vaccines", not "process", "virus" or "is")."""
+    """Return whether the word is a plural noun, most likely ("vaccines", not "virus" or "is")."""
     lowered = word.lower()
     return len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is"))
 
 
 def how_subject(rest: str) -> str:
-    """The subject of "how ..." or "why ...": "how does X work", "how X works", "why did X fall".
+    """Return the subject of "how ..." or "why ...": "how does X work", "why did X fall".
 
     After an auxiliary, the subject ends with its first plural noun, or before the last of
     three words ("why did the Qing dynasty fall"); a longer phrase stays whole. Without an
@@ -72,7 +72,7 @@ def how_subject(rest: str) -> str:
 
 
 def core_subject(phrase: str) -> str:
-    """The subject of a noun phrase, without a facet, possessed part or setting around it."""
+    """Return the subject of a noun phrase, without a facet, possessor or setting around it."""
     subject = " ".join(phrase.split())
     for pattern in (_FACET_OF, _POSSESSOR, _SETTING):
         match = pattern.match(subject)
