@@ -281,9 +281,16 @@ async def test_interrupt_before_a_node_stops_there_and_an_empty_run_continues(
 
 
 async def test_enqueued_runs_start_in_turn_and_one_that_no_longer_fits_ends_in_error(
-    client: Clients,
+    tmp_path: Path, corpus_index: Path, stores: dict[str, Any]
 ) -> None:
-    sdk = client()
+    # Searches that take a while keep the first run planning while both answers are sent:
+    # on a busy machine an instant run could end between the two, and the late answer
+    # would then be refused at once (409) instead of waiting its turn.
+    async with served(tmp_path, corpus_index, search_delay_ms=300, **stores) as connect:
+        await _enqueued_answers(connect())
+
+
+async def _enqueued_answers(sdk: LangGraphClient) -> None:
     thread = await sdk.threads.create()
     thread_id = thread["thread_id"]
     asking = await sdk.runs.create(
