@@ -243,9 +243,13 @@ def named_among(
     scored = zip(sources, scores, strict=True)
     written = written_words(topic)
     titled = [(source, score) for source, score in scored if _named(source, terms, written)]
-    titled = _as_written(_coherent(titled, terms), written)
+    titled = _as_written(_coherent(titled, terms, stems(topic)), written)
     best = max((score for _, score in titled), default=0.0)
-    kept = [source for source, score in titled if score >= TITLE_MATCH * best > 0]
+    kept = [
+        source
+        for source, score in titled
+        if score >= TITLE_MATCH * best > 0 and not _a_thing_named_as_a_name(source, written)
+    ]
     # A word of a longer name the topic writes as one is another thing ("Ali" beside "Muhammad
     # Ali"; what follows "of" may be a subject of its own); "did vaccines end smallpox" still
     # names Smallpox and Vaccine beside "Smallpox vaccine".
@@ -261,6 +265,21 @@ def named_among(
             for other, compound, as_one in zip(names, compounds, written_as_one, strict=True)
         )
     )
+
+
+def _a_thing_named_as_a_name(source: SearchResult, written: Sequence[str]) -> bool:
+    """Return whether the topic capitalises a title that its article writes in lower case.
+
+    "Edison or Tesla": the man, not the tesla, a unit its article calls "the tesla".
+    """
+    title = words(bare_title(source.title))
+    n = len(title)
+    as_a_name = any(
+        [w.lower() for w in written[i : i + n]] == title
+        and all(w[:1].isupper() for w in written[i : i + n])
+        for i in range(1, len(written) - n + 1)
+    )
+    return as_a_name and common_noun(subject_tokens(bare_title(source.title)), source.content)
 
 
 def _as_written(
@@ -288,22 +307,27 @@ def _compound(title: str) -> list[str]:
 
 
 def _coherent(
-    titled: list[tuple[SearchResult, float]], terms: set[str]
+    titled: list[tuple[SearchResult, float]], terms: set[str], asked: Sequence[str]
 ) -> list[tuple[SearchResult, float]]:
     """Keep the titled sources that share a matter with the one using most of the topic.
 
     Chess and Go share their vocabulary; Go and dinosaurs hardly a word, so "why did the
-    dinosaurs go extinct" names Dinosaur alone.
+    dinosaurs go extinct" names Dinosaur alone. A name of several words that the topic
+    writes whole (`asked`, its stems) is named whatever its matter: the steam engine and
+    the Industrial Revolution.
     """
     if len(titled) < 2:
         return titled
     words_of = [Counter(stems(f"{s.title} {s.content}")) for s, _ in titled]
     covers = [len(terms & counts.keys()) for counts in words_of]
     anchor = max(range(len(titled)), key=lambda i: (covers[i], titled[i][1]))
+    whole = [
+        len(t := stems(bare_title(s.title))) > 1 and phrase_count(asked, t) > 0 for s, _ in titled
+    ]
     return [
         pair
         for i, pair in enumerate(titled)
-        if i == anchor or cosine(words_of[anchor], words_of[i]) >= SHARED_TOPIC
+        if i == anchor or whole[i] or cosine(words_of[anchor], words_of[i]) >= SHARED_TOPIC
     ]
 
 

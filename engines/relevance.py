@@ -451,6 +451,8 @@ class Relevance:
             return OWN
         if self.article is not None and namesake(source.title, self.article.title):
             return OFF  # "Muhammad Ali of Egypt" when "Muhammad Ali" is the subject's own
+        if bare_title(source.title).lower() in self._surnames:
+            return OFF  # a thing that bears a person's surname alone: "Tesla (unit)"
         if self.names(source.title):
             if self.kind not in _CREATORS and kind_of(source.content) == "work":
                 return OFF  # a film or novel that takes the subject's name

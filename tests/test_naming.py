@@ -1,6 +1,7 @@
 """How texts name a subject and which articles a topic names: wording never decides alone."""
 
 from core.models import ResearchPlan
+from core.urls import normalize_url
 from engines.extractive import ExtractiveEngine
 from engines.naming import mentions, named_by_topic, subject_tokens, title_stems
 from engines.relevance import OFF, OWN, RELATED, TITLED, Relevance, subject_article
@@ -367,3 +368,25 @@ def test_a_common_noun_written_as_a_name_is_another_thing() -> None:
     # A name stays a name: "Go" is always capitalised, so it is not common.
     chess_go = Relevance("Go", [GO, CHESS], "Go")
     assert not chess_go.common
+
+
+def test_a_name_the_topic_writes_whole_is_named_whatever_its_matter() -> None:
+    """The steam engine and the Industrial Revolution share few words; the topic names both.
+
+    "Revolution", a common noun its article writes in lower case, is not what the topic's
+    capitalised "Revolution" names.
+    """
+    engine = page("Steam engine", "A steam engine is a heat engine that performs work using steam.")
+    era = page(
+        "Industrial Revolution",
+        "The Industrial Revolution was a transitional period of the global economy toward "
+        "efficient manufacturing processes, beginning in Great Britain around 1760.",
+    )
+    revolution = page(
+        "Revolution",
+        "In political science, a revolution is a rapid, fundamental transformation of a "
+        "society's structures; revolutions change the political regime.",
+    )
+    topic = "how did the steam engine change the Industrial Revolution?"
+    named = named_by_topic(topic, [engine, era, revolution])
+    assert named == {normalize_url(engine.url), normalize_url(era.url)}

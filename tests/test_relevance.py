@@ -195,6 +195,19 @@ def test_a_short_name_said_once_is_no_evidence() -> None:
     assert relevance.of(weiqi) > OFF  # it says Go twice: about the game
 
 
+def test_a_thing_that_bears_a_persons_name_is_not_the_person() -> None:
+    """ "Edison or Tesla" asks about two men; the tesla is a unit that bears one's name."""
+    tesla = page("Nikola Tesla", "Nikola Tesla was a Serbian-American engineer and inventor.")
+    edison = page("Thomas Edison", "Thomas Alva Edison was an American inventor.")
+    unit = page("Tesla (unit)", "The tesla is the unit of magnetic flux density in the SI.")
+    pages = [unit, tesla, edison]
+    relevance = Relevance.of_topic("Edison or Tesla: who did more for electricity?", pages)
+    assert relevance.of(unit) == OFF
+    assert relevance.of(tesla) >= TITLED and relevance.of(edison) >= TITLED
+    # Asked about the unit, the unit it is.
+    assert Relevance.of_topic("the tesla unit of flux density", pages).of(unit) >= TITLED
+
+
 def test_links_compare_words_without_plural_endings_not_stems() -> None:
     article = page("Heart", "In humans, the heart is located between the lungs.")
     lung = page("Lung", "The lungs are the primary organs of the respiratory system.")
