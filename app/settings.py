@@ -309,11 +309,6 @@ class Settings(BaseSettings):
         """The data file in effect: checkpoints, and the event log, registry and evidence."""
         return self.checkpoint_db or self.data_dir / "checkpoints.sqlite"
 
-    @property
-    def service_db_path(self) -> Path:
-        """The same data file as `checkpoint_path`."""
-        return self.checkpoint_path
-
     @classmethod
     def settings_customise_sources(
         cls,

@@ -86,7 +86,7 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
     async with AsyncExitStack() as stack:
         if settings.redis_url is None:
             # One file, one writer: the three stores' writes share its transactions.
-            path = settings.service_db_path
+            path = settings.checkpoint_path
             writer = await stack.enter_async_context(open_sqlite_writer(path))
             saver = await stack.enter_async_context(open_checkpointer(settings, writer))
             events: EventLog = await stack.enter_async_context(

@@ -130,7 +130,7 @@ def main(runs: int) -> None:
             data_dir=Path(tmp), corpus_index=index, search_provider="local", max_concurrent_runs=8
         )
         threads, wall = asyncio.run(research(settings, topics(runs), max(1, runs // 10)))
-        db = settings.service_db_path
+        db = settings.checkpoint_path
         runs_only = figures(db, threads)
         with sqlite3.connect(db) as conn:
             every = [t for (t,) in conn.execute("SELECT thread_id FROM evidence_run")]

@@ -1,12 +1,7 @@
 """Is a source about the research subject? Shared by the planner, the writer and the review.
 
-A source is about the subject when it is the subject's own article, when its title
-names the subject, when the subject's own article names it and it names the subject or
-shares its vocabulary, or when it names the subject in several sentences. A source that merely
-mentions the subject lends only the sentences that name it; a film or novel whose
-title takes the subject's name (Bicycle Thieves, Heart of Darkness) lends nothing,
-unless the subject is itself a work, a person, a concept or an organisation (which
-have works named after them).
+The grades run from the subject's own article through titles, links and repeated mentions
+down to a passing mention, which lends only the sentences that name the subject.
 """
 
 import re

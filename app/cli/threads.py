@@ -63,7 +63,7 @@ def _unknown_thread(thread_id: str) -> NoReturn:
 
 def _require_data(settings: Settings, thread_id: str) -> None:
     """Say the thread is unknown when there is no data file to find it in (nothing is made)."""
-    if settings.redis_url is None and not settings.service_db_path.is_file():
+    if settings.redis_url is None and not settings.checkpoint_path.is_file():
         _unknown_thread(thread_id)
 
 
