@@ -263,12 +263,13 @@ def _check_logic(
         problem = f"The executive summary never names the subject ({relevance.subject})."
         issues.append(_issue("logic", "high", problem, "Executive Summary"))
     # A section whose every cited sentence is about something else fails its heading.
+    stray = set(drifting)
     astray_sections = [
         name
         for name, text in body_sections.items()
         if name not in REQUIRED_SECTIONS
         and (quoted := [s for s, refs in cited_sentences(text) if refs])
-        and all(s in drifting for s in quoted)
+        and stray.issuperset(quoted)
     ]
     issues += [
         _issue("logic", "medium", f"Section '{name}' is not about {relevance.subject}.", name)

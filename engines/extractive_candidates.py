@@ -156,12 +156,6 @@ def _resolve_pronoun(
     return sentence
 
 
-def _of_the_subject(sentence: str, source: SearchResult) -> bool:
-    """Return whether the sentence is about the article's subject: it opens with it or "it"."""
-    subject = re.escape(_subject_phrase(source))
-    return bool(re.match(rf"(?:It|{subject})\b", sentence, re.IGNORECASE) or _IT.match(sentence))
-
-
 def lead_sentence(source: SearchResult) -> str:
     """Return the source's first sentence: an encyclopaedia article's definition."""
     return first_sentence(source.content)
@@ -186,9 +180,12 @@ def quotable(
         about = relevance.of(source)
         if about == OFF:
             continue
+        # A sentence about the article's subject opens with it or "it" (`_resolve_pronoun`).
+        opens = re.compile(rf"(?:It|{re.escape(_subject_phrase(source))})\b", re.IGNORECASE)
         subject_before = False  # the sentence before this one spoke of the article's subject
         for position, raw in enumerate(split_sentences(source.content)):
-            previous, subject_before = subject_before, position == 0 or _of_the_subject(raw, source)
+            of_it = position == 0 or bool(opens.match(raw) or _IT.match(raw))
+            previous, subject_before = subject_before, of_it
             if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                 continue
             text = _resolve_pronoun(raw, source, position, previous)

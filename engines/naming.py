@@ -239,11 +239,12 @@ def named_among(
     topic: str, sources: Sequence[SearchResult], scores: Sequence[float]
 ) -> frozenset[str]:
     """Return `named_by_topic`, given each source's BM25 match of the topic's words."""
-    terms = set(stems(topic))
+    asked = stems(topic)
+    terms = set(asked)
     scored = zip(sources, scores, strict=True)
     written = written_words(topic)
     titled = [(source, score) for source, score in scored if _named(source, terms, written)]
-    titled = _as_written(_coherent(titled, terms, stems(topic)), written)
+    titled = _as_written(_coherent(titled, terms, asked), written)
     best = max((score for _, score in titled), default=0.0)
     kept = [
         source
@@ -254,7 +255,6 @@ def named_among(
     # Ali"; what follows "of" may be a subject of its own); "did vaccines end smallpox" still
     # names Smallpox and Vaccine beside "Smallpox vaccine".
     names = [title_stems(s.title) for s in kept]
-    asked = stems(topic)
     compounds = [_compound(bare_title(s.title)) for s in kept]
     written_as_one = [phrase_count(asked, compound) > 0 for compound in compounds]
     return frozenset(
@@ -337,6 +337,12 @@ _FOLLOWER = re.compile(r"(?:ism|ists?)$")
 _INFLECTIONS = ("s", "es", "'s", "d", "ed", "ing", "ings")
 
 
+def written_alike(part: str, whole: str) -> bool:
+    """Return whether each word of `part` is a word of `whole`, but for an inflection."""
+    have = words(whole)
+    return all(any(same_word(w, h) for h in have) for w in words(part) if w not in STOPWORDS)
+
+
 def same_word(a: str, b: str) -> bool:
     """Return whether two words differ only by an inflection; "Titanic" is not "Titan".
 
@@ -368,12 +374,7 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
         return False
     if set(title) <= topic:
         # Word for word, a plural aside: the stemmer makes one of "capitalism" and "Capital".
-        said = [w.lower() for w in written]
-        return all(
-            any(same_word(w, t) for t in said)
-            for w in words(bare_title(source.title))
-            if w not in STOPWORDS
-        )
+        return written_alike(bare_title(source.title), " ".join(written))
     if title[-1] not in topic or kind_of(source.content) != "person":
         return False
     if words(bare_title(source.title))[-2:-1] == ["the"]:

@@ -30,6 +30,7 @@ from engines.naming import (
     same_word,
     subject_tokens,
     surnames,
+    written_alike,
 )
 from engines.sentences import first_sentence, split_sentences
 from engines.subject import match_frame
@@ -81,10 +82,10 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             continue
         if set(title) <= set(wanted) and heads & set(title):
             closeness = len(set(title)) / len(set(wanted))
-            alike = _written_alike(bare_title(source.title), subject)
+            alike = written_alike(bare_title(source.title), subject)
         elif set(wanted) <= set(title) and _adds_only_names(source.title, subject):
             closeness = len(set(wanted)) / len(set(title))
-            alike = _written_alike(subject, bare_title(source.title))
+            alike = written_alike(subject, bare_title(source.title))
         else:
             continue
         if not alike:  # one stem, two words: "Titans" is not named by "the Titanic"
@@ -99,12 +100,6 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
         or _movement_article(subject, sources)
         or _nearest_article(subject, sources)
     )
-
-
-def _written_alike(part: str, whole: str) -> bool:
-    """Whether each word of `part` is a word of `whole`, but for an inflection (`same_word`)."""
-    have = words(whole)
-    return all(any(same_word(w, h) for h in have) for w in words(part) if w not in STOPWORDS)
 
 
 def _abbreviated_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
@@ -226,8 +221,7 @@ def _name_given(title: str, subject: str) -> str | None:
             run.append(token)
         elif run:
             break
-    whole = all(any(same_word(t, w) for w in said) for t in tokens if t.lower() not in STOPWORDS)
-    return " ".join(run) if run and not whole else None
+    return " ".join(run) if run and not written_alike(title, subject) else None
 
 
 def named_by(
@@ -322,9 +316,7 @@ class Relevance:
         self.phrase = subject_tokens(written)
         # A name of one word of a few letters ("Go", "Art") is a common word too; an
         # abbreviation ("DNA") is not.
-        self._short = (
-            len(self.phrase) == 1 and len(written) <= SHORT_TITLE and not written.isupper()
-        )
+        self._short = _a_common_word(written)
         self.common = self.article is not None and common_noun(self.phrase, self.article.content)
         self.kind = kind_of(self.article.content) if self.article else None
         self._linked = named_by(self.article, self.sources)
@@ -407,7 +399,10 @@ class Relevance:
         written = folded(text)
         as_is = words(text) if self._as_is else written
         return any(
-            ((short or title.isupper()) and re.search(rf"\b{re.escape(title)}\b", text) is not None)
+            (
+                (short or not _a_common_word(title))
+                and re.search(rf"\b{re.escape(title)}\b", text) is not None
+            )
             if len(tokens) == 1 and len(title) <= SHORT_TITLE
             else phrase_count(as_is if title in self._as_is else written, tokens) > 0
             and mentions(text, self._stemmed[title], title in self._common) > 0
@@ -468,6 +463,11 @@ class Relevance:
             if cosine(self._matter, matter) >= SHARED_MATTER:
                 return RELATED
         return MENTIONS if naming else OFF
+
+
+def _a_common_word(name: str) -> bool:
+    """Return whether a name is one word of a few letters ("Go", "Art"), not an abbreviation."""
+    return len(words(name)) == 1 and len(name) <= SHORT_TITLE and not name.isupper()
 
 
 def about_topic(theme: str, sources: Sequence[SearchResult]) -> list[SearchResult]:
