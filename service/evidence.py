@@ -72,13 +72,7 @@ class RunEvidence:
             max_results=max_results,
             depth=depth,
             hits=[
-                Hit(
-                    title=h.title,
-                    url=h.url,
-                    content_hash=content_hash(h.content),
-                    score=h.score,
-                    published_date=h.published_date,
-                )
+                Hit(**h.model_dump(exclude={"content"}), content_hash=content_hash(h.content))
                 for h in hits or []
             ],
             error=error,
@@ -108,21 +102,10 @@ class RunEvidence:
         self._store.add(self._thread_id, self._header, record, [text])
 
     def model_calls(self, node: str, calls: Sequence[ModelCall]) -> None:
-        """Record a node step's model requests."""
+        """Record a node step's model requests: of each, the fields a record keeps."""
+        kept = set(ModelCallRecord.model_fields)
         for call in calls:
-            record = ModelCallRecord(
-                node=node,
-                role=call.role,
-                model=call.model,
-                reported_model=call.reported_model,
-                template=call.template,
-                template_version=call.template_version,
-                params=dict(call.params),
-                input_tokens=call.input_tokens,
-                output_tokens=call.output_tokens,
-                seconds=call.seconds,
-                error=call.error,
-            )
+            record = ModelCallRecord(node=node, **call.model_dump(include=kept))
             self._store.add(self._thread_id, self._header, record, [])
 
 
@@ -212,13 +195,7 @@ class ReplaySearch:
             self._evidence.searched(self.name, query, max_results, depth, None, call.error, call.at)
             raise replayed_error(call.error, SearchError)
         hits = [
-            SearchHit(
-                title=h.title,
-                url=h.url,
-                content=self._texts[h.content_hash],
-                score=h.score,
-                published_date=h.published_date,
-            )
+            SearchHit(**h.model_dump(exclude={"content_hash"}), content=self._texts[h.content_hash])
             for h in call.hits
             if h.content_hash in self._texts  # a text pruned since is a result lost
         ]
