@@ -21,6 +21,7 @@ from core.state import ReportStatus
 from stores.redis_batches import RedisBatches
 from stores.redis_connection import awaited, text
 from stores.registry import (
+    ACTIVE,
     RunStatus,
     ThreadExists,
     ThreadRecord,
@@ -28,8 +29,6 @@ from stores.registry import (
     encode_cursor,
     stamp,
 )
-
-_ACTIVE_STATUSES = ("queued", "running")
 
 # KEYS: thread hash, owner set, active set. ARGV: owner, score, thread id, whether it
 # is active ("1"), then the other fields as name, value pairs. 0 if the id is taken.
@@ -111,7 +110,7 @@ class RedisRegistry:
             record.owner,
             _micros(record.created_at),
             record.thread_id,
-            int(record.status in _ACTIVE_STATUSES),
+            int(record.status in ACTIVE),
         ]
         for name, value in fields.items():
             args += [name, value]
@@ -159,7 +158,7 @@ class RedisRegistry:
     ) -> ThreadRecord:
         """Set the run status, error and report status (see `Registry.set_status`)."""
         now = datetime.now(UTC)
-        active = status in _ACTIVE_STATUSES
+        active = status in ACTIVE
         report_change = "set" if report is not None else "clear" if active else "keep"
         args: list[Any] = [
             status,

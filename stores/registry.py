@@ -185,7 +185,7 @@ class SqliteRegistry:
         cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
     ) -> "SqliteRegistry":
         """Return the file's registry (see `stores.sqlite_writer.open_sqlite`)."""
-        await writer.run(_prepare)
+        await writer.create(*_SCHEMA)
         return cls(reader, writer)
 
     async def _write(self, sql: str, params: tuple[Any, ...]) -> builtins.list[ThreadRecord]:
@@ -333,9 +333,3 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
         raise ValueError("invalid cursor")
     micros, thread_id = cursor.split("~", 1)
     return stamp(_EPOCH + timedelta(microseconds=int(micros))), thread_id
-
-
-def _prepare(conn: sqlite3.Connection) -> None:
-    """Create the table and its indexes."""
-    for statement in _SCHEMA:
-        conn.execute(statement)

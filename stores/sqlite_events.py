@@ -72,7 +72,7 @@ class SqliteEventLog(QueuedAppends):
         cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
     ) -> "SqliteEventLog":
         """Return the log of the file (see `stores.sqlite_writer.open_sqlite`)."""
-        await writer.run(_prepare)
+        await writer.create(_SCHEMA)
         log = cls(reader, writer)
         stack.push_async_callback(log.close)
         return log
@@ -209,8 +209,3 @@ class SqliteEventLog(QueuedAppends):
                 self._last_ids.popitem(last=False)
             results.append(event_id)
         return results
-
-
-def _prepare(conn: sqlite3.Connection) -> None:
-    """Create the table."""
-    conn.execute(_SCHEMA)

@@ -95,12 +95,7 @@ class SqliteEvidenceStore:
         cls, stack: AsyncExitStack, reader: SqliteReader, writer: SqliteWriter
     ) -> "SqliteEvidenceStore":
         """Return the store of the file (see `stores.sqlite_writer.open_sqlite`)."""
-
-        def prepare(conn: sqlite3.Connection) -> None:
-            for statement in _SCHEMA:
-                conn.execute(statement)
-
-        await writer.run(prepare)
+        await writer.create(*_SCHEMA)
         return cls(reader, writer)
 
     def add(self, thread_id: str, header: RunHeader, record: Record, texts: Sequence[str]) -> None:

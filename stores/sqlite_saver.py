@@ -91,7 +91,7 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         conn = await stack.enter_async_context(
             aiosqlite.connect(str(writer.path), timeout=BUSY_TIMEOUT_S)
         )
-        await writer.run(lambda c: c.execute(_BLOBS_SCHEMA))
+        await writer.create(_BLOBS_SCHEMA)
         saver = cls(conn, writer, reader)
         await saver.setup()
         stack.push_async_callback(saver.drain)

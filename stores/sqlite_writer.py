@@ -86,6 +86,15 @@ class SqliteWriter:
         """Run `work` in the next transaction and return its result once committed."""
         return await self.submit(work)
 
+    async def create(self, *statements: str) -> None:
+        """Run a store's `CREATE ... IF NOT EXISTS` statements, in one transaction."""
+
+        def work(conn: sqlite3.Connection) -> None:
+            for statement in statements:
+                conn.execute(statement)
+
+        await self.run(work)
+
     async def drain(self) -> None:
         """Wait until every queued write has been committed."""
         await self._batches.drain()
