@@ -4,6 +4,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from core.models import explain
 from tools.errors import ProviderError
 
 M = TypeVar("M", bound=BaseModel)
@@ -14,7 +15,4 @@ def validated(model: type[M], **values: object) -> M:
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        reasons = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ProviderError(reasons, "VALIDATION_ERROR") from None
+        raise ProviderError(explain(exc), "VALIDATION_ERROR") from None
