@@ -1,6 +1,7 @@
 """The report as a safe HTML fragment: raw HTML escaped, and only its references as links."""
 
 import asyncio
+import contextlib
 import hashlib
 import html
 import json
@@ -49,11 +50,9 @@ def _front_matter_rows(front: str) -> list[tuple[str, str]]:
         if not sep:
             continue
         text = value.strip()
-        try:
+        with contextlib.suppress(ValueError):
             parsed = json.loads(text)
             text = parsed if isinstance(parsed, str) else text
-        except ValueError:
-            pass
         rows.append((key.strip(), text))
     return rows
 
@@ -64,12 +63,8 @@ def _summary(rows: dict[str, str]) -> str:
     parts = (
         [f'<span class="report-status" data-status="{status}">{status}</span>'] if status else []
     )
-    if "sources" in rows:
-        parts.append(f"{html.escape(rows['sources'])} sources")
-    if "review_score" in rows:
-        parts.append(f"review score {html.escape(rows['review_score'])}")
-    if "engine" in rows:
-        parts.append(html.escape(rows["engine"]))
+    shown = {"sources": "{} sources", "review_score": "review score {}", "engine": "{}"}
+    parts += [form.format(html.escape(rows[key])) for key, form in shown.items() if key in rows]
     return f'<p class="report-summary">{" · ".join(parts)}</p>'
 
 

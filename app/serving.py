@@ -5,6 +5,7 @@ A connection with no whole request head within `header_timeout_s` is closed; pas
 """
 
 import asyncio
+import contextlib
 import logging
 import resource
 from typing import Any
@@ -71,12 +72,10 @@ class _Guarded:
 def guarded_protocol(settings: Settings) -> type[asyncio.Protocol]:
     """Return the protocol class `serve` gives uvicorn (httptools if installed, else h11)."""
     base: type[asyncio.Protocol] = type("GuardedH11Protocol", (_Guarded, H11Protocol), {})
-    try:
+    with contextlib.suppress(ImportError):
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
         base = type("GuardedHttpToolsProtocol", (_Guarded, HttpToolsProtocol), {})
-    except ImportError:
-        pass
     # With Redis, the run queue holds a connection per run slot: room for those too.
     reserved = _RESERVED_FILES
     if settings.redis_url is not None:
@@ -94,11 +93,9 @@ def connection_cap(wanted: int, reserved: int = _RESERVED_FILES) -> int:
     needed = wanted + reserved
     if soft != resource.RLIM_INFINITY and soft < needed:
         raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        try:
+        with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
             soft = raised
-        except (ValueError, OSError):
-            pass
     if soft != resource.RLIM_INFINITY and soft < needed:
         cap = max(16, soft - reserved)
         logger.warning(

@@ -206,10 +206,8 @@ class JobRunner:
         finally:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
-            try:
+            with contextlib.suppress(LockError):  # expired, or taken over: not ours now
                 await lease.release()
-            except LockError:  # expired, or taken over: nothing of ours to release
-                pass
 
     async def _heartbeat(self, job: Job, lease: Any, execution: "asyncio.Task[Any]") -> None:
         """Renew the job's heartbeat and the lease; stop the execution if the lease is lost."""

@@ -5,6 +5,7 @@ our error types and the server's Retry-After survive whatever the SDK would have
 """
 
 import asyncio
+import contextlib
 import json
 import random
 from abc import ABC, abstractmethod
@@ -52,10 +53,8 @@ def parse_retry_after(value: str | None) -> float | None:
     """Seconds from a Retry-After header (delta-seconds or HTTP date); None when absent or bad."""
     if not value:
         return None
-    try:
+    with contextlib.suppress(ValueError):  # not delta-seconds
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):

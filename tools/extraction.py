@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from contextlib import suppress
 from copy import copy
 from typing import Any
 
@@ -92,17 +93,13 @@ def _decode(raw: bytes) -> str:
     ):
         if raw.startswith(bom):
             return raw[len(bom) :].decode(codec, "replace")
-    try:
+    with suppress(UnicodeDecodeError):
         return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
     match = _DECLARED_CHARSET.search(raw[:4096])
     if match:
         label = match.group(1).decode("ascii").lower()
-        try:
+        with suppress(LookupError):  # a charset Python does not know
             return raw.decode(_CHARSET_ALIASES.get(label, label), "replace")
-        except LookupError:
-            pass
     return raw.decode("cp1252", "replace")
 
 
