@@ -209,12 +209,10 @@ class RunExecutor:
         stop = Stop()
         config = thread_config(thread_id)
         public = public_id(thread_id)  # the id its client knows, in configs it streams
-        wanted: dict[str, list[str]] = {}
+        wanted: dict[StreamMode, list[str]] = {}
         for name in run_input.stream_modes:
             wanted.setdefault(PLATFORM_MODES[name], []).append(name)
-        modes: list[StreamMode] = list(
-            dict.fromkeys([*STREAM_MODES, *(PLATFORM_MODES[n] for n in run_input.stream_modes)])
-        )
+        modes = list(dict.fromkeys([*STREAM_MODES, *wanted]))
         async for mode, chunk in self.graph.astream(
             payload,
             config,

@@ -9,11 +9,13 @@ from core.state import CLIENT_THREAD_ID
 from service.thread_ids import public_id
 
 
-def thread_config(thread_id: str) -> RunnableConfig:
-    """Return the LangGraph config of a thread, with the id its client knows it by."""
+def thread_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    """Return the LangGraph config of a thread (at a checkpoint), with its client's id for it."""
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if (public := public_id(thread_id)) != thread_id:
         configurable[CLIENT_THREAD_ID] = public
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}
 
 

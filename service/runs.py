@@ -299,9 +299,7 @@ class RunManager:
             update = coerce_update(values) if values is not None else None
         except ValueError as exc:  # pydantic's ValidationError is one
             raise Unprocessable(f"state update: {exc}") from None
-        config = thread_config(thread_id)
-        if at_checkpoint:
-            config["configurable"]["checkpoint_id"] = at_checkpoint
+        config = thread_config(thread_id, at_checkpoint)
         async with self.signals.admission(thread_id):
             record = await self._latest(thread_id)
             if record.status in ACTIVE:
@@ -392,10 +390,7 @@ class RunManager:
 
     async def snapshot(self, thread_id: str, checkpoint_id: str | None = None) -> StateSnapshot:
         """Return the thread's state at a checkpoint (the latest without one), or NotFound."""
-        config = thread_config(thread_id)
-        if checkpoint_id:
-            config["configurable"]["checkpoint_id"] = checkpoint_id
-        snapshot = await self.graph.aget_state(config)
+        snapshot = await self.graph.aget_state(thread_config(thread_id, checkpoint_id))
         # A checkpoint the saver does not have comes back as an empty snapshot of the
         # config asked for: no creation time.
         found = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id")

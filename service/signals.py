@@ -97,10 +97,9 @@ class MemorySignals:
 
     async def take_pause(self, thread_id: str) -> bool:
         """Consume the request, if there is one."""
-        if thread_id in self._pauses:
-            self._pauses.discard(thread_id)
-            return True
-        return False
+        asked = thread_id in self._pauses
+        self._pauses.discard(thread_id)
+        return asked
 
     async def request_cancel(self, thread_id: str) -> None:
         """Note the request."""

@@ -33,8 +33,9 @@ def head_soup(doc: str) -> BeautifulSoup:
     return BeautifulSoup("".join(tags), "lxml")
 
 
-def _attr(tag: Tag | None, name: str) -> str | None:
-    value = tag.get(name) if tag is not None else None
+def _attr(tag: object, name: str) -> str | None:
+    """Return a tag's attribute stripped; None when it is blank, or `tag` is no tag."""
+    value = tag.get(name) if isinstance(tag, Tag) else None
     return (value.strip() or None) if isinstance(value, str) else None
 
 
@@ -52,11 +53,10 @@ def meta_content(soup: BeautifulSoup, *names: str) -> str | None:
 
 def language(soup: BeautifulSoup) -> str | None:
     """Return the page language as a short code ("de-DE" -> "de"), when declared."""
-    html_tag = soup.find("html")
-    raw = _attr(html_tag if isinstance(html_tag, Tag) else None, "lang")
+    raw = _attr(soup.find("html"), "lang")
     if raw is None:
         equiv = soup.find("meta", attrs={"http-equiv": re.compile("^content-language$", re.I)})
-        raw = _attr(equiv if isinstance(equiv, Tag) else None, "content")
+        raw = _attr(equiv, "content")
     raw = raw or meta_content(soup, "og:locale")
     match = _LANG.match(raw) if raw else None
     return match.group(0).lower() if match else None
@@ -64,8 +64,7 @@ def language(soup: BeautifulSoup) -> str | None:
 
 def canonical_url(soup: BeautifulSoup, url: str | None) -> str | None:
     """Return the canonical link (made absolute against `url`), else og:url."""
-    link = soup.find("link", rel="canonical")
-    href = _attr(link if isinstance(link, Tag) else None, "href") or meta_content(soup, "og:url")
+    href = _attr(soup.find("link", rel="canonical"), "href") or meta_content(soup, "og:url")
     if not href:
         return None
     absolute = urljoin(url or "", href)
