@@ -127,6 +127,7 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
             engine=SleepingEngine(latency),
             search=SleepingSearchProvider(latency),
             search_concurrency=settings.search_concurrency,
+            max_parallel_members=settings.max_parallel_members,
         )
         return
     engine = make_engine(settings)
@@ -145,6 +146,7 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
             engine=engine,
             search=search,
             search_concurrency=settings.search_concurrency,
+            max_parallel_members=settings.max_parallel_members,
             reader=reader,
             pages_per_query=settings.pages_per_query,
         )

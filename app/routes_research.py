@@ -87,7 +87,9 @@ class ThreadDetail(ThreadSummary):
     tokens: int = Field(0, description="Model tokens used so far (input + output).")
     cost_usd: float = Field(0.0, description="Estimated model cost so far, from the price table.")
     rounds: list[RoundRecord] = Field(
-        default_factory=list, description="One record of node calls per iteration."
+        default_factory=list,
+        description="One record of node calls per iteration, with the record of the member "
+        "researchers its research step ran (`members`).",
     )
     citations: CitationCheck | None = Field(
         None, description="How the latest draft's footnotes held up against the sources."

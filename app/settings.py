@@ -118,7 +118,14 @@ class Settings(BaseSettings):
         description="US dollars per million input/output tokens, by model name, for cost estimates.",
     )
     search_concurrency: int = Field(
-        5, ge=1, le=32, description="Searches run at once by one researcher step."
+        5, ge=1, le=32, description="Searches run at once by one member researcher."
+    )
+    max_parallel_members: int = Field(
+        4,
+        ge=1,
+        le=15,
+        description="Member researchers of a research step working at once; each runs its "
+        "share of the plan's queries (one member per investigation point).",
     )
     search_delay_ms: int = Field(
         0, ge=0, le=60_000, description="Latency added to every search (to rehearse slow networks)."

@@ -77,14 +77,22 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
 def merge_rounds(
     left: list[RoundRecord] | None, right: list[RoundRecord] | None
 ) -> list[RoundRecord]:
-    """Keep one record per round: a node call joins its round's record, in order of rounds."""
+    """Keep one record per round: a node call joins its round's record, in order of rounds.
+
+    A round's members' record comes with its research step, once; a later one replaces it.
+    """
     by_round = {r.round_number: r for r in left or []}
     for record in right or []:
         known = by_round.get(record.round_number)
         by_round[record.round_number] = (
             record
             if known is None
-            else known.model_copy(update={"submissions": known.submissions + record.submissions})
+            else known.model_copy(
+                update={
+                    "submissions": known.submissions + record.submissions,
+                    "members": record.members or known.members,
+                }
+            )
         )
     return [by_round[n] for n in sorted(by_round)]
 

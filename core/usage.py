@@ -1,9 +1,10 @@
-"""What a run spends: per node and per model, and the node calls of each round."""
+"""What a run spends: per node and per model, and the node calls and member answers of each round."""
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from core.models import utcnow
 
@@ -78,13 +79,9 @@ class TokenUsage(BaseModel):
     cost_usd: float = 0.0
 
 
-class NodeSubmission(BaseModel):
-    """One node call: what did the work, whether it succeeded, its usage and duration."""
+class Submission(BaseModel):
+    """One piece of work in a round: whether it succeeded, its model usage, when and how long."""
 
-    name: str = Field(min_length=1, description="The node: supervisor, researcher, ...")
-    type: Literal["llm", "extractive", "simulated", "tools"] = Field(
-        description="What did the work: a language model, deterministic code, or only tools."
-    )
     status: Literal["SUCCESS", "ERROR"]
     error_message: str | None = Field(None, description="Why it failed or fell back.")
     usage: TokenUsage = Field(default_factory=TokenUsage)
@@ -92,23 +89,41 @@ class NodeSubmission(BaseModel):
     execution_time_ms: float = Field(ge=0)
 
 
-class RoundRecord(BaseModel):
-    """The node calls of one iteration, with their success and failure counts; one per round."""
+class NodeSubmission(Submission):
+    """One node call: what did the work, whether it succeeded, its usage and duration."""
 
-    thread_id: str
+    name: str = Field(min_length=1, description="The node: supervisor, researcher, ...")
+    type: Literal["llm", "extractive", "simulated", "tools"] = Field(
+        description="What did the work: a language model, deterministic code, or only tools."
+    )
+
+
+class MemberSubmission(Submission):
+    """One member researcher's answer in a round (the team design's `MemberSubmission`)."""
+
+    agent_name: str = Field(min_length=1, description="The member, e.g. member-2.")
+    agent_type: str = Field(
+        min_length=1, description="What kind of member: web-search or corpus-search."
+    )
+    content: str = Field("", description="What it found: each query's summary, in order.")
+
+
+class _Tally(BaseModel):
+    """A round's submissions with their success and failure counts and summed model usage."""
+
     round_number: int = Field(ge=1)
-    submissions: list[NodeSubmission] = Field(default_factory=list)
+    submissions: Sequence[Submission] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def success_count(self) -> int:
-        """Calls that succeeded."""
+        """Submissions that succeeded."""
         return sum(s.status == "SUCCESS" for s in self.submissions)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def failure_count(self) -> int:
-        """Calls that failed or fell back."""
+        """Submissions that failed or fell back."""
         return sum(s.status == "ERROR" for s in self.submissions)
 
     @computed_field  # type: ignore[prop-decorator]
@@ -121,3 +136,27 @@ class RoundRecord(BaseModel):
                 for f in TokenUsage.model_fields
             }
         )
+
+
+class MemberSubmissionsRecord(_Tally):
+    """The member researchers' submissions of one round, in member order (not finish order)."""
+
+    submissions: list[MemberSubmission] = Field(default_factory=list)
+
+
+class RoundRecord(_Tally):
+    """The node calls of one iteration, with their counts; and its members' record, if any."""
+
+    thread_id: str
+    submissions: list[NodeSubmission] = Field(default_factory=list)
+    members: MemberSubmissionsRecord | None = Field(
+        None, description="The member researchers the round's research step ran."
+    )
+
+    @model_validator(mode="after")
+    def _members_of_this_round(self) -> "RoundRecord":
+        if self.members is not None and self.members.round_number != self.round_number:
+            raise ValueError(
+                f"members: the record of round {self.members.round_number}, not {self.round_number}"
+            )
+        return self

@@ -63,7 +63,7 @@ def spent(node: str, started: float, recorder: Recorder) -> Usage:
     return Usage(nodes={node: own}, models=models)
 
 
-def _thread_id() -> str:
+def client_thread_id() -> str:
     """Return the thread's id as its client knows it (`CLIENT_THREAD_ID`, else the config's)."""
     try:
         configurable = get_config().get("configurable", {})
@@ -115,7 +115,8 @@ def account(
 ) -> dict[str, Any]:
     """Return the step's `update` with its `usage`, `rounds` and notes; stream the new totals.
 
-    The step joins the record of round `iteration_count + 1` (the iteration it works on).
+    The step joins the record of round `iteration_count + 1` (the iteration it works on),
+    after any record the update holds already (a research step's members').
     """
     usage = spent(node, started, recorder)
     mine = usage.nodes[node]
@@ -140,11 +141,11 @@ def account(
     if runtime.context.evidence is not None and recorder.calls:
         runtime.context.evidence.model_calls(node, recorder.calls)
     record = RoundRecord(
-        thread_id=_thread_id(),
+        thread_id=client_thread_id(),
         round_number=state.get("iteration_count", 0) + 1,
         submissions=[submission],
     )
-    merged = {**update, "usage": usage, "rounds": [record]}
+    merged = {**update, "usage": usage, "rounds": [*update.get("rounds", []), record]}
     if notes:
         merged["messages"] = [*update.get("messages", []), *notes]
     return merged

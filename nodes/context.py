@@ -36,7 +36,9 @@ class Deps:
 
     engine: Engine
     search: SearchProvider
-    search_concurrency: int = 5
+    search_concurrency: int = 5  # per member researcher (each has its own searcher)
+    # Member researchers of a research step working at once (`nodes.members`).
+    max_parallel_members: int = 4
     reader: PageReader | None = None
     pages_per_query: int = 2
     # Writes and reviews the partial report when the engine's model refuses to serve the run.

@@ -3,7 +3,7 @@
 Both go through `Findings`, query by query in the order they ran, so they agree.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -11,6 +11,8 @@ from langchain_core.messages import AIMessage
 from core.models import ResearchNote, SearchResult
 from core.steps import RESEARCHER
 from core.urls import normalize_url
+from core.usage import MemberSubmissionsRecord, RoundRecord
+from nodes.accounting import client_thread_id
 from nodes.research_state import QueryOutcome, ResearcherState
 
 
@@ -77,11 +79,17 @@ class Findings:
 
 
 def teller(
-    state: ResearcherState, tell: Callable[[dict[str, Any]], None]
+    state: ResearcherState,
+    tell: Callable[[dict[str, Any]], None],
+    earlier: Sequence[QueryOutcome] = (),
 ) -> Callable[[QueryOutcome], None]:
-    """Return a function that tells each further query's findings, after those in `state`."""
+    """Return a function that tells each further query's findings.
+
+    It tells them after those in `state` and the `earlier` ones (told already, the
+    step's members'), numbered on from them.
+    """
     findings = Findings(state)
-    for outcome in state.get("outcomes", []):
+    for outcome in [*state.get("outcomes", []), *earlier]:
         findings.add(outcome)
 
     def told(outcome: QueryOutcome) -> None:
@@ -121,7 +129,7 @@ def _source_event(source: SearchResult, query: str | None) -> dict[str, Any]:
 def _update(
     state: ResearcherState, new_sources: list[SearchResult], notes: list[ResearchNote]
 ) -> dict[str, Any]:
-    """Return the parent's update: sources, queries, notes, the step's messages, and a halt."""
+    """Return the parent's update: sources, queries, notes, the step's messages, its members' record and a halt."""
     queries = [o.query for o in state.get("outcomes", [])]
     failed = sum(n.status == "failed" for n in notes)
     message = f"Searched {len(queries)} queries: {len(new_sources)} new sources, {failed} failed."
@@ -136,7 +144,23 @@ def _update(
         "iteration_count": state.get("iteration_count", 0) + 1,
         "messages": [*messages, AIMessage(content=message, name=RESEARCHER)],
     }
+    if (members := members_record(state)) is not None:
+        round_number = members.round_number
+        update["rounds"] = [
+            RoundRecord(thread_id=client_thread_id(), round_number=round_number, members=members)
+        ]
     refused = next((o.refused for o in state.get("outcomes", []) if o.refused), None)
     if halted := state.get("halted") or refused:
         update["halted"] = halted
     return update
+
+
+def members_record(state: ResearcherState) -> MemberSubmissionsRecord | None:
+    """Return the round's record of its members' submissions, in member order (None: no members)."""
+    reports = sorted(state.get("members", []), key=lambda r: r.share.index)
+    if not reports:
+        return None
+    return MemberSubmissionsRecord(
+        round_number=state.get("iteration_count", 0) + 1,
+        submissions=[r.submission for r in reports],
+    )

@@ -1,6 +1,7 @@
 """The researcher subgraph's state: what one research step keeps between its ReAct turns.
 
-Checkpointed after every node, so a step a worker died in resumes from its last turn.
+Checkpointed after every node, so a step a worker died in resumes from its last turn, and
+a step whose member researchers were under way keeps the answers of those that finished.
 """
 
 import operator
@@ -11,10 +12,12 @@ from pydantic import BaseModel, Field
 
 from core.models import ResearchPlan, Review, SearchResult
 from core.options import RunOptions
+from core.usage import MemberSubmission
 from engines.recording import Recorded
 from nodes.reading import ReadPage
 
 # The subgraph's nodes.
+MEMBER = "member"
 QUERIES = "queries"
 MODEL = "model"
 TOOLS = "tools"
@@ -31,6 +34,25 @@ class QueryOutcome(BaseModel):
     pages_read: int = 0
     page_errors: list[str] = Field(default_factory=list)
     refused: str | None = None  # the model refused to serve (ModelAccessError): the run halts
+
+
+class MemberAssignment(BaseModel):
+    """A member researcher's share of the step's plan queries (`nodes.members.member_shares`)."""
+
+    index: int = Field(ge=0, description="Its place in the plan's order: merges follow it.")
+    name: str
+    point: str | None = None  # the investigation point its queries research, if one
+    queries: list[str]
+    positions: list[int]  # each query's place among the plan's pending queries
+
+
+class MemberReport(BaseModel):
+    """What one member researcher found: an outcome per query of its share, and its record."""
+
+    share: MemberAssignment
+    outcomes: list[QueryOutcome]  # one per query of its share, in the share's order
+    pages: dict[str, ReadPage] = Field(default_factory=dict)  # read, by normalised URL
+    submission: MemberSubmission
 
 
 class NodeSpending(BaseModel):
@@ -54,7 +76,9 @@ class ResearcherState(TypedDict, total=False):
     review: Review | None
     iteration_count: int
     first_step: int  # the step number of the step's first note
+    member: MemberAssignment  # a member researcher's input (`Send`), its share of the queries
     # The step's work, added to by each node.
+    members: Annotated[list[MemberReport], operator.add]  # in any order: merges sort them
     outcomes: Annotated[list[QueryOutcome], operator.add]
     scraped: Annotated[list[SearchResult], operator.add]  # pages the model read in full
     thoughts: Annotated[list[str], operator.add]

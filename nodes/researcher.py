@@ -5,25 +5,24 @@ The run's time budget bounds the loop: what finished by then is kept.
 
 import asyncio
 import functools
-import time
-from collections.abc import Awaitable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from engines.base import Investigator, LinkFollower, ModelAccessError
 from engines.chat_models import text_of
-from engines.recording import current_deadline
 from nodes.context import Deps
+from nodes.members import current_team, merged
 from nodes.progress import tell
+from nodes.reading import ReadPage
 from nodes.research_collect import teller
-from nodes.research_state import COLLECT, MODEL, TOOLS, ResearcherState
-from nodes.searching import Searcher
+from nodes.research_state import COLLECT, MODEL, TOOLS, QueryOutcome, ResearcherState
+from nodes.searching import Searcher, finished_by, step_deadline
 from nodes.tool_calls import run_tool_calls, tool_names
 from tools.text import keyword_query
 
-T = TypeVar("T")
 OUT_OF_TIME = "The research step ran out of time; writing from what was found."
 
 
@@ -36,33 +35,23 @@ def pending_queries(state: ResearcherState) -> list[str]:
     return [q for q in plan.search_queries if q.casefold() not in done]
 
 
-def step_deadline() -> float:
-    """Return when the run's time budget ends (`time.monotonic()`), as the step records it."""
-    deadline = current_deadline()
-    if deadline is None:
-        raise RuntimeError("the researcher subgraph runs inside the researcher's recording()")
-    return deadline
+def searcher(
+    state: ResearcherState,
+    runtime: Runtime[Deps],
+    found: Sequence[QueryOutcome] = (),
+    read: Mapping[str, ReadPage] | None = None,
+) -> Searcher:
+    """Return a searcher for one node of the step; it tells each query's findings.
 
-
-def searcher(state: ResearcherState, runtime: Runtime[Deps]) -> Searcher:
-    """Return a searcher for one node of the step; it tells each query's findings."""
-    sources, read = state.get("research_data", []), state.get("pages", {})
-    told = teller(state, functools.partial(tell, runtime))
+    `found`: what the step's members found (told by them), in the plan's order; `read`:
+    the pages they read, which it does not read again.
+    """
+    told = teller(state, functools.partial(tell, runtime), found)
+    sources, pages = state.get("research_data", []), {**state.get("pages", {}), **(read or {})}
     deadline, wide = step_deadline(), keyword_query(state.get("topic", ""))
     return Searcher(
-        runtime.context, state["options"].max_results, sources, deadline, read, told, wide
+        runtime.context, state["options"].max_results, sources, deadline, pages, told, wide
     )
-
-
-async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:
-    """Return the results of the calls finished by `deadline`, in order, and whether any was not."""
-    tasks = [asyncio.ensure_future(call) for call in calls]
-    if not tasks:
-        return [], False
-    _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
-    for task in late:
-        task.cancel()
-    return [t.result() for t in tasks if t not in late], bool(late)
 
 
 def ran_queries(state: ResearcherState) -> set[str]:
@@ -72,18 +61,27 @@ def ran_queries(state: ResearcherState) -> set[str]:
 
 
 async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
-    """Run the pending queries (and link follow-ups) or refined ones; or open the ReAct loop."""
+    """Run the pending queries (and link follow-ups) or refined ones; or open the ReAct loop.
+
+    When the step's members ran the plan's queries, their findings come first, in the
+    plan's order, and the follow-ups are chosen from all of them, as if one searcher had
+    run every query.
+    """
     engine, plan = runtime.context.engine, state.get("task_plan")
     done, sources = state.get("queries_done", []), state.get("research_data", [])
-    pending = pending_queries(state)
-    if not pending and plan is not None and isinstance(engine, Investigator):
+    found, read = merged(state)
+    if found:
+        current_team().found_all(found)
+    ran = {o.query.casefold() for o in found}
+    pending = [q for q in pending_queries(state) if q.casefold() not in ran]
+    if not pending and not found and plan is not None and isinstance(engine, Investigator):
         if engine.max_cycles > 0:
             opening = engine.react_messages(plan, done, sources)
             return {"conversation": opening, "turns": 0, "max_cycles": engine.max_cycles}
     try:
-        async with searcher(state, runtime) as search:
-            if pending or plan is None:
-                outcomes = await search.run_all(pending)
+        async with searcher(state, runtime, found, read) as search:
+            if pending or found or plan is None:
+                outcomes = [*found, *await search.run_all(pending)]
                 # A plan a human approved runs as approved: its queries and no others.
                 if (
                     plan is not None
@@ -91,14 +89,15 @@ async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, A
                     and state["options"].approval == "none"
                 ):
                     first = [r for o in outcomes for r in o.results]
-                    follow = engine.follow_up(plan, [*sources, *first], [*done, *pending])
+                    asked = [o.query for o in outcomes]
+                    follow = engine.follow_up(plan, [*sources, *first], [*done, *asked])
                     outcomes += await search.run_all(follow)
             else:
                 refined = await engine.refine_queries(plan, sources, done, state.get("review"))
                 outcomes = await search.run_all(refined)
     except ModelAccessError as exc:
         return {"halted": str(exc)}
-    return {"outcomes": outcomes, "pages": search.pages.fresh()}
+    return {"outcomes": outcomes, "pages": {**read, **search.pages.fresh()}}
 
 
 async def model(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:

@@ -2,18 +2,22 @@
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
+from typing import TypeVar
 
 from core.models import SearchResult
 from core.urls import normalize_url
 from engines.base import ModelAccessError
+from engines.recording import current_deadline
 from nodes.context import Deps
 from nodes.reading import PageReads, Reading, ReadPage, describe, read_top_pages
 from nodes.research_state import QueryOutcome
 from nodes.sources import to_sources
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # How many results the topic's own keyword query asks for: the pool a run collects holds
 # at least what one keyword query's top results hold, whatever the plan adds.
@@ -26,6 +30,25 @@ def observation(outcome: QueryOutcome) -> str:
         return f"The search failed: {outcome.error}"
     listing = "\n".join(f"- {r.title} ({r.url})" for r in outcome.results)
     return f"{outcome.summary or 'No summary.'}\n\nResults:\n{listing or '(none)'}"
+
+
+def step_deadline() -> float:
+    """Return when the run's time budget ends (`time.monotonic()`), as the step records it."""
+    deadline = current_deadline()
+    if deadline is None:
+        raise RuntimeError("the researcher subgraph runs inside the researcher's recording()")
+    return deadline
+
+
+async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:
+    """Return the results of the calls finished by `deadline`, in order, and whether any was not."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    if not tasks:
+        return [], False
+    _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+    for task in late:
+        task.cancel()
+    return [t.result() for t in tasks if t not in late], bool(late)
 
 
 class Searcher:

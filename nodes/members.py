@@ -1,0 +1,298 @@
+"""Member researchers: a research step's plan queries shared out to members working in parallel.
+
+The research subgraph sends each member its share of the plan's pending queries (LangGraph
+`Send`), and at most `Deps.max_parallel_members` of them work at once. A member runs its
+queries with a searcher of its own and answers with an outcome per query and its record, a
+`MemberSubmission`; a member that fails (every search down, the model refusing, the time
+budget spent, or anything raised) is recorded as ERROR and the step goes on with the others.
+The step then takes the answers in the plan's order, whatever order they finished in
+(`merged`), so its notes, sources and events are those of one researcher running them all.
+"""
+
+import asyncio
+import contextvars
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from core.models import ResearchPlan
+from core.usage import MemberSubmission, TokenUsage
+from engines.recording import current_recorder
+from nodes.context import Deps
+from nodes.progress import tell
+from nodes.reading import ReadPage, describe
+from nodes.research_collect import teller
+from nodes.research_state import (
+    MEMBER,
+    MemberAssignment,
+    MemberReport,
+    QueryOutcome,
+    ResearcherState,
+)
+from nodes.searching import Searcher, finished_by, step_deadline
+from tools.text import keyword_query, stems
+
+
+class Team:
+    """What the members of one research step share: how many work at once, and a teller.
+
+    The teller tells their findings in the plan's order, each query's as soon as every
+    earlier query's is known, as one researcher running them all would (`Searcher`).
+    """
+
+    def __init__(self, limit: int, told: Callable[[QueryOutcome], None]) -> None:
+        self.gate = asyncio.Semaphore(limit)
+        self._told = told
+        self._waiting: dict[int, QueryOutcome] = {}
+        self._next = 0
+
+    def found(self, position: int, outcome: QueryOutcome) -> None:
+        """Take the outcome of the plan's pending query at `position`; tell what is in order."""
+        if position < self._next:
+            return
+        self._waiting[position] = outcome
+        while self._next in self._waiting:
+            self._told(self._waiting.pop(self._next))
+            self._next += 1
+
+    def found_all(self, outcomes: Sequence[QueryOutcome]) -> None:
+        """Take every outcome, in the plan's order: tell those not told yet.
+
+        A resumed step does not run again the members that had finished: their findings
+        are told here.
+        """
+        for position, outcome in enumerate(outcomes):
+            self.found(position, outcome)
+
+
+_team: contextvars.ContextVar[Team | None] = contextvars.ContextVar("member_team", default=None)
+
+
+@contextmanager
+def member_team(step: ResearcherState, runtime: Runtime[Deps]) -> Iterator[Team]:
+    """Give the members of the step run inside the block their `Team`.
+
+    Their findings are told as the research step's own (its task's events, in order),
+    whichever member's task finds them.
+    """
+    here = contextvars.copy_context()
+    told = teller(step, lambda event: here.run(tell, runtime, event))
+    team = Team(runtime.context.max_parallel_members, told)
+    token = _team.set(team)
+    try:
+        yield team
+    finally:
+        _team.reset(token)
+
+
+def current_team() -> Team:
+    """Return the team of the research step running now."""
+    team = _team.get()
+    if team is None:
+        raise RuntimeError("members run inside member_team() (the researcher step)")
+    return team
+
+
+def _by_point(points: Sequence[str], pending: Sequence[str]) -> list[list[int]] | None:
+    """Return the positions of each point's queries; None if a query names no point.
+
+    A query is a point's when it holds every word (stem) of the point; the first such
+    point in the plan's order takes it.
+    """
+    words = [set(stems(point)) for point in points]
+    groups: list[list[int]] = [[] for _ in points]
+    for position, query in enumerate(pending):
+        held = set(stems(query))
+        owner = next((i for i, point in enumerate(words) if point and point <= held), None)
+        if owner is None:
+            return None
+        groups[owner].append(position)
+    return groups
+
+
+def _chunks(count: int, parts: int) -> list[list[int]]:
+    """Return positions 0..count-1 in `parts` contiguous runs, the first ones longer by one."""
+    size, extra = divmod(count, parts)
+    runs: list[list[int]] = []
+    start = 0
+    for part in range(parts):
+        end = start + size + (part < extra)
+        runs.append(list(range(start, end)))
+        start = end
+    return runs
+
+
+def member_shares(plan: ResearchPlan | None, pending: Sequence[str]) -> list[MemberAssignment]:
+    """Return the members of a step and their shares of its pending plan queries.
+
+    One member per investigation point: with its queries when every query can be given
+    to a point, else with a contiguous run of the queries in the plan's order. Only the
+    plan decides, never `max_parallel_members` (how many work at once), so a run's
+    members, and what each searches, are the same whatever the setting.
+    """
+    if plan is None or not pending:
+        return []
+    points = plan.investigation_points
+    groups = _by_point(points, pending)
+    shares: list[tuple[str | None, list[int]]] = (
+        [(point, group) for point, group in zip(points, groups, strict=True) if group]
+        if groups is not None
+        else [(None, run) for run in _chunks(len(pending), min(len(points), len(pending)))]
+    )
+    return [
+        MemberAssignment(
+            index=index,
+            name=f"member-{index + 1}",
+            point=point,
+            queries=[pending[p] for p in positions],
+            positions=positions,
+        )
+        for index, (point, positions) in enumerate(shares)
+    ]
+
+
+def member_sends(state: ResearcherState, shares: Sequence[MemberAssignment]) -> list[Send]:
+    """Return the `Send` of each member: the step's inputs a member reads, and its share."""
+    given = ("topic", "options", "research_data", "iteration_count")
+    inputs = {key: state[key] for key in given if key in state}  # type: ignore[literal-required]
+    return [Send(MEMBER, {**inputs, "member": share}) for share in shares]
+
+
+def _agent_type(provider: str) -> str:
+    """Return the kind of member a search provider makes (the team design's agent types)."""
+    return "corpus-search" if provider == "local" else "web-search"
+
+
+def _content(outcomes: Sequence[QueryOutcome]) -> str:
+    """Return a member's answer as text: each query's summary (or what went wrong), in order."""
+    return "\n\n".join(
+        f"### {o.query}\n\n{o.summary or o.error or 'No results.'}" for o in outcomes
+    )
+
+
+def _problem(outcomes: Sequence[QueryOutcome], raised: str | None, late: int) -> str | None:
+    """Return why a member failed, None when it did not: why the step cannot use its work."""
+    if raised is not None:
+        return raised
+    if late:
+        return f"the time budget ran out with {late} of {len(outcomes)} queries unfinished"
+    refused = next((o.refused for o in outcomes if o.refused), None)
+    if refused is not None:
+        return f"the model refused: {refused}"
+    failed = [o for o in outcomes if o.error and not o.results]
+    if outcomes and len(failed) == len(outcomes):
+        return f"every search failed: {failed[0].error}"
+    return None
+
+
+async def member(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
+    """Research one member's share; its failure is its record's, never the step's."""
+    team = current_team()
+    async with team.gate:
+        report = await _research(state, runtime, state["member"], team)
+    return {"members": [report]}
+
+
+async def _research(
+    state: ResearcherState, runtime: Runtime[Deps], share: MemberAssignment, team: Team
+) -> MemberReport:
+    """Run the share's queries until the run's deadline; tell when the member starts and ends."""
+    deps = runtime.context
+    told = {
+        "member": share.name,
+        "index": share.index,
+        "round": state.get("iteration_count", 0) + 1,
+    }
+    tell(
+        runtime, {"event": "member_started", **told, "point": share.point, "queries": share.queries}
+    )
+    started = time.perf_counter()
+    position = dict(zip(share.queries, share.positions, strict=True))
+    found: dict[str, QueryOutcome] = {}
+
+    def finished(outcome: QueryOutcome) -> None:
+        found[outcome.query] = outcome
+        team.found(position[outcome.query], outcome)
+
+    pages: dict[str, ReadPage] = {}
+    raised: str | None = None
+    try:
+        deadline = step_deadline()
+        search = Searcher(
+            deps,
+            state["options"].max_results,
+            state.get("research_data", []),
+            deadline,
+            {},
+            finished,  # in its queries' order, as each finishes
+            keyword_query(state.get("topic", "")),
+        )
+        async with search:
+            await finished_by([search.run(q) for q in share.queries], deadline)
+        pages = search.pages.fresh()
+    except Exception as exc:  # the member fails, the step goes on with the others
+        raised = describe(exc)
+    late = 0 if raised else len(share.queries) - len(found)
+    unfinished = f"failed: {raised}" if raised else "not run: the time budget ran out"
+    outcomes: list[QueryOutcome] = []
+    for query in share.queries:
+        outcome = found.get(query)
+        if outcome is None:  # noted as failed, as a failed search is: the step goes on
+            outcome = QueryOutcome(query=query, results=[], summary="", error=unfinished)
+            team.found(position[query], outcome)
+        outcomes.append(outcome)
+    problem = _problem(outcomes, raised, late)
+    usage = _usage()
+    submission = MemberSubmission(
+        agent_name=share.name,
+        agent_type=_agent_type(deps.search.name),
+        content=_content(outcomes),
+        status="ERROR" if problem else "SUCCESS",
+        error_message=problem,
+        usage=usage,
+        execution_time_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+    tell(
+        runtime,
+        {
+            "event": "member_finished",
+            **told,
+            "status": submission.status,
+            "error_message": problem,
+            "usage": usage.model_dump(),
+            "execution_time_ms": submission.execution_time_ms,
+            "results": sum(len(o.results) for o in outcomes),
+        },
+    )
+    return MemberReport(share=share, outcomes=outcomes, pages=pages, submission=submission)
+
+
+def _usage() -> TokenUsage:
+    """Return the model usage the member's own recording holds (`spending_kept` gives it one)."""
+    recorder = current_recorder()
+    calls = recorder.calls if recorder is not None else []
+    return TokenUsage(
+        requests=len(calls),
+        input_tokens=sum(c.input_tokens for c in calls),
+        output_tokens=sum(c.output_tokens for c in calls),
+        cost_usd=sum(c.cost_usd for c in calls),
+    )
+
+
+def merged(state: ResearcherState) -> tuple[list[QueryOutcome], dict[str, ReadPage]]:
+    """Return the members' outcomes in the plan's order, and the pages they read.
+
+    Members finish in any order; their answers are taken by their place in the plan
+    (each query's position, then a member's index), never by when they arrived.
+    """
+    placed: list[tuple[int, QueryOutcome]] = []
+    pages: dict[str, ReadPage] = {}
+    for report in sorted(state.get("members", []), key=lambda r: r.share.index):
+        placed.extend(zip(report.share.positions, report.outcomes, strict=True))
+        for key, page in report.pages.items():
+            pages.setdefault(key, page)
+    return [outcome for _, outcome in sorted(placed, key=lambda p: p[0])], pages
