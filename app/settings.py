@@ -118,7 +118,11 @@ class Settings(BaseSettings):
         description="US dollars per million input/output tokens, by model name, for cost estimates.",
     )
     search_concurrency: int = Field(
-        5, ge=1, le=32, description="Searches run at once by one member researcher."
+        5,
+        ge=1,
+        le=32,
+        description="Searches run at once by one searcher (a member researcher, or a "
+        "research step without members).",
     )
     max_parallel_members: int = Field(
         4,

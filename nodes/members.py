@@ -24,7 +24,7 @@ from core.usage import MemberSubmission, TokenUsage
 from engines.recording import current_recorder
 from nodes.context import Deps
 from nodes.progress import tell
-from nodes.reading import ReadPage, describe
+from nodes.reading import ReadPage, ReadPool, cancel_reads, describe
 from nodes.research_collect import teller
 from nodes.research_state import (
     MEMBER,
@@ -33,12 +33,12 @@ from nodes.research_state import (
     QueryOutcome,
     ResearcherState,
 )
-from nodes.searching import Searcher, finished_by, step_deadline
+from nodes.searching import Searcher, step_deadline
 from tools.text import keyword_query, stems
 
 
 class Team:
-    """What the members of one research step share: how many work at once, and a teller.
+    """What the members of one research step share: how many work at once, their page reads, a teller.
 
     The teller tells their findings in the plan's order, each query's as soon as every
     earlier query's is known, as one researcher running them all would (`Searcher`).
@@ -46,6 +46,7 @@ class Team:
 
     def __init__(self, limit: int, told: Callable[[QueryOutcome], None]) -> None:
         self.gate = asyncio.Semaphore(limit)
+        self.pool: ReadPool = {}  # their page reads: a page is read once in the step
         self._told = told
         self._waiting: dict[int, QueryOutcome] = {}
         self._next = 0
@@ -87,6 +88,7 @@ def member_team(step: ResearcherState, runtime: Runtime[Deps]) -> Iterator[Team]
         yield team
     finally:
         _team.reset(token)
+        cancel_reads(team.pool)  # reads nobody waits for any more
 
 
 def current_team() -> Team:
@@ -174,12 +176,12 @@ def _content(outcomes: Sequence[QueryOutcome]) -> str:
     )
 
 
-def _problem(outcomes: Sequence[QueryOutcome], raised: str | None, late: int) -> str | None:
+def _problem(outcomes: Sequence[QueryOutcome], raised: str | None, spent: bool) -> str | None:
     """Return why a member failed, None when it did not: why the step cannot use its work."""
     if raised is not None:
         return raised
-    if late:
-        return f"the time budget ran out with {late} of {len(outcomes)} queries unfinished"
+    if spent:
+        return "the time budget was spent before its turn came"
     refused = next((o.refused for o in outcomes if o.refused), None)
     if refused is not None:
         return f"the model refused: {refused}"
@@ -200,7 +202,7 @@ async def member(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, An
 async def _research(
     state: ResearcherState, runtime: Runtime[Deps], share: MemberAssignment, team: Team
 ) -> MemberReport:
-    """Run the share's queries until the run's deadline; tell when the member starts and ends."""
+    """Run the share's queries (reading pages until the run's deadline); tell its start and end."""
     deps = runtime.context
     told = {
         "member": share.name,
@@ -220,24 +222,32 @@ async def _research(
 
     pages: dict[str, ReadPage] = {}
     raised: str | None = None
+    deadline = step_deadline()
+    spent = time.monotonic() >= deadline  # the others used up the run's time
     try:
-        deadline = step_deadline()
-        search = Searcher(
-            deps,
-            state["options"].max_results,
-            state.get("research_data", []),
-            deadline,
-            {},
-            finished,  # in its queries' order, as each finishes
-            keyword_query(state.get("topic", "")),
-        )
-        async with search:
-            await finished_by([search.run(q) for q in share.queries], deadline)
-        pages = search.pages.fresh()
+        if not spent:
+            async with Searcher(
+                deps,
+                state["options"].max_results,
+                state.get("research_data", []),
+                deadline,
+                {},
+                finished,  # in its queries' order, as each finishes
+                keyword_query(state.get("topic", "")),
+                team.pool,
+            ) as search:
+                runs = [asyncio.ensure_future(search.run(q)) for q in share.queries]
+                try:
+                    await asyncio.wait(runs)
+                finally:  # a cancelled member stops its queries
+                    for run in runs:
+                        run.cancel()
+                for run in runs:
+                    run.result()  # the first failure, once every query has ended
+            pages = search.pages.fresh()
     except Exception as exc:  # the member fails, the step goes on with the others
         raised = describe(exc)
-    late = 0 if raised else len(share.queries) - len(found)
-    unfinished = f"failed: {raised}" if raised else "not run: the time budget ran out"
+    unfinished = f"failed: {raised}" if raised else "not run: the time budget was spent"
     outcomes: list[QueryOutcome] = []
     for query in share.queries:
         outcome = found.get(query)
@@ -245,7 +255,7 @@ async def _research(
             outcome = QueryOutcome(query=query, results=[], summary="", error=unfinished)
             team.found(position[query], outcome)
         outcomes.append(outcome)
-    problem = _problem(outcomes, raised, late)
+    problem = _problem(outcomes, raised, spent)
     usage = _usage()
     submission = MemberSubmission(
         agent_name=share.name,

@@ -45,17 +45,30 @@ class ReadPage(BaseModel):
         return self.model_copy(update={"text": kept_text(self.text)})
 
 
+# A research step's page reads by normalised URL, shared by its member researchers.
+ReadPool = dict[str, "asyncio.Task[ReadPage]"]
+
+
 class PageReads:
     """The page reads of one node of a research step: each page is fetched at most once.
 
     `earlier` holds the pages earlier nodes of the step read (kept in its checkpointed
     state); the pages this node read are `fresh`, and `cancel` stops the unfinished reads.
+    With a `pool`, the reads of the step's members running at once: a page one of them
+    reads is not fetched again by another, and the pool's owner cancels what is left.
     """
 
-    def __init__(self, reader: PageReader | None, earlier: Mapping[str, ReadPage]) -> None:
+    def __init__(
+        self,
+        reader: PageReader | None,
+        earlier: Mapping[str, ReadPage],
+        pool: ReadPool | None = None,
+    ) -> None:
         self._reader = reader
         self._earlier = earlier
-        self._tasks: dict[str, asyncio.Task[ReadPage]] = {}
+        self._shared = pool is not None
+        self._pool: ReadPool = pool if pool is not None else {}
+        self._tasks: ReadPool = {}  # the reads this node wanted
 
     def read(self, url: str) -> "asyncio.Future[ReadPage]":
         """Return the page at `url`: read already, being read, or fetched now."""
@@ -64,8 +77,9 @@ class PageReads:
             done: asyncio.Future[ReadPage] = asyncio.get_running_loop().create_future()
             done.set_result(self._earlier[key])
             return done
-        if key not in self._tasks:
-            self._tasks[key] = asyncio.create_task(self._fetch(url))
+        if key not in self._pool:
+            self._pool[key] = asyncio.create_task(self._fetch(url))
+        self._tasks[key] = self._pool[key]
         return self._tasks[key]
 
     async def _fetch(self, url: str) -> ReadPage:
@@ -88,9 +102,15 @@ class PageReads:
         return {key: page.kept() for key, page in finished if page.error is None}
 
     def cancel(self) -> None:
-        """Cancel the reads nobody waits for any more."""
-        for task in self._tasks.values():
-            task.cancel()
+        """Cancel the reads nobody waits for any more (a shared pool's owner cancels its own)."""
+        if not self._shared:
+            cancel_reads(self._pool)
+
+
+def cancel_reads(pool: ReadPool) -> None:
+    """Cancel the pool's reads still running."""
+    for task in pool.values():
+        task.cancel()
 
 
 @dataclass

@@ -129,7 +129,7 @@ def _source_event(source: SearchResult, query: str | None) -> dict[str, Any]:
 def _update(
     state: ResearcherState, new_sources: list[SearchResult], notes: list[ResearchNote]
 ) -> dict[str, Any]:
-    """Return the parent's update: sources, queries, notes, the step's messages, its members' record and a halt."""
+    """Return the parent's update: sources, queries, notes, messages, members' record, a halt."""
     queries = [o.query for o in state.get("outcomes", [])]
     failed = sum(n.status == "failed" for n in notes)
     message = f"Searched {len(queries)} queries: {len(new_sources)} new sources, {failed} failed."
@@ -145,9 +145,9 @@ def _update(
         "messages": [*messages, AIMessage(content=message, name=RESEARCHER)],
     }
     if (members := members_record(state)) is not None:
-        round_number = members.round_number
+        number = members.round_number
         update["rounds"] = [
-            RoundRecord(thread_id=client_thread_id(), round_number=round_number, members=members)
+            RoundRecord(thread_id=client_thread_id(), round_number=number, members=members)
         ]
     refused = next((o.refused for o in state.get("outcomes", []) if o.refused), None)
     if halted := state.get("halted") or refused:

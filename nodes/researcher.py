@@ -5,8 +5,9 @@ The run's time budget bounds the loop: what finished by then is kept.
 
 import asyncio
 import functools
-from collections.abc import Mapping, Sequence
-from typing import Any
+import time
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
@@ -16,13 +17,14 @@ from engines.chat_models import text_of
 from nodes.context import Deps
 from nodes.members import current_team, merged
 from nodes.progress import tell
-from nodes.reading import ReadPage
+from nodes.reading import ReadPage, ReadPool
 from nodes.research_collect import teller
 from nodes.research_state import COLLECT, MODEL, TOOLS, QueryOutcome, ResearcherState
-from nodes.searching import Searcher, finished_by, step_deadline
+from nodes.searching import Searcher, step_deadline
 from nodes.tool_calls import run_tool_calls, tool_names
 from tools.text import keyword_query
 
+T = TypeVar("T")
 OUT_OF_TIME = "The research step ran out of time; writing from what was found."
 
 
@@ -40,18 +42,30 @@ def searcher(
     runtime: Runtime[Deps],
     found: Sequence[QueryOutcome] = (),
     read: Mapping[str, ReadPage] | None = None,
+    pool: ReadPool | None = None,
 ) -> Searcher:
     """Return a searcher for one node of the step; it tells each query's findings.
 
-    `found`: what the step's members found (told by them), in the plan's order; `read`:
-    the pages they read, which it does not read again.
+    `found`: what the step's members found (told by them), in the plan's order; `read`
+    and `pool`: the pages they read and their reads, which it does not read again.
     """
     told = teller(state, functools.partial(tell, runtime), found)
     sources, pages = state.get("research_data", []), {**state.get("pages", {}), **(read or {})}
     deadline, wide = step_deadline(), keyword_query(state.get("topic", ""))
     return Searcher(
-        runtime.context, state["options"].max_results, sources, deadline, pages, told, wide
+        runtime.context, state["options"].max_results, sources, deadline, pages, told, wide, pool
     )
+
+
+async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:
+    """Return the results of the calls finished by `deadline`, in order, and whether any was not."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    if not tasks:
+        return [], False
+    _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+    for task in late:
+        task.cancel()
+    return [t.result() for t in tasks if t not in late], bool(late)
 
 
 def ran_queries(state: ResearcherState) -> set[str]:
@@ -70,8 +84,11 @@ async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, A
     engine, plan = runtime.context.engine, state.get("task_plan")
     done, sources = state.get("queries_done", []), state.get("research_data", [])
     found, read = merged(state)
+    pool = None
     if found:
-        current_team().found_all(found)
+        team = current_team()
+        team.found_all(found)
+        pool = team.pool
     ran = {o.query.casefold() for o in found}
     pending = [q for q in pending_queries(state) if q.casefold() not in ran]
     if not pending and not found and plan is not None and isinstance(engine, Investigator):
@@ -79,7 +96,7 @@ async def queries(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, A
             opening = engine.react_messages(plan, done, sources)
             return {"conversation": opening, "turns": 0, "max_cycles": engine.max_cycles}
     try:
-        async with searcher(state, runtime, found, read) as search:
+        async with searcher(state, runtime, found, read, pool) as search:
             if pending or found or plan is None:
                 outcomes = [*found, *await search.run_all(pending)]
                 # A plan a human approved runs as approved: its queries and no others.

@@ -2,22 +2,19 @@
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TypeVar
 
 from core.models import SearchResult
 from core.urls import normalize_url
 from engines.base import ModelAccessError
 from engines.recording import current_deadline
 from nodes.context import Deps
-from nodes.reading import PageReads, Reading, ReadPage, describe, read_top_pages
+from nodes.reading import PageReads, Reading, ReadPage, ReadPool, describe, read_top_pages
 from nodes.research_state import QueryOutcome
 from nodes.sources import to_sources
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # How many results the topic's own keyword query asks for: the pool a run collects holds
 # at least what one keyword query's top results hold, whatever the plan adds.
@@ -40,17 +37,6 @@ def step_deadline() -> float:
     return deadline
 
 
-async def finished_by(calls: Sequence[Awaitable[T]], deadline: float) -> tuple[list[T], bool]:
-    """Return the results of the calls finished by `deadline`, in order, and whether any was not."""
-    tasks = [asyncio.ensure_future(call) for call in calls]
-    if not tasks:
-        return [], False
-    _, late = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
-    for task in late:
-        task.cancel()
-    return [t.result() for t in tasks if t not in late], bool(late)
-
-
 class Searcher:
     """Runs queries for one node of a research step; failures are noted, never raised.
 
@@ -68,8 +54,13 @@ class Searcher:
         read: Mapping[str, ReadPage],
         told: Callable[[QueryOutcome], None],
         wide: str,
+        pool: ReadPool | None = None,
     ) -> None:
-        """`wide`: the query that asks for `WIDE_RESULTS` (the topic's keyword query)."""
+        """Search with `deps`; `wide` is the query that asks for `WIDE_RESULTS`.
+
+        `wide` is the topic's keyword query; `pool`, the page reads it shares with the
+        step's member researchers (`PageReads`).
+        """
         self._deps = deps
         self._wide = wide.casefold()
         self._told = told
@@ -81,7 +72,7 @@ class Searcher:
         self._gate = asyncio.Semaphore(deps.search_concurrency)
         self._known = {normalize_url(s.url) for s in sources}
         self._deadline = deadline
-        self.pages = PageReads(deps.reader, read)
+        self.pages = PageReads(deps.reader, read, pool)
 
     async def __aenter__(self) -> "Searcher":
         return self

@@ -32,6 +32,7 @@ from .support import TOPIC, run_graph, start
 
 # A safety net against a hang (members waiting on each other for ever), not a timing.
 TIMEOUT_S = 30.0
+BUDGET_S = 1.0  # the shortest time budget a run may have
 Told = list[tuple[str, dict[str, Any]]]
 
 
@@ -220,6 +221,45 @@ async def test_a_failing_member_is_recorded_as_an_error_and_the_run_still_report
         assert all(by_query[q].status == "failed" for q in members.queries[1])
     else:
         assert values["halted"], "a model refusing the run halts it, as before"
+
+
+async def test_members_whose_turn_comes_after_the_time_budget_are_errors(
+    corpus: LocalCorpus,
+) -> None:
+    members = Members()
+
+    class SlowFirst:
+        """The first member's searches take longer than the whole time budget."""
+
+        name = "local"
+
+        async def search(
+            self, query: str, max_results: int = 5, depth: Depth = "basic"
+        ) -> list[SearchHit]:
+            if members.member_of(query) == 0:
+                await asyncio.sleep(BUDGET_S + 0.05)  # spends the budget, whatever the clock
+            return await corpus.search(query, max_results, depth)
+
+    deps = Deps(
+        engine=ExtractiveEngine(),
+        search=SlowFirst(),
+        max_parallel_members=1,
+        progress=members.progress,
+    )
+    thread = f"t-{uuid.uuid4().hex}"
+    payload = start(time_budget_s=BUDGET_S)
+    values = await asyncio.wait_for(
+        run_graph(build_graph(memory_saver()), deps, thread, payload), TIMEOUT_S
+    )
+    first, *later = values["rounds"][0].members.submissions
+    assert first.status == "SUCCESS" and later
+    assert all(s.status == "ERROR" for s in later)
+    assert all(s.error_message == "the time budget was spent before its turn came" for s in later)
+    by_query = {n.query: n for n in values["notes"]}
+    assert all(by_query[q].status == "ok" for q in members.queries[0])
+    late = [by_query[q] for q in values["task_plan"].search_queries if q not in members.queries[0]]
+    assert late and all(n.error == "not run: the time budget was spent" for n in late)
+    assert values["final_report"] and values["report_status"] in ("final", "partial")
 
 
 @pytest.mark.parametrize("limit", [1, 2])
