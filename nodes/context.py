@@ -36,7 +36,7 @@ class Deps:
 
     engine: Engine
     search: SearchProvider
-    search_concurrency: int = 5  # per member researcher (each has its own searcher)
+    search_concurrency: int = 5  # searches at once in a research step, its members together
     # Member researchers of a research step working at once (`nodes.members`).
     max_parallel_members: int = 4
     reader: PageReader | None = None

@@ -44,8 +44,10 @@ class Team:
     earlier query's is known, as one researcher running them all would (`Searcher`).
     """
 
-    def __init__(self, limit: int, told: Callable[[QueryOutcome], None]) -> None:
+    def __init__(self, limit: int, searches: int, told: Callable[[QueryOutcome], None]) -> None:
         self.gate = asyncio.Semaphore(limit)
+        # The searches they run at once between them: the step's `search_concurrency`.
+        self.search_gate = asyncio.Semaphore(searches)
         self.pool: ReadPool = {}  # their page reads: a page is read once in the step
         self._told = told
         self._waiting: dict[int, QueryOutcome] = {}
@@ -82,7 +84,7 @@ def member_team(step: ResearcherState, runtime: Runtime[Deps]) -> Iterator[Team]
     """
     here = contextvars.copy_context()
     told = teller(step, lambda event: here.run(tell, runtime, event))
-    team = Team(runtime.context.max_parallel_members, told)
+    team = Team(runtime.context.max_parallel_members, runtime.context.search_concurrency, told)
     token = _team.set(team)
     try:
         yield team
@@ -235,6 +237,7 @@ async def _research(
                 finished,  # in its queries' order, as each finishes
                 keyword_query(state.get("topic", "")),
                 team.pool,
+                team.search_gate,
             ) as search:
                 runs = [asyncio.ensure_future(search.run(q)) for q in share.queries]
                 try:

@@ -55,11 +55,13 @@ class Searcher:
         told: Callable[[QueryOutcome], None],
         wide: str,
         pool: ReadPool | None = None,
+        gate: asyncio.Semaphore | None = None,
     ) -> None:
         """Search with `deps`; `wide` is the query that asks for `WIDE_RESULTS`.
 
         `wide` is the topic's keyword query; `pool`, the page reads it shares with the
-        step's member researchers (`PageReads`).
+        step's member researchers (`PageReads`); `gate`, the searches they may run at once
+        between them (`deps.search_concurrency`, one of its own without).
         """
         self._deps = deps
         self._wide = wide.casefold()
@@ -69,7 +71,7 @@ class Searcher:
         self._finished: dict[int, QueryOutcome | None] = {}
         self._next = 0
         self._max_results = max_results
-        self._gate = asyncio.Semaphore(deps.search_concurrency)
+        self._gate = gate or asyncio.Semaphore(deps.search_concurrency)
         self._known = {normalize_url(s.url) for s in sources}
         self._deadline = deadline
         self.pages = PageReads(deps.reader, read, pool)

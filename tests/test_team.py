@@ -109,10 +109,16 @@ async def test_the_merge_follows_the_plan_not_the_order_members_finish_in(
     assert count >= 3, "the plan gives several members"
     assert in_order.finished == list(range(count))
 
-    # All at once, each held until the next one ended: they finish last to first.
+    # All at once, each held until the next one ended: they finish last to first (with room
+    # for every held search: the members share the step's searches at once).
     reversed_ = Members()
     search = ReversedFinish(corpus, reversed_, count)
-    deps = Deps(engine=ExtractiveEngine(), search=search, progress=reversed_.progress)
+    deps = Deps(
+        engine=ExtractiveEngine(),
+        search=search,
+        progress=reversed_.progress,
+        search_concurrency=64,
+    )
     values = await _run(deps, reversed_)
     assert reversed_.finished == list(reversed(range(count)))
 
@@ -295,6 +301,39 @@ async def test_at_most_max_parallel_members_work_at_once(corpus: LocalCorpus, li
         most = max(most, working)
     assert len(members.queries) > limit, "more members than may work at once"
     assert most == limit
+
+
+async def test_the_members_of_a_step_share_its_searches_at_once(corpus: LocalCorpus) -> None:
+    members = Members()
+    searching, most = 0, 0
+
+    class Counted:
+        """Counts the searches in flight, each held a moment so that they overlap."""
+
+        name = "local"
+
+        async def search(
+            self, query: str, max_results: int = 5, depth: Depth = "basic"
+        ) -> list[SearchHit]:
+            nonlocal searching, most
+            searching += 1
+            most = max(most, searching)
+            try:
+                await asyncio.sleep(0.05)
+                return await corpus.search(query, max_results, depth)
+            finally:
+                searching -= 1
+
+    deps = Deps(
+        engine=ExtractiveEngine(),
+        search=Counted(),
+        max_parallel_members=4,
+        search_concurrency=2,
+        progress=members.progress,
+    )
+    await _run(deps, members)
+    assert len(members.queries) >= 3, "several members worked at once"
+    assert most == 2, "search_concurrency bounds the step, not each member"
 
 
 async def test_member_records_are_saved_with_the_step_in_the_checkpoint(
