@@ -42,10 +42,13 @@ _ANAPHORIC = frozenset(
     "group band company movement game show city country region".split()
 )
 # "As one of the first known theropods, it has ...": an "it" or "they" after an opening
-# clause that names nothing stands for what an earlier sentence named.
-_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(it|its|they|their|them)\s")
+# clause that names nothing stands for what an earlier sentence named; so does a "he" or
+# "she" in an article about a person ("In 1999, he was named ...").
+_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(it|its|they|their|them|he|she)\s")
 # "Located on the Yellow River, it is ...": the sentence's subject is "it".
 _IT = re.compile(r"^[^.;]{0,150}?,\s+it\s")
+# The same of a person: "He held ...", "During his long career, he was ...".
+_HE = re.compile(r"^(?:He|She)\b|^[^.;]{0,150}?,\s+(?:he|she)\s")
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
@@ -83,6 +86,19 @@ def _subject_phrase(source: SearchResult) -> str:
     return title
 
 
+def _plural_subject(source: SearchResult) -> str | None:
+    """Return the plural the lead opens with, as written, if it names the article's subject.
+
+    "The Beatles were an English rock band", "Kidneys are two ... organs" (of "Kidney").
+    """
+    title = re.escape(bare_title(source.title))
+    plural = (
+        rf"{title}|{title}e?s|{title[:-1]}ies" if title.endswith("y") else rf"{title}|{title}e?s"
+    )
+    lead = re.match(rf"((?:The\s+)?(?:{plural}))\s+(?:are|were)\b", source.content, re.IGNORECASE)
+    return lead.group(1) if lead else None
+
+
 def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
     """Return False when a personal pronoun comes before its name ("In his youth, he").
 
@@ -91,12 +107,16 @@ def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
     pronoun = _PERSON_PRONOUN.search(sentence)
     if pronoun is None:
         return True
-    before = re.findall(r"[\w'’.-]+", sentence[: pronoun.start()])
     title = set(words(source.title))
+    # "During his long career, Monet was ...": the name right after the clause is its "his".
+    clause = re.match(r"[^,]*,\s+([A-Z][\w'’-]*)", sentence)
+    if clause and clause.group(1).lower() in title:
+        return True
+    before = re.findall(r"[\w'’.-]+", sentence[: pronoun.start()])
     return any(
         word[:1].isupper()
         and (
-            word.lower().strip(".") in title
+            re.sub(r"['’]s$", "", word.lower().strip(".")) in title
             or (i + 1 < len(before) and before[i + 1][:1].isupper() and i > 0)
         )
         for i, word in enumerate(before)
@@ -104,9 +124,13 @@ def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
 
 
 def _a_person(source: SearchResult) -> bool:
-    """Return whether the article is about the person its title (and its lead) names."""
+    """Return whether the article is about the person its title (and its lead) names.
+
+    The title's initials aside: "John J. Pershing" is "John Joseph Pershing".
+    """
     lead = set(words(lead_sentence(source)))
-    return kind_of(source.content) == "person" and set(words(bare_title(source.title))) <= lead
+    named = {w for w in words(bare_title(source.title)) if len(w) > 1} <= lead
+    return named and kind_of(source.content) == "person"
 
 
 def _resolve_pronoun(
@@ -116,14 +140,22 @@ def _resolve_pronoun(
 
     An "it" after an opening clause ("Historically, it has been ...") stands for the
     article's subject when the sentence before was about it too (`subject_before`): the
-    lead, or one that opened with the subject or "it".
+    lead, or one that opened with the subject or "it"; so do a person's "he" or "she", and
+    an opening "They" where the lead names a plural subject ("The Beatles were ...").
     """
     if position == 0:
         return sentence
+    plural = _plural_subject(source)
+    if plural and subject_before and sentence.startswith("They "):
+        sentence = capitalise(plural) + sentence[len("They") :]
     if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
         return None
     subject = _subject_phrase(source)
     late = _LATE_IT.match(sentence)
+    if late and late.group(1) in ("he", "she"):
+        if not subject_before or not _a_person(source):
+            return None
+        return sentence[: late.start(1)] + subject + sentence[late.end(1) :]
     if late:
         if not subject_before or late.group(1) not in ("it", "its") or _a_person(source):
             return None
@@ -147,7 +179,7 @@ def _resolve_pronoun(
     # "The painting ..." where the lead's predicate is headed "X is a painting by": it is X.
     if category and re.search(
         rf"\b(?:is|was|are|were)\s+(?:a|an|the)\s+(?:[\w-]+\s+){{0,3}}{category.group(1)}"
-        r"(?=\s*[,.;(]|\s+(?:by|of|in|that|which|who|from|for|with|about|and)\b)",
+        r"(?=\s*[,.;(]|\s+(?:by|of|in|that|which|who|from|for|with|about|and|\w+ed)\b)",
         lead_sentence(source),
     ):
         return capitalise(subject) + sentence[category.end() :]
@@ -181,16 +213,25 @@ def quotable(
         if about == OFF:
             continue
         # A sentence about the article's subject opens with it or "it" (`_resolve_pronoun`).
-        opens = re.compile(rf"(?:It|{re.escape(_subject_phrase(source))})\b", re.IGNORECASE)
+        plural = _plural_subject(source)
+        names = [
+            re.escape(_subject_phrase(source)),
+            "It",
+            *([re.escape(plural), "They"] if plural else []),
+        ]
+        opens = re.compile(rf"(?:{'|'.join(names)})\b(?!['’])", re.IGNORECASE)
+        late = _HE if _a_person(source) else _IT
         subject_before = False  # the sentence before this one spoke of the article's subject
         for position, raw in enumerate(split_sentences(source.content)):
-            of_it = position == 0 or bool(opens.match(raw) or _IT.match(raw))
+            of_it = position == 0 or bool(opens.match(raw) or late.match(raw))
             previous, subject_before = subject_before, of_it
             if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                 continue
             text = _resolve_pronoun(raw, source, position, previous)
             if text is None or not _names_a_person_first(text, source):
                 continue
+            # "The band comprised ..." read as "The Beatles comprised ...": of it too.
+            subject_before = subject_before or bool(opens.match(text))
             terms = Counter(stems(text))
             named = relevance.names(text)
             if about <= MENTIONS and not (named and len(asked & terms.keys()) >= passing_bar):

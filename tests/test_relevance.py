@@ -82,6 +82,25 @@ def test_kinds_come_from_the_definition_or_from_personal_pronouns() -> None:
     assert kind_of("Genghis Khan was the founder of the Mongol Empire. He ruled.") == "person"
 
 
+def test_a_name_the_text_calls_he_or_she_is_a_person_whatever_noun_its_definition_has() -> None:
+    historian = (
+        "Herodotus was a Greek historian and geographer from the Greek city of Halicarnassus. "
+        "He wrote the Histories, a detailed account of the Greco-Persian Wars."
+    )
+    assert kind_of(historian) == "person"
+    actress = "Greta Garbo was a Swedish and American film actress. She starred in silent films."
+    assert kind_of(actress) == "person"
+    # A work by someone stays a work, though its summary tells of a "she".
+    novel = (
+        "Lolita is a 1955 novel written by Vladimir Nabokov. The protagonist is a professor. "
+        "She is twelve years old when the story begins, and her mother rents him a room."
+    )
+    assert kind_of(novel) == "work"
+    # A ship is "she" too, but its article names no person: not a person's article.
+    ship = "The Titanic was a British ocean liner. She sank in 1912 after striking an iceberg."
+    assert kind_of(ship) != "person"
+
+
 def test_a_name_defined_by_a_role_is_a_person_without_pronouns() -> None:
     # Short leads never say "he" or "she": the role says it, wherever English forms one.
     scott = "Robert Falcon Scott was a British naval officer and explorer who led expeditions."
