@@ -89,13 +89,18 @@ def _subject_phrase(source: SearchResult) -> str:
 def _plural_subject(source: SearchResult) -> str | None:
     """Return the plural the lead opens with, as written, if it names the article's subject.
 
-    "The Beatles were an English rock band", "Kidneys are two ... organs" (of "Kidney").
+    "The Beatles were an English rock band", "In humans, the kidneys are two ... organs" (of
+    "Kidney").
     """
     title = re.escape(bare_title(source.title))
     plural = (
         rf"{title}|{title}e?s|{title[:-1]}ies" if title.endswith("y") else rf"{title}|{title}e?s"
     )
-    lead = re.match(rf"((?:The\s+)?(?:{plural}))\s+(?:are|were)\b", source.content, re.IGNORECASE)
+    lead = re.match(
+        rf"(?:[^,.]{{0,40}},\s+)?((?:the\s+)?(?:{plural}))\s+(?:are|were)\b",
+        source.content,
+        re.IGNORECASE,
+    )
     return lead.group(1) if lead else None
 
 

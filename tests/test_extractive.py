@@ -197,6 +197,18 @@ async def test_they_is_the_plural_the_lead_opens_with_and_the_category_noun_is_t
     assert "The Beatles are regarded as the most influential band in popular music history." in (
         claims
     )
+    kidney = SearchResult(
+        title="Kidney",
+        url="https://example.org/kidney",
+        content=(
+            "In humans, the kidneys are two bean-shaped blood-filtering organs of the body. "
+            "They receive blood from the paired renal arteries of the abdominal aorta."
+        ),
+    )
+    claims = await quoted("the kidneys", "Blood supply", kidney)
+    assert "The kidneys receive blood from the paired renal arteries of the abdominal aorta." in (
+        claims
+    )
     arena = SearchResult(
         title="Colosseum",
         url="https://example.org/colosseum",
@@ -255,6 +267,10 @@ WHOLE = "the whole topic"
         ("what caused the Irish famine", "causes", "Irish famine"),
         ("who was Ada Lovelace?", "person", "Ada Lovelace"),
         ("the life and times of Cleopatra", "person", "Cleopatra"),
+        ("the life and music of Johann Sebastian Bach", "person", "Johann Sebastian Bach"),
+        ("pros and cons of social media", "overview", "social media"),
+        ("The benefits and risks of nuclear power", "overview", "nuclear power"),
+        ("the causes and effects of acid rain", "causes", "acid rain"),
         ("the rise and fall of the Roman Republic", "history", "Roman Republic"),
         ("the invention of the steam engine", "history", "steam engine"),
         ("the chemistry of cooking", "overview", "cooking"),

@@ -9,7 +9,7 @@ from core.models import ResearchPlan, SearchResult
 from core.urls import markdown_url, normalize_url
 from engines.checks import check_draft
 from engines.extractive import FOLLOW_UPS, ExtractiveEngine
-from engines.keyphrases import link_queries, linked_phrases
+from engines.keyphrases import key_terms, link_queries, linked_phrases
 from engines.kinds import kind_of
 from engines.relevance import (
     LINKED,
@@ -29,7 +29,7 @@ from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.corpus_files import iter_documents
 from tools.local_corpus import LocalCorpus, build_index
-from tools.text import base_form, fold
+from tools.text import base_form, fold, stems
 
 from .support import page, quoted, run_graph, start
 
@@ -235,6 +235,24 @@ def test_links_compare_words_without_plural_endings_not_stems() -> None:
     assert normalize_url(lung.url) in linked
     assert normalize_url(humanism.url) not in linked
     assert fold("vessels") == "vessel" and fold("glass") == "glass" and fold("virus") == "virus"
+
+
+def test_feedback_terms_are_what_the_sources_about_the_topic_say_most() -> None:
+    kidney = page(
+        "Kidney",
+        "The kidneys filter blood and make urine. Urine flows from the kidneys to the bladder; "
+        "renal arteries bring the blood.",
+    )
+    bladder = page("Bladder", "The bladder stores urine from the kidneys until it is voided.")
+    lava = page("Volcano", "A volcano erupts lava. Lava and volcanic ash flow down its flanks.")
+    terms = key_terms(
+        [kidney, bladder, lava],
+        exclude=set(stems("kidneys filter blood")),
+        limit=3,
+        weight=lambda source: 0.0 if source is lava else 1.0,
+    )
+    assert {t.lower() for t in terms[:2]} == {"urine", "bladder"}, terms
+    assert not {t.lower() for t in terms} & {"lava", "volcano", "erupts", "volcanic"}
 
 
 def test_link_queries_are_anchored_on_the_subject_and_skip_what_is_collected() -> None:
@@ -516,6 +534,82 @@ def test_people_are_named_by_their_surname() -> None:
     civil_war = page("Spanish Civil War", "The Spanish Civil War was fought from 1936 to 1939.")
     wars = "the causes of World War I"
     assert Relevance(match_frame(wars)[1], [civil_war], wars).of(civil_war) < TITLED
+
+
+def test_neither_the_verb_of_a_question_nor_the_place_it_is_set_in_is_its_subject() -> None:
+    airplane = page(
+        "Airplane",
+        "An airplane is a fixed-wing aircraft propelled by a jet engine or a propeller. "
+        "Airplanes fly by the lift of their wings.",
+    )
+    fly = page(
+        "Fly",
+        "A fly is an insect of the order Diptera, named for its single pair of wings. "
+        "Flies fly with one pair of wings.",
+    )
+    topic = "how airplanes fly"
+    relevance = Relevance(match_frame(topic)[1], [airplane, fly], topic)
+    assert relevance.of(airplane) == OWN
+    assert relevance.of(fly) < TITLED, "'fly' is what airplanes do, not the insect"
+    photosynthesis = page(
+        "Photosynthesis",
+        "Photosynthesis is the process by which plants use light to make sugars. "
+        "Photosynthesis releases the oxygen animals breathe.",
+    )
+    matter = page(
+        "Matter",
+        "In physics, matter is any substance that has mass and takes up space. "
+        "Matter exists in several states.",
+    )
+    topic = "what is photosynthesis and why does it matter"
+    relevance = Relevance(match_frame(topic)[1], [photosynthesis, matter], topic)
+    assert relevance.of(photosynthesis) >= TITLED
+    assert relevance.of(matter) < TITLED, "the verb of the question's second part"
+    plague = page(
+        "Black Death",
+        "The Black Death was a plague pandemic in Europe from 1346 to 1353. "
+        "It killed half of Europe's population.",
+    )
+    europe = page(
+        "Europe",
+        "Europe is a continent in the Northern Hemisphere. Europe is bordered by the Arctic "
+        "Ocean. Europe's largest country is Russia.",
+    )
+    council = page(
+        "Council of Europe",
+        "The Council of Europe is an international organisation in Europe founded in 1949.",
+    )
+    danube = page(
+        "Danube",
+        "The Danube is a river in Europe. It flows through ten countries of central Europe.",
+    )
+    topic = "what were the effects of the Black Death in Europe"
+    relevance = Relevance(match_frame(topic)[1], [plague, europe, council, danube], topic)
+    assert relevance.of(plague) == OWN
+    assert relevance.of(europe) < TITLED and relevance.of(council) < TITLED
+    assert relevance.of(danube) == OFF
+    # In a question of two parts, the place is what the second part asks about.
+    renaissance = page(
+        "Renaissance",
+        "The Renaissance was a period of European history. The Renaissance began in Italy.",
+    )
+    florence = page(
+        "Florence",
+        "Florence is a city in Italy and the capital of Tuscany. Florence was a centre of trade.",
+    )
+    topic = "What was the Renaissance, and why did it start in Florence?"
+    relevance = Relevance(match_frame(topic)[1], [renaissance, florence], topic)
+    assert relevance.of(florence) >= TITLED
+    # A setting that is no place is part of what is asked.
+    karma = page("Karma", "Karma is the principle of cause and effect in Hinduism and Buddhism.")
+    hinduism = page(
+        "Hinduism",
+        "Hinduism is an Indian religion and dharma, a way of life. "
+        "Hinduism teaches karma and rebirth.",
+    )
+    topic = "the role of karma in Hinduism"
+    relevance = Relevance(match_frame(topic)[1], [karma, hinduism], topic)
+    assert relevance.of(hinduism) >= TITLED
 
 
 def test_an_article_titled_by_a_common_word_of_the_topic_is_not_about_it() -> None:
