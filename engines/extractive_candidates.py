@@ -42,13 +42,13 @@ _ANAPHORIC = frozenset(
     "group band company movement game show city country region".split()
 )
 # "As one of the first known theropods, it has ...": an "it" or "they" after an opening
-# clause that names nothing stands for what an earlier sentence named; so does a "he" or
-# "she" in an article about a person ("In 1999, he was named ...").
-_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(it|its|they|their|them|he|she)\s")
+# clause that names nothing stands for what an earlier sentence named.
+_LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(it|its|they|their|them)\s")
 # "Located on the Yellow River, it is ...": the sentence's subject is "it".
 _IT = re.compile(r"^[^.;]{0,150}?,\s+it\s")
-# The same of a person: "He held ...", "During his long career, he was ...".
-_HE = re.compile(r"^(?:He|She)\b|^[^.;]{0,150}?,\s+(?:he|she)\s")
+# In an article about a person, the "he" or "she" the sentence opens with, or that follows
+# an opening clause, whatever it names ("In the Iliad, he is presented as ..."): the person.
+_HE = re.compile(r"^(?:He|She)\b|^[^.;]{0,150}?,\s+(he|she)\s")
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
@@ -156,13 +156,15 @@ def _resolve_pronoun(
     if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
         return None
     subject = _subject_phrase(source)
-    late = _LATE_IT.match(sentence)
-    if late and late.group(1) in ("he", "she"):
-        if not subject_before or not _a_person(source):
+    person = _a_person(source)
+    late_person = _HE.match(sentence) if person else None
+    if late_person and late_person.group(1):
+        if not subject_before:
             return None
-        return sentence[: late.start(1)] + subject + sentence[late.end(1) :]
+        return sentence[: late_person.start(1)] + subject + sentence[late_person.end(1) :]
+    late = _LATE_IT.match(sentence)
     if late:
-        if not subject_before or late.group(1) not in ("it", "its") or _a_person(source):
+        if not subject_before or late.group(1) not in ("it", "its") or person:
             return None
         # Inside a sentence a common noun is written as its article writes it: "satire".
         lower = subject[:1].lower() + subject[1:]
@@ -170,7 +172,7 @@ def _resolve_pronoun(
         possessive = "'s" if late.group(1) == "its" else ""
         return sentence[: late.start(1)] + name + possessive + sentence[late.end(1) :]
     personal = _PERSONAL.match(sentence)
-    if (personal or sentence.startswith(("His ", "Her "))) and not _a_person(source):
+    if (personal or sentence.startswith(("His ", "Her "))) and not person:
         return None  # "She sank ..." in an article on a sinking means the ship
     if personal:
         return _PERSONAL.sub(capitalise(subject), sentence, count=1)

@@ -5,9 +5,10 @@ import pytest
 from core.models import ResearchPlan, SearchResult
 from engines.checks import check_draft
 from engines.extractive import ExtractiveEngine
+from engines.extractive_candidates import quotable
 from engines.keyphrases import named_entities
 from engines.question_form import answers_asked
-from engines.relevance import subject_article
+from engines.relevance import Relevance, subject_article
 from engines.report_markdown import GAPS_SECTION, cited_sentences, split_front_matter
 from engines.sentences import split_sentences
 from engines.subject import match_frame
@@ -229,6 +230,7 @@ async def test_a_he_after_an_opening_clause_is_the_person_the_article_is_about()
             "Muhammad Ali was an American professional boxer and activist. "
             "He held the world heavyweight boxing title from 1964 to 1970. "
             "In 1999, he was named Sportsman of the Century by the boxing press. "
+            "At the Rome Olympics in 1960, he won the light heavyweight boxing gold medal. "
             "His trainer Angelo Dundee worked with many famous boxing champions. "
             "In his later years, he coached young boxing students in Louisville. "
             "During his long boxing career, Ali fought in many countries around the world."
@@ -236,6 +238,11 @@ async def test_a_he_after_an_opening_clause_is_the_person_the_article_is_about()
     )
     claims = await quoted("Muhammad Ali", "Boxing career", ali)
     assert "In 1999, Muhammad Ali was named Sportsman of the Century by the boxing press." in claims
+    # Whatever the opening clause names, the "he" after it is the article's person.
+    candidates, _ = quotable([ali], Relevance("Muhammad Ali", [ali], "Muhammad Ali"))
+    assert "At the Rome Olympics in 1960, Muhammad Ali won the light heavyweight boxing gold " in (
+        " ".join(c.text for c in candidates)
+    )
     # The sentence before speaks of his trainer: this "he" may be the trainer.
     assert not any("later years" in c for c in claims)
     # A "his" in the opening clause is the name's right after it.
