@@ -460,8 +460,10 @@ class Relevance:
         if judged < TITLED and key in self._topical:
             return TITLED
         # One that names it and matches the whole topic well is about it: the extinction
-        # event in "why did the dinosaurs go extinct".
-        if judged == MENTIONS and self._matches.get(key, 0.0) >= TOPIC_MATCH:
+        # event in "why did the dinosaurs go extinct"; of a comparison, one that names a side
+        # as that side's article does ("Tiger" in Tiger Woods is a name, not the animal).
+        sided = not self._sides or any(side.of(source) > OFF for side in self._sides)
+        if judged == MENTIONS and self._matches.get(key, 0.0) >= TOPIC_MATCH and sided:
             return DEVOTED
         return judged
 

@@ -519,6 +519,31 @@ def test_the_articles_a_topic_names_are_about_it_however_it_is_worded() -> None:
     assert Relevance(subject, sources).of(TEA) < TITLED
 
 
+def test_a_source_that_matches_one_side_of_a_comparison_well_is_not_about_the_comparison() -> None:
+    lion = page(
+        "Lion",
+        "The lion is a large cat of the genus Panthera, ranging in Sub-Saharan Africa and India. "
+        "It is sexually dimorphic; adult male lions are larger than females and have a mane.",
+    )
+    tiger = page(
+        "Tiger",
+        "The tiger is a large cat and a member of the genus Panthera native to Asia. It is "
+        "classified into nine subspecies, such as the mainland Asian tiger and the Sunda tiger.",
+    )
+    golfer = page(
+        "Tiger Woods",
+        'Eldrick Tont "Tiger" Woods is an American professional golfer. He is widely regarded '
+        "as one of the greatest golfers of all time. Woods holds numerous golf records.",
+    )
+    towns = [
+        page(f"Town {i}", f"Town {i} lies in a valley by a river with a market.") for i in range(8)
+    ]
+    topic = "lions vs tigers"
+    relevance = Relevance(match_frame(topic)[1], [lion, tiger, golfer, *towns], topic)
+    assert relevance.of(lion) >= TITLED and relevance.of(tiger) >= TITLED
+    assert relevance.of(golfer) <= MENTIONS, "his nickname says nothing of lions or tigers"
+
+
 def test_people_are_named_by_their_surname() -> None:
     tolstoy = page(
         "Leo Tolstoy",
