@@ -138,8 +138,38 @@ def _a_person(source: SearchResult) -> bool:
     return named and kind_of(source.content) == "person"
 
 
+@dataclass(frozen=True, slots=True)
+class _Article:
+    """How an article names its own subject: worked out once, asked of every sentence."""
+
+    source: SearchResult
+    subject: str  # `_subject_phrase`: "the printing press", "Gutenberg"
+    plural: str | None  # `_plural_subject`: "The Beatles"
+    person: bool  # `_a_person`
+    # A sentence about the subject opens with it, "It" or (of a plural) "They"; or, of a
+    # person, with "He" or a "he" after an opening clause (of another thing, an "it").
+    opens: re.Pattern[str]
+    late: re.Pattern[str]
+
+    @classmethod
+    def of(cls, source: SearchResult) -> "_Article":
+        """Read the article's lead and title once."""
+        subject, plural, person = (
+            _subject_phrase(source),
+            _plural_subject(source),
+            _a_person(source),
+        )
+        names = [re.escape(subject), "It", *([re.escape(plural), "They"] if plural else [])]
+        opens = re.compile(rf"(?:{'|'.join(names)})\b(?!['’])", re.IGNORECASE)
+        return cls(source, subject, plural, person, opens, _HE if person else _IT)
+
+    def speaks_of_it(self, sentence: str) -> bool:
+        """Return whether the sentence opens with the subject, or its pronoun (`opens`, `late`)."""
+        return bool(self.opens.match(sentence) or self.late.match(sentence))
+
+
 def _resolve_pronoun(
-    sentence: str, source: SearchResult, position: int, subject_before: bool = False
+    sentence: str, article: _Article, position: int, subject_before: bool = False
 ) -> str | None:
     """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote.
 
@@ -150,13 +180,16 @@ def _resolve_pronoun(
     """
     if position == 0:
         return sentence
-    plural = _plural_subject(source)
+    source, subject, plural, person = (
+        article.source,
+        article.subject,
+        article.plural,
+        article.person,
+    )
     if plural and subject_before and sentence.startswith("They "):
         sentence = capitalise(plural) + sentence[len("They") :]
     if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
         return None
-    subject = _subject_phrase(source)
-    person = _a_person(source)
     late_person = _HE.match(sentence) if person else None
     if late_person and late_person.group(1):
         if not subject_before:
@@ -219,26 +252,17 @@ def quotable(
         about = relevance.of(source)
         if about == OFF:
             continue
-        # A sentence about the article's subject opens with it or "it" (`_resolve_pronoun`).
-        plural = _plural_subject(source)
-        names = [
-            re.escape(_subject_phrase(source)),
-            "It",
-            *([re.escape(plural), "They"] if plural else []),
-        ]
-        opens = re.compile(rf"(?:{'|'.join(names)})\b(?!['’])", re.IGNORECASE)
-        late = _HE if _a_person(source) else _IT
+        article = _Article.of(source)
         subject_before = False  # the sentence before this one spoke of the article's subject
         for position, raw in enumerate(split_sentences(source.content)):
-            of_it = position == 0 or bool(opens.match(raw) or late.match(raw))
-            previous, subject_before = subject_before, of_it
+            previous, subject_before = subject_before, position == 0 or article.speaks_of_it(raw)
             if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                 continue
-            text = _resolve_pronoun(raw, source, position, previous)
+            text = _resolve_pronoun(raw, article, position, previous)
             if text is None or not _names_a_person_first(text, source):
                 continue
             # "The band comprised ..." read as "The Beatles comprised ...": of it too.
-            subject_before = subject_before or bool(opens.match(text))
+            subject_before = subject_before or bool(article.opens.match(text))
             terms = Counter(stems(text))
             named = relevance.names(text)
             if about <= MENTIONS and not (named and len(asked & terms.keys()) >= passing_bar):
