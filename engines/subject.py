@@ -83,18 +83,30 @@ def core_subject(phrase: str) -> str:
     return re.sub(r"^(?:the|a|an)\s+", "", subject, flags=re.IGNORECASE)
 
 
+def _around_subject(text: str) -> tuple[str, str, str, str] | None:
+    """Return the frame's name, the text before the subject, the subject as written, the rest.
+
+    None when the subject is not written in `text` as found (a rewritten "how" subject).
+    """
+    frame, subject = match_frame(text)
+    at = text.casefold().find(subject.casefold())
+    if at < 0:
+        return None
+    end = at + len(subject)
+    return frame.name, text[:at], text[at:end], text[end:]
+
+
 def without_setting(topic: str) -> str:
     """Return the topic without the setting that follows its subject.
 
     "the effects of the Black Death in Europe" asks about the Black Death: Europe is where,
     not what. A question in two parts is about both: "why did it start in Florence".
     """
-    subject = match_frame(topic)[1]
-    at = topic.casefold().find(subject.casefold())
-    if at < 0 or _SECOND_PART.search(subject):
+    around = _around_subject(topic)
+    if around is None or _SECOND_PART.search(around[2]):
         return topic
-    end = at + len(subject)
-    return topic[:end] if _SETTING_FOLLOWS.match(topic[end:]) else topic
+    _, before, subject, after = around
+    return before + subject if _SETTING_FOLLOWS.match(after) else topic
 
 
 # A setting right after the subject: " in Europe", " under Genghis Khan".
@@ -110,16 +122,13 @@ def verbs_of(topic: str) -> set[str]:
     """
     found = set()
     for start in [0, *(m.start() for m in _SECOND_PART.finditer(topic) if m.start() > 0)]:
-        clause = topic[start:]
-        frame, subject = match_frame(clause)
-        if frame.name not in ("how", "why"):
+        around = _around_subject(topic[start:])
+        if around is None or around[0] not in ("how", "why"):
             continue
-        at = clause.casefold().find(subject.casefold())
-        auxiliary = clause[:at].split()[1:2] if at >= 0 else []
-        if at < 0 or any(w.lower() in _COPULAS for w in auxiliary):
-            continue
-        after = re.findall(r"[\w'’-]+", clause[at + len(subject) :])
-        found.update(after[:1])
+        _, before, _, after = around
+        if any(w.lower() in _COPULAS for w in before.split()[1:2]):
+            continue  # "why is the sky blue"
+        found.update(re.findall(r"[\w'’-]+", after)[:1])
     return found
 
 
