@@ -85,15 +85,18 @@ class ExtractiveEngine:
         relevance, subject_stems, on_topic = _on_topic(subject, probe, topic)
         points = outline(subject, topic, probe, relevance)
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
+        # Feedback terms that no point's query already holds ("wing", not "aircraft").
+        known = subject_stems | set(stems(topic)) | set(stems(" ".join(points)))
+        terms = key_terms(probe, known, 2, relevance.of)
         # (The topic's own keyword query leads every plan: `nodes.supervisor.led_by_topic`.)
         queries = [
             subject,
             group_movement(subject) or "",
             *points,
             *relevance.link_queries(probe, (), LINKS_IN_PLAN),
+            *(f"{subject} {t}" for t in terms),
             *names,
         ]
-        queries += [f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=2)]
         if feedback:
             focus = " ".join(content_words(feedback, keep_case=True)[:6])
             if focus:
@@ -129,9 +132,8 @@ class ExtractiveEngine:
         ]
         relevance, subject_stems, on_topic = _on_topic(subject, sources, plan.theme)
         candidates += named_entities(on_topic, exclude=subject_stems, limit=6)
-        candidates += [
-            f"{subject} {t}" for t in key_terms(on_topic, exclude=subject_stems, limit=4)
-        ]
+        terms = key_terms(sources, subject_stems | set(stems(plan.theme)), 4, relevance.of)
+        candidates += [f"{subject} {t}" for t in terms]
         fresh = [
             q
             for q in dict.fromkeys(c.strip() for c in candidates)

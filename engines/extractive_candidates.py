@@ -46,6 +46,9 @@ _ANAPHORIC = frozenset(
 _LATE_IT = re.compile(r"^[A-Z][^A-Z,.;]{0,150},\s+(it|its|they|their|them)\s")
 # "Located on the Yellow River, it is ...": the sentence's subject is "it".
 _IT = re.compile(r"^[^.;]{0,150}?,\s+it\s")
+# In an article about a person, the "he" or "she" the sentence opens with, or that follows
+# an opening clause, whatever it names ("In the Iliad, he is presented as ..."): the person.
+_HE = re.compile(r"^(?:He|She)\b|^[^.;]{0,150}?,\s+(he|she)\s")
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
@@ -83,6 +86,24 @@ def _subject_phrase(source: SearchResult) -> str:
     return title
 
 
+def _plural_subject(source: SearchResult) -> str | None:
+    """Return the plural the lead opens with, as written, if it names the article's subject.
+
+    "The Beatles were an English rock band", "In humans, the kidneys are two ... organs" (of
+    "Kidney").
+    """
+    title = re.escape(bare_title(source.title))
+    plural = (
+        rf"{title}|{title}e?s|{title[:-1]}ies" if title.endswith("y") else rf"{title}|{title}e?s"
+    )
+    lead = re.match(
+        rf"(?:[^,.]{{0,40}},\s+)?((?:the\s+)?(?:{plural}))\s+(?:are|were)\b",
+        source.content,
+        re.IGNORECASE,
+    )
+    return lead.group(1) if lead else None
+
+
 def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
     """Return False when a personal pronoun comes before its name ("In his youth, he").
 
@@ -91,12 +112,16 @@ def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
     pronoun = _PERSON_PRONOUN.search(sentence)
     if pronoun is None:
         return True
-    before = re.findall(r"[\w'’.-]+", sentence[: pronoun.start()])
     title = set(words(source.title))
+    # "During his long career, Monet was ...": the name right after the clause is its "his".
+    clause = re.match(r"[^,]*,\s+([A-Z][\w'’-]*)", sentence)
+    if clause and clause.group(1).lower() in title:
+        return True
+    before = re.findall(r"[\w'’.-]+", sentence[: pronoun.start()])
     return any(
         word[:1].isupper()
         and (
-            word.lower().strip(".") in title
+            re.sub(r"['’]s$", "", word.lower().strip(".")) in title
             or (i + 1 < len(before) and before[i + 1][:1].isupper() and i > 0)
         )
         for i, word in enumerate(before)
@@ -104,28 +129,75 @@ def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
 
 
 def _a_person(source: SearchResult) -> bool:
-    """Return whether the article is about the person its title (and its lead) names."""
+    """Return whether the article is about the person its title (and its lead) names.
+
+    The title's initials aside: "John J. Pershing" is "John Joseph Pershing".
+    """
     lead = set(words(lead_sentence(source)))
-    return kind_of(source.content) == "person" and set(words(bare_title(source.title))) <= lead
+    named = {w for w in words(bare_title(source.title)) if len(w) > 1} <= lead
+    return named and kind_of(source.content) == "person"
+
+
+@dataclass(frozen=True, slots=True)
+class _Article:
+    """How an article names its own subject: worked out once, asked of every sentence."""
+
+    source: SearchResult
+    subject: str  # `_subject_phrase`: "the printing press", "Gutenberg"
+    plural: str | None  # `_plural_subject`: "The Beatles"
+    person: bool  # `_a_person`
+    # A sentence about the subject opens with it, "It" or (of a plural) "They"; or, of a
+    # person, with "He" or a "he" after an opening clause (of another thing, an "it").
+    opens: re.Pattern[str]
+    late: re.Pattern[str]
+
+    @classmethod
+    def of(cls, source: SearchResult) -> "_Article":
+        """Read the article's lead and title once."""
+        subject, plural, person = (
+            _subject_phrase(source),
+            _plural_subject(source),
+            _a_person(source),
+        )
+        names = [re.escape(subject), "It", *([re.escape(plural), "They"] if plural else [])]
+        opens = re.compile(rf"(?:{'|'.join(names)})\b(?!['’])", re.IGNORECASE)
+        return cls(source, subject, plural, person, opens, _HE if person else _IT)
+
+    def speaks_of_it(self, sentence: str) -> bool:
+        """Return whether the sentence opens with the subject, or its pronoun (`opens`, `late`)."""
+        return bool(self.opens.match(sentence) or self.late.match(sentence))
 
 
 def _resolve_pronoun(
-    sentence: str, source: SearchResult, position: int, subject_before: bool = False
+    sentence: str, article: _Article, position: int, subject_before: bool = False
 ) -> str | None:
     """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote.
 
     An "it" after an opening clause ("Historically, it has been ...") stands for the
     article's subject when the sentence before was about it too (`subject_before`): the
-    lead, or one that opened with the subject or "it".
+    lead, or one that opened with the subject or "it"; so do a person's "he" or "she", and
+    an opening "They" where the lead names a plural subject ("The Beatles were ...").
     """
     if position == 0:
         return sentence
+    source, subject, plural, person = (
+        article.source,
+        article.subject,
+        article.plural,
+        article.person,
+    )
+    if plural and subject_before and sentence.startswith("They "):
+        sentence = capitalise(plural) + sentence[len("They") :]
     if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
         return None
-    subject = _subject_phrase(source)
+    late_person = _HE.match(sentence) if person else None
+    if late_person and late_person.group(1):
+        if not subject_before:
+            return None
+        return sentence[: late_person.start(1)] + subject + sentence[late_person.end(1) :]
     late = _LATE_IT.match(sentence)
     if late:
-        if not subject_before or late.group(1) not in ("it", "its") or _a_person(source):
+        if not subject_before or late.group(1) not in ("it", "its") or person:
             return None
         # Inside a sentence a common noun is written as its article writes it: "satire".
         lower = subject[:1].lower() + subject[1:]
@@ -133,7 +205,7 @@ def _resolve_pronoun(
         possessive = "'s" if late.group(1) == "its" else ""
         return sentence[: late.start(1)] + name + possessive + sentence[late.end(1) :]
     personal = _PERSONAL.match(sentence)
-    if (personal or sentence.startswith(("His ", "Her "))) and not _a_person(source):
+    if (personal or sentence.startswith(("His ", "Her "))) and not person:
         return None  # "She sank ..." in an article on a sinking means the ship
     if personal:
         return _PERSONAL.sub(capitalise(subject), sentence, count=1)
@@ -147,7 +219,7 @@ def _resolve_pronoun(
     # "The painting ..." where the lead's predicate is headed "X is a painting by": it is X.
     if category and re.search(
         rf"\b(?:is|was|are|were)\s+(?:a|an|the)\s+(?:[\w-]+\s+){{0,3}}{category.group(1)}"
-        r"(?=\s*[,.;(]|\s+(?:by|of|in|that|which|who|from|for|with|about|and)\b)",
+        r"(?=\s*[,.;(]|\s+(?:by|of|in|that|which|who|from|for|with|about|and|\w+ed)\b)",
         lead_sentence(source),
     ):
         return capitalise(subject) + sentence[category.end() :]
@@ -180,17 +252,17 @@ def quotable(
         about = relevance.of(source)
         if about == OFF:
             continue
-        # A sentence about the article's subject opens with it or "it" (`_resolve_pronoun`).
-        opens = re.compile(rf"(?:It|{re.escape(_subject_phrase(source))})\b", re.IGNORECASE)
+        article = _Article.of(source)
         subject_before = False  # the sentence before this one spoke of the article's subject
         for position, raw in enumerate(split_sentences(source.content)):
-            of_it = position == 0 or bool(opens.match(raw) or _IT.match(raw))
-            previous, subject_before = subject_before, of_it
+            previous, subject_before = subject_before, position == 0 or article.speaks_of_it(raw)
             if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                 continue
-            text = _resolve_pronoun(raw, source, position, previous)
+            text = _resolve_pronoun(raw, article, position, previous)
             if text is None or not _names_a_person_first(text, source):
                 continue
+            # "The band comprised ..." read as "The Beatles comprised ...": of it too.
+            subject_before = subject_before or bool(article.opens.match(text))
             terms = Counter(stems(text))
             named = relevance.names(text)
             if about <= MENTIONS and not (named and len(asked & terms.keys()) >= passing_bar):

@@ -1,8 +1,9 @@
 """Key terms and names in a set of sources: what to search for next."""
 
+import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from core.models import SearchResult
 from engines.naming import bare_title
@@ -19,21 +20,39 @@ _MONTHS = frozenset(
 )
 
 
-def key_terms(sources: Sequence[SearchResult], exclude: set[str], limit: int) -> list[str]:
-    """Return words found in several sources but not in the topic, most widespread first."""
+def key_terms(
+    sources: Sequence[SearchResult],
+    exclude: set[str],
+    limit: int,
+    weight: Callable[[SearchResult], float],
+) -> list[str]:
+    """Return the terms that most characterise the sources about the topic: feedback terms.
+
+    Pseudo-relevance feedback as RM3 weighs it: each source lends a term its share of the
+    source's words, times how much the source is about the topic (`weight`), times how rare
+    the term is among all the sources; words of the topic (`exclude`) and short ones aside.
+    """
     document_frequency: Counter[str] = Counter()
+    shares: list[tuple[float, Counter[str]]] = []
     surface: dict[str, str] = {}
     for source in sources:
-        # In the words' order, not a set's (which changes with the hash seed): ties keep it.
-        seen: dict[str, None] = {}
+        counts: Counter[str] = Counter()
         for word in content_words(f"{source.title} {source.content}"):
             token = stem(word)
-            if token in exclude or word.isdigit() or len(word) < 4:
-                continue
             surface.setdefault(token, word)
-            seen[token] = None
-        document_frequency.update(seen.keys())
-    ranked = [t for t, n in document_frequency.most_common() if n >= 2]
+            counts[token] += 1
+        document_frequency.update(counts.keys())
+        shares.append((weight(source), counts))
+    n = len(sources)
+    scores: dict[str, float] = defaultdict(float)
+    for about, counts in shares:
+        total = sum(counts.values()) or 1
+        for token, count in counts.items():
+            word = surface[token]
+            if about > 0 and token not in exclude and not word.isdigit() and len(word) >= 4:
+                scores[token] += about * count / total * math.log(1 + n / document_frequency[token])
+    # Ties keep the order the terms first appear in (not a set's, which changes per process).
+    ranked = sorted(scores, key=lambda t: -scores[t])
     return [surface[t] for t in ranked[:limit]]
 
 

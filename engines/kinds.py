@@ -86,6 +86,7 @@ _COLLECTIVE = frozenset(
 _RELATIVE = frozenset("who which that whose whom where".split())
 _PERSONAL = re.compile(r"\b(?:he|she|his|her|him)\b", re.IGNORECASE)
 _NEUTER = re.compile(r"\b(?:it|its)\b", re.IGNORECASE)
+_OPENS_PERSONAL = re.compile(r"(?:^|[.!?]\s+)(?:He|She)\s")
 
 
 def _singular(word: str) -> str:
@@ -159,8 +160,11 @@ def named_role(lead: str) -> bool:
 def kind_of(text: str) -> Kind | None:
     """Return the kind of thing `text` (an article, its lead first) is about; None if unsure.
 
-    A name defined by a role is a person; else the definition's kind, else a person when
-    the text says he or she more often than it.
+    A name defined by a role is a person; so is a name the text calls he or she more often
+    than it, in a sentence of its own ("He ..."), whatever noun its definition has first
+    ("a Swedish film and theatre director", "a Greek historian ... from the city of"), unless
+    the definition is of a work by someone ("a 1955 novel by Vladimir Nabokov"). Else the
+    definition's kind.
     """
     sentences = split_sentences(text)
     if not sentences:
@@ -168,6 +172,10 @@ def kind_of(text: str) -> Kind | None:
     if named_role(sentences[0]):
         return "person"  # before the definition's other nouns: "a figure skater and film star"
     kind = definition_kind(sentences[0])
-    if kind is None and len(_PERSONAL.findall(text)) > len(_NEUTER.findall(text)):
+    personal = len(_PERSONAL.findall(text)) > len(_NEUTER.findall(text))
+    a_name = sentences[0].split()[0] not in _ARTICLES
+    spoken_of = _OPENS_PERSONAL.search(text) is not None
+    creation = kind == "work" and " by " in sentences[0]
+    if personal and (kind is None or a_name and spoken_of and not creation):
         return "person"
     return kind

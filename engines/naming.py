@@ -151,16 +151,21 @@ def _common_noun(phrase: tuple[str, ...], text: str) -> bool:
 
 
 def _capitalised_alone(raw: Sequence[re.Match[str]], i: int) -> bool:
-    """Return whether the word at `i` is capitalised after a lower-case word or a stopword.
+    """Return whether the word at `i` is capitalised inside a sentence, as names are.
 
-    "foes such as the Penguin" is a name; "the London Stock Exchange" a stock exchange.
+    Of a common noun: "foes such as the Penguin" is a name, and so is a plural closing a
+    run of capitalised words, as teams and groups are named ("the four Asian Tigers", "the
+    Pittsburgh Penguins"); "the Triangulum Galaxy" is a galaxy and "the London Stock
+    Exchange" a stock exchange, and a sentence may open with the noun.
     """
-    before = raw[i - 1].group() if i > 0 else ""
-    return (
-        raw[i].group()[:1].isupper()
-        and bool(before)
-        and (before[:1].islower() or before.lower() in STOPWORDS)
-    )
+    if i == 0 or not raw[i].group()[:1].isupper():
+        return False
+    before = raw[i - 1]
+    if re.search(r"[.!?]", before.string[before.end() : raw[i].start()]):
+        return False  # a new sentence
+    word = before.group()
+    plural_name = raw[i].group().endswith("s") and not _longer_name(raw, i)
+    return word[:1].islower() or word.lower() in STOPWORDS or plural_name
 
 
 def _longer_name(raw: Sequence[re.Match[str]], last: int) -> bool:

@@ -33,7 +33,7 @@ from engines.naming import (
     written_alike,
 )
 from engines.sentences import first_sentence, split_sentences
-from engines.subject import match_frame
+from engines.subject import match_frame, verbs_of, without_setting
 from tools.text import STOPWORDS, cosine, folded, stems, words
 
 # How much a source is about the subject (Relevance.of).
@@ -322,14 +322,19 @@ class Relevance:
         self._linked = named_by(self.article, self.sources)
         self._in_lead = named_by(self.article, self.sources, lead_only=True)
         scores = bm25(set(stems(self.topic)), self.sources) if self.topic else []
-        self._topical = named_among(self.topic, self.sources, scores) if self.topic else frozenset()
+        self._topical = self._named_by_topic(scores)
         self._matches = self._topic_matches(scores)
         titles = {
             bare_title(s.title) for s in self.sources if normalize_url(s.url) in self._topical
         }
         if self.article is not None:  # "Global Positioning System" names "GPS"
             own = bare_title(self.article.title)
-            titles = {t for t in titles if not modifies(t, own, self.topic)} | {own}
+            # A title the topic writes before the subject's name, or its article's, is its
+            # modifier: "ocean tides" are not named by "ocean", "ancient greek olympics" not
+            # by "Ancient Greek philosophy".
+            heads = (own, written)
+            titles = {t for t in titles if not any(modifies(t, h, self.topic) for h in heads)}
+            titles |= {own}
         self._alternatives = [(_title_tokens(t), t) for t in sorted(titles) if words(t)]
         self._as_is = {t for tokens, t in self._alternatives if tokens != folded(t)}
         self._surnames = surnames(titles, self.sources)
@@ -343,6 +348,32 @@ class Relevance:
         )
         sides = [] if self.article is not None or not self.topic else self._alternatives
         self._sides = [Relevance(title, self.sources, as_written=True) for _, title in sides]
+
+    def _named_by_topic(self, bm25_scores: Sequence[float]) -> frozenset[str]:
+        """The sources whose titles the topic names, but not its verb nor where it is set.
+
+        "how airplanes fly" is not about the insect; "the effects of the Black Death in
+        Europe" asks about the plague: Europe is where, and the rivers and councils of Europe
+        are not about it. A setting that is no place stays ("karma in Hinduism").
+        """
+        if not self.topic:
+            return frozenset()
+        verbs = [folded(verb) for verb in verbs_of(self.topic)]
+        scored = [
+            (source, score)
+            for source, score in zip(self.sources, bm25_scores, strict=True)
+            if folded(bare_title(source.title)) not in verbs
+        ]
+        sources, scores = [s for s, _ in scored], [score for _, score in scored]
+        named = named_among(self.topic, sources, scores)
+        asked = without_setting(self.topic)
+        kept = named if asked == self.topic else named_among(asked, sources, scores)
+        return frozenset(
+            key
+            for source in sources
+            if (key := normalize_url(source.url)) in named
+            and (key in kept or kind_of(source.content) != "place")
+        )
 
     def _topic_matches(self, bm25_scores: Sequence[float]) -> dict[str, float]:
         """How well each source matches the topic's words (BM25), against the best match.
@@ -429,8 +460,10 @@ class Relevance:
         if judged < TITLED and key in self._topical:
             return TITLED
         # One that names it and matches the whole topic well is about it: the extinction
-        # event in "why did the dinosaurs go extinct".
-        if judged == MENTIONS and self._matches.get(key, 0.0) >= TOPIC_MATCH:
+        # event in "why did the dinosaurs go extinct"; of a comparison, one that names a side
+        # as that side's article does ("Tiger" in Tiger Woods is a name, not the animal).
+        sided = not self._sides or any(side.of(source) > OFF for side in self._sides)
+        if judged == MENTIONS and self._matches.get(key, 0.0) >= TOPIC_MATCH and sided:
             return DEVOTED
         return judged
 

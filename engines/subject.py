@@ -17,12 +17,14 @@ _FACET_OF = re.compile(
     r"philosophy|culture|art|music|language|literature|technology)\s+of\s+(?P<s>.+)$",
     re.IGNORECASE,
 )
+# "the pros and cons of X", "the gods and heroes of X": two facets of one subject.
+# (The first word may open a sentence; the second is lower case: not "Romeo and Juliet".)
+_PAIR_OF = re.compile(r"^(?:[Tt]he\s+)?[A-Za-z][a-z]*\s+and\s+[a-z]+\s+of\s+(?P<s>.+)$")
 # "X's rise and fall", "DNA's structure": the possessor is the subject.
 _POSSESSOR = re.compile(r"^(?P<s>.+?)['’]s?\s+\S.*$")
 # "Buddhism in Asia", "the Mongol Empire under Genghis Khan": the subject comes first.
-_SETTING = re.compile(
-    r"^(?P<s>.+?)\s+(?:in|on|under|during|across|throughout)\s+\S.*$", re.IGNORECASE
-)
+_SETTING_WORD = r"(?:in|on|under|during|across|throughout)"
+_SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
 
 
 _AUXILIARY = {"does", "do", "did", "can", "is", "are", "was", "were", "could", "would"}
@@ -74,16 +76,68 @@ def how_subject(rest: str) -> str:
 def core_subject(phrase: str) -> str:
     """Return the subject of a noun phrase, without a facet, possessor or setting around it."""
     subject = " ".join(phrase.split())
-    for pattern in (_FACET_OF, _POSSESSOR, _SETTING):
+    for pattern in (_FACET_OF, _PAIR_OF, _POSSESSOR, _SETTING):
         match = pattern.match(subject)
         if match and match.group("s").strip():
             subject = match.group("s").strip()
     return re.sub(r"^(?:the|a|an)\s+", "", subject, flags=re.IGNORECASE)
 
 
+def _around_subject(text: str) -> tuple[str, str, str, str] | None:
+    """Return the frame's name, the text before the subject, the subject as written, the rest.
+
+    None when the subject is not written in `text` as found (a rewritten "how" subject).
+    """
+    frame, subject = match_frame(text)
+    at = text.casefold().find(subject.casefold())
+    if at < 0:
+        return None
+    end = at + len(subject)
+    return frame.name, text[:at], text[at:end], text[end:]
+
+
+def without_setting(topic: str) -> str:
+    """Return the topic without the setting that follows its subject.
+
+    "the effects of the Black Death in Europe" asks about the Black Death: Europe is where,
+    not what. A question in two parts is about both: "why did it start in Florence".
+    """
+    around = _around_subject(topic)
+    if around is None or _SECOND_PART.search(around[2]):
+        return topic
+    _, before, subject, after = around
+    return before + subject if _SETTING_FOLLOWS.match(after) else topic
+
+
+# A setting right after the subject: " in Europe", " under Genghis Khan".
+_SETTING_FOLLOWS = re.compile(rf"\s+{_SETTING_WORD}\s+\S", re.IGNORECASE)
+
+
+def verbs_of(topic: str) -> set[str]:
+    """Return the verbs a "how" or "why" question puts after its subject, in each of its parts.
+
+    "fly" in "how airplanes fly", "go" in "why did the dinosaurs go extinct", "matter" in
+    "what is photosynthesis and why does it matter"; none after "is" or "are" ("why is the
+    sky blue": blue is no verb).
+    """
+    found = set()
+    for start in [0, *(m.start() for m in _SECOND_PART.finditer(topic) if m.start() > 0)]:
+        around = _around_subject(topic[start:])
+        if around is None or around[0] not in ("how", "why"):
+            continue
+        _, before, _, after = around
+        if any(w.lower() in _COPULAS for w in before.split()[1:2]):
+            continue  # "why is the sky blue"
+        found.update(re.findall(r"[\w'’-]+", after)[:1])
+    return found
+
+
+_COPULAS = {"is", "are", "was", "were"}
+
+
 def is_wrapped(phrase: str) -> bool:
     """Whether a facet ("the biology of") or a possessor ("X's") wraps the subject."""
-    return bool(_FACET_OF.match(phrase) or _POSSESSOR.match(phrase))
+    return bool(_FACET_OF.match(phrase) or _PAIR_OF.match(phrase) or _POSSESSOR.match(phrase))
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +160,7 @@ FRAMES: tuple[Frame, ...] = (
     Frame(
         "causes",
         re.compile(
-            r"^(?:(?:the\s+)?(?:main\s+|root\s+)?(?:causes?|reasons?\s+for)\s+(?:of\s+)?"
+            r"^(?:(?:the\s+)?(?:main\s+|root\s+)?(?:causes?|reasons?\s+for)(?:\s+and\s+[a-z]+)?\s+(?:of\s+)?"
             r"|what\s+(?:caused|causes|led\s+to)\s+)(?P<s>.+?)(?:\s+happen)?$",
             re.IGNORECASE,
         ),
@@ -121,7 +175,7 @@ FRAMES: tuple[Frame, ...] = (
     Frame(
         "person",
         re.compile(
-            r"^(?:(?:the\s+)?(?:life(?:\s+and\s+(?:work|works|times|legacy))?|biography|career)"
+            r"^(?:(?:the\s+)?(?:life(?:\s+and\s+\w+)?|biography|career)"
             r"\s+of\s+|who\s+(?:was|is|were)\s+)(?P<s>.+?)\??$",
             re.IGNORECASE,
         ),

@@ -279,7 +279,7 @@ class RunExecutor:
 
     def _is_transient(self, exc: BaseException) -> bool:
         """Return whether `exc` is (or wraps) a store failure that passes."""
-        return _caused(exc, lambda e: isinstance(e, self._transient))
+        return caused(exc, lambda e: isinstance(e, self._transient))
 
     async def update_status_from_checkpoint(self, thread_id: str) -> None:
         """Make an idle thread's status follow its checkpoint (after its state was edited)."""
@@ -468,10 +468,10 @@ class RunExecutor:
 
 def _disk_full(exc: BaseException) -> bool:
     """Return whether the data file's disk had no room for a write on the way to `exc`."""
-    return _caused(exc, lambda e: storage_failure(e) == "full")
+    return caused(exc, lambda e: storage_failure(e) == "full")
 
 
-def _caused(exc: BaseException, test: Callable[[BaseException], bool]) -> bool:
+def caused(exc: BaseException, test: Callable[[BaseException], bool]) -> bool:
     """Return whether `exc`, or an exception it was raised from or during, passes `test`."""
     seen: BaseException | None = exc
     for _ in range(8):  # a chain of causes is short; a cycle of contexts must not hang

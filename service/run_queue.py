@@ -21,7 +21,7 @@ from saq import Job, Queue, Worker
 from saq.job import TERMINAL_STATUSES
 
 from service.errors import InvalidState, TooManyRuns
-from service.execution import RunExecutor, RunInput
+from service.execution import RunExecutor, RunInput, caused
 from service.saq_queue import ResearchQueue, lease_key
 from stores.redis_outage import AWAY, Outage
 from stores.registry import Registry
@@ -206,8 +206,11 @@ class JobRunner:
         finally:
             beat.cancel()
             await asyncio.gather(beat, return_exceptions=True)
-            with contextlib.suppress(LockError):  # expired, or taken over: not ours now
-                await lease.release()
+            try:
+                with contextlib.suppress(LockError):  # expired, or taken over: not ours now
+                    await lease.release()
+            except AWAY as exc:  # it lapses on its own within the lease's time
+                logger.warning("lease on %s not released (%s): it lapses", thread_id, exc)
 
     async def _heartbeat(self, job: Job, lease: Any, execution: "asyncio.Task[Any]") -> None:
         """Renew the job's heartbeat and the lease; stop the execution if the lease is lost."""
@@ -279,7 +282,11 @@ class QuietRetries(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         """Turn the record into a warning without traceback when Redis caused it."""
         failure = record.exc_info[1] if record.exc_info else None
-        if isinstance(failure, AWAY) and str(record.msg).startswith("Error processing job"):
+        if (
+            failure is not None
+            and str(record.msg).startswith("Error processing job")
+            and caused(failure, lambda e: isinstance(e, AWAY))
+        ):
             job = record.args[0] if isinstance(record.args, tuple) and record.args else None
             record.levelno, record.levelname = logging.WARNING, "WARNING"
             record.msg = "job %s stopped while Redis was away (%s): it is queued again"

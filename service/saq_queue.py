@@ -17,7 +17,7 @@ from saq.queue.redis import RedisQueue
 from saq.utils import millis, now
 
 from core.upstream import Copied, require_version
-from stores.redis_batches import RedisBatches
+from stores.redis_batches import BatchedLock, RedisBatches
 from stores.redis_connection import awaited
 from stores.redis_outage import AWAY, Outage
 
@@ -105,6 +105,8 @@ RESERVATION_TTL_MS = 30_000
 # How long a job's retry or end waits for a Redis that is away before a sweep is left
 # to take the job up.
 OUTAGE_WAIT_S = 120.0
+# How long the lock on handing a job back to the queue is held at most.
+HANDBACK_LOCK_S = 10
 
 
 def abandoned(job: Job) -> bool:
@@ -159,11 +161,44 @@ class ResearchQueue(RedisQueue):
         )
 
     async def _persisted(self, action: Callable[[], Awaitable[None]], job: Job, done: str) -> None:
-        """Run `action` for `job`, waiting for Redis; past the wait, leave it to a sweep."""
+        """Run `action` for `job`, waiting for Redis; past the wait, leave it to a sweep.
+
+        Once Redis was away, a sweep may have taken the job up meanwhile (its heartbeat
+        went silent, its lease lapsed): the action is tried again only if the stored job
+        is still this execution's, read under the hand-back lock a sweep takes too, so
+        that the job is handed back once and no second execution starts beside another.
+        """
+        execution = (job.attempts, job.started)  # saq's retry and finish clear `started`
+        tries = 0
+
+        async def once_ours() -> None:
+            nonlocal tries
+            tries += 1
+            if tries == 1:
+                await action()
+                return
+            async with self._handing_back(job):
+                current = await self._get_job_by_id(job.id)
+                if current is None or (current.attempts, current.started) != execution:
+                    logger.warning(
+                        "job %s was taken up while Redis was away: not %s", job.key, done
+                    )
+                    return
+                await action()
+
         try:
-            await self.outage.persist(action, 0.0 if self.stopping else OUTAGE_WAIT_S)
+            await self.outage.persist(once_ours, 0.0 if self.stopping else OUTAGE_WAIT_S)
         except AWAY as exc:
             logger.warning("job %s could not be %s (%s): a sweep takes it up", job.key, done, exc)
+
+    def _handing_back(self, job: Job) -> BatchedLock:
+        """Return the lock under which a job is judged and handed back to the queue."""
+        return self._commands.lock(
+            f"research:handback:{job.key}",
+            timeout=HANDBACK_LOCK_S,
+            blocking_timeout=HANDBACK_LOCK_S + 2,
+            thread_local=False,
+        )
 
     async def dequeue(self, timeout: float = 0.0, poll_interval: float = 0.0) -> Job | None:
         """Dequeue as saq does on Redis 6.2+ (the event log needs 7), on the waiting client."""
@@ -281,15 +316,20 @@ class ResearchQueue(RedisQueue):
         return bool(await awaited(self.redis.exists(lease_key(job.key))))
 
     async def _recover(self, job: Job) -> bool:
-        """Requeue (or end) an abandoned job, unless its record says otherwise now."""
-        current = await self._get_job_by_id(job.id)
-        if current is None or not abandoned(current):
-            return False
-        logger.warning("taking up abandoned job %s (its worker is gone)", job.key)
-        if current.retryable:
-            await self.retry(current, error=self.swept_error_message)
-        else:
-            await self.finish(current, Status.ABORTED, error=self.swept_error_message)
+        """Requeue (or end) an abandoned job, unless its record says otherwise now.
+
+        Judged and handed back under the lock its own worker's delayed retry or finish
+        takes (`_persisted`); once, without waiting for a Redis that is away.
+        """
+        async with self._handing_back(job):
+            current = await self._get_job_by_id(job.id)
+            if current is None or not abandoned(current):
+                return False
+            logger.warning("taking up abandoned job %s (its worker is gone)", job.key)
+            if current.retryable:
+                await super().retry(current, error=self.swept_error_message)
+            else:
+                await super().finish(current, Status.ABORTED, error=self.swept_error_message)
         return True
 
 

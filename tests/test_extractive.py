@@ -5,9 +5,10 @@ import pytest
 from core.models import ResearchPlan, SearchResult
 from engines.checks import check_draft
 from engines.extractive import ExtractiveEngine
+from engines.extractive_candidates import quotable
 from engines.keyphrases import named_entities
 from engines.question_form import answers_asked
-from engines.relevance import subject_article
+from engines.relevance import Relevance, subject_article
 from engines.report_markdown import GAPS_SECTION, cited_sentences, split_front_matter
 from engines.sentences import split_sentences
 from engines.subject import match_frame
@@ -177,6 +178,77 @@ async def test_sentences_whose_pronoun_names_nobody_in_them_are_not_quoted() -> 
     assert any(c.startswith("Clemenceau led France") for c in claims)
 
 
+async def test_they_is_the_plural_the_lead_opens_with_and_the_category_noun_is_the_subject() -> (
+    None
+):
+    beatles = SearchResult(
+        title="The Beatles",
+        url="https://example.org/beatles",
+        content=(
+            "The Beatles were an English rock band formed in Liverpool in 1960. "
+            "The band comprised John Lennon, Paul McCartney, George Harrison and Ringo Starr. "
+            "They are regarded as the most influential band in popular music history."
+        ),
+    )
+    claims = await quoted("the Beatles", "Influence on popular music", beatles)
+    assert (
+        "The Beatles comprised John Lennon, Paul McCartney, George Harrison and Ringo Starr."
+        in (claims)
+    )
+    assert "The Beatles are regarded as the most influential band in popular music history." in (
+        claims
+    )
+    kidney = SearchResult(
+        title="Kidney",
+        url="https://example.org/kidney",
+        content=(
+            "In humans, the kidneys are two bean-shaped blood-filtering organs of the body. "
+            "They receive blood from the paired renal arteries of the abdominal aorta."
+        ),
+    )
+    claims = await quoted("the kidneys", "Blood supply", kidney)
+    assert "The kidneys receive blood from the paired renal arteries of the abdominal aorta." in (
+        claims
+    )
+    arena = SearchResult(
+        title="Colosseum",
+        url="https://example.org/colosseum",
+        content=(
+            "The Colosseum is an elliptical amphitheatre in the centre of the city of Rome. "
+            "They fought wild animals in the Colosseum arena before large crowds."
+        ),
+    )
+    claims = await quoted("the Colosseum", "Games in the Colosseum", arena)
+    assert not any("fought wild animals" in c for c in claims), "a singular lead: who are they?"
+
+
+async def test_a_he_after_an_opening_clause_is_the_person_the_article_is_about() -> None:
+    ali = SearchResult(
+        title="Muhammad Ali",
+        url="https://example.org/ali",
+        content=(
+            "Muhammad Ali was an American professional boxer and activist. "
+            "He held the world heavyweight boxing title from 1964 to 1970. "
+            "In 1999, he was named Sportsman of the Century by the boxing press. "
+            "At the Rome Olympics in 1960, he won the light heavyweight boxing gold medal. "
+            "His trainer Angelo Dundee worked with many famous boxing champions. "
+            "In his later years, he coached young boxing students in Louisville. "
+            "During his long boxing career, Ali fought in many countries around the world."
+        ),
+    )
+    claims = await quoted("Muhammad Ali", "Boxing career", ali)
+    assert "In 1999, Muhammad Ali was named Sportsman of the Century by the boxing press." in claims
+    # Whatever the opening clause names, the "he" after it is the article's person.
+    candidates, _ = quotable([ali], Relevance("Muhammad Ali", [ali], "Muhammad Ali"))
+    assert "At the Rome Olympics in 1960, Muhammad Ali won the light heavyweight boxing gold " in (
+        " ".join(c.text for c in candidates)
+    )
+    # The sentence before speaks of his trainer: this "he" may be the trainer.
+    assert not any("later years" in c for c in claims)
+    # A "his" in the opening clause is the name's right after it.
+    assert any(c.startswith("During his long boxing career, Ali fought") for c in claims)
+
+
 async def test_world_war_two_is_not_world_war_one() -> None:
     ww2 = SearchResult(
         title="World War II",
@@ -202,6 +274,10 @@ WHOLE = "the whole topic"
         ("what caused the Irish famine", "causes", "Irish famine"),
         ("who was Ada Lovelace?", "person", "Ada Lovelace"),
         ("the life and times of Cleopatra", "person", "Cleopatra"),
+        ("the life and music of Johann Sebastian Bach", "person", "Johann Sebastian Bach"),
+        ("pros and cons of social media", "overview", "social media"),
+        ("The benefits and risks of nuclear power", "overview", "nuclear power"),
+        ("the causes and effects of acid rain", "causes", "acid rain"),
         ("the rise and fall of the Roman Republic", "history", "Roman Republic"),
         ("the invention of the steam engine", "history", "steam engine"),
         ("the chemistry of cooking", "overview", "cooking"),

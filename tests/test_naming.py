@@ -365,6 +365,13 @@ def test_a_common_noun_written_as_a_name_is_another_thing() -> None:
     assert relevance.of(batman) == OFF  # the villain is named, not the bird
     assert relevance.names(birds.content.split(". ")[1])
     assert relevance.names("Penguins live in colonies.")  # a sentence's first word
+    # A plural closing a name is a team's or a group's; a singular is one of a kind.
+    assert not relevance.names("Their rivals, the Pittsburgh Penguins, won the Cup.")
+    assert relevance.names("It won. Penguins watched.")  # a new sentence opens with it
+    galaxy = page("Galaxy", "A galaxy is a system of stars. Most galaxies hold a black hole.")
+    triangulum = page("Triangulum Galaxy", "The Triangulum Galaxy is a spiral galaxy near us.")
+    relevance = Relevance(match_frame("what is a galaxy")[1], [galaxy, triangulum], "galaxy")
+    assert relevance.names("Its neighbour, the Triangulum Galaxy, is smaller.")
     # A name stays a name: "Go" is always capitalised, so it is not common.
     chess_go = Relevance("Go", [GO, CHESS], "Go")
     assert not chess_go.common

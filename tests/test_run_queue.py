@@ -1,10 +1,13 @@
 """The Redis run queue's sweep against a real server: abandoned jobs only."""
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+import redis
 from redis.asyncio import Redis
 from saq import Job
 from saq.job import Status
@@ -13,11 +16,12 @@ from saq.utils import now
 from service.execution import RunInput
 from service.run_queue import JOB_FUNCTION, QueueLauncher
 from service.saq_queue import ResearchQueue, abandoned, lease_key
+from stores import redis_outage
 from stores.redis_connection import redis_client
 from stores.redis_registry import RedisRegistry
 from stores.registry import RunStatus, ThreadRecord
 
-from .redis_server import counting_client, round_trips
+from .redis_server import counting_client, redis_server, round_trips
 
 HEARTBEAT_S = 5
 
@@ -106,6 +110,44 @@ async def test_the_sweep_takes_up_every_orphan_at_once_and_never_a_leased_job(
         assert await queue.sweep(lock=1) == [], "each taken up once"
     finally:
         await queue.redis.delete(*(lease_key(key) for key in leased))
+
+
+async def test_a_retry_held_up_by_an_outage_leaves_a_job_a_sweep_took_up_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis stops while a worker hands its job back; once Redis is back a sweep takes the
+    silent job up and another execution starts before the worker's retry gets through: that
+    retry must not queue the job a second time (two executions of one run side by side)."""
+    monkeypatch.setattr(redis_outage, "PAUSE_S", (2.0, 2.0))  # the retry's tries, 2 s apart
+    data = tmp_path / "redis"
+    data.mkdir()
+    with redis_server(data_dir=data) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        client = redis_client(url)
+        queue = ResearchQueue(client, client, name="handback")
+        assert await queue.enqueue(JOB_FUNCTION, key="run", timeout=0, heartbeat=1, retries=3)
+        first = await queue.dequeue(timeout=1)
+        assert first is not None
+        first.status, first.attempts, first.started = Status.ACTIVE, 1, now()
+        first.touched = now() - 2000  # its heartbeat silent for two periods by then
+        await queue.redis.set(first.id, queue.serialize(first))
+        with contextlib.suppress(redis.ConnectionError):
+            redis.Redis.from_url(url).shutdown(save=True)
+        handing_back = asyncio.create_task(queue.retry(first, error="Redis went away"))
+        while not queue.outage.ongoing:  # its first try failed: it waits for Redis
+            await asyncio.sleep(0.01)
+        with redis_server(port=port, data_dir=data):
+            assert await queue.sweep(lock=1) == [first.id]
+            second = await queue.dequeue(timeout=1)
+            assert second is not None
+            second.status, second.attempts, second.started = Status.ACTIVE, 2, now()
+            await queue.redis.set(second.id, queue.serialize(second))
+            await handing_back
+            stored = await queue.job("run")
+            assert stored is not None
+            assert (stored.status, stored.attempts) == (Status.ACTIVE, 2), "the second runs on"
+            assert await queue.count("queued") == 0 and await queue.count("active") == 1
+            await queue.disconnect()
 
 
 async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue) -> None:
