@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from app.settings import ProviderName, Settings
+from app.settings import MemberConfig, ProviderName, Settings
 from engines.base import Engine
 from engines.extractive import ExtractiveEngine
-from engines.llm_config import ROLES
+from engines.llm_config import ROLES, RoleOverrides
 from engines.simulated import SleepingEngine
-from nodes.context import Deps
+from nodes.context import Deps, MemberKind
 from tools.api_client import RetryPolicy
 from tools.brave import BraveProvider
 from tools.combined import CombinedProvider
@@ -133,12 +133,26 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
     engine = make_engine(settings)
     await check_model_server(settings)
     async with AsyncExitStack() as stack:
-        providers = [await _provider(n, settings, stack) for n in settings.search_providers]
-        search = providers[0] if len(providers) == 1 else CombinedProvider(providers)
-        if settings.search_delay_ms:
-            search = DelayedSearchProvider(search, settings.search_delay_ms / 1000)
+        team = settings.team_members
+        names = dict.fromkeys(
+            [*settings.search_providers, *(n for _, tools in team for n in tools)]
+        )
+        opened = {n: _delayed(await _provider(n, settings, stack), settings) for n in names}
+        search = _combined([opened[n] for n in settings.search_providers])
+        kinds = tuple(
+            MemberKind(
+                name=entry.name,
+                agent_type=entry.type,
+                search=_combined([opened[n] for n in tools]),
+                engine=_member_engine(settings, index, entry),
+                max_searches=entry.max_searches,
+                max_seconds=entry.max_seconds,
+                token_budget=entry.token_budget,
+            )
+            for index, (entry, tools) in enumerate(team)
+        )
         # Local documents are whole already; only web results are worth reading in full.
-        reads_web = settings.pages_per_query > 0 and settings.search_providers != ["local"]
+        reads_web = settings.pages_per_query > 0 and any(n != "local" for n in names)
         reader = (
             await stack.enter_async_context(Scraper(page_policy(settings))) if reads_web else None
         )
@@ -147,9 +161,35 @@ async def open_deps(settings: Settings) -> AsyncIterator[Deps]:
             search=search,
             search_concurrency=settings.search_concurrency,
             max_parallel_members=settings.max_parallel_members,
+            member_kinds=kinds,
             reader=reader,
             pages_per_query=settings.pages_per_query,
         )
+
+
+def _delayed(provider: SearchProvider, settings: Settings) -> SearchProvider:
+    """Return the provider, slowed down by `search_delay_ms` if it is set."""
+    if not settings.search_delay_ms:
+        return provider
+    return DelayedSearchProvider(provider, settings.search_delay_ms / 1000)
+
+
+def _combined(providers: list[SearchProvider]) -> SearchProvider:
+    """Return one provider that searches them all (itself when there is one)."""
+    return providers[0] if len(providers) == 1 else CombinedProvider(providers)
+
+
+def _member_engine(settings: Settings, index: int, entry: MemberConfig) -> Engine | None:
+    """Return the engine of a team entry that changes the researcher's model; None: the run's."""
+    changes = entry.model_dump(include=set(RoleOverrides.model_fields), exclude_unset=True)
+    if not changes or settings.engine_in_effect != "llm":
+        return None
+    researcher = settings.models.researcher.model_copy(update=changes)
+    models = settings.models.model_copy(update={"researcher": researcher})
+    try:
+        return llm_engine(settings.model_copy(update={"models": models}))
+    except EngineSetupError as exc:
+        raise EngineSetupError(f"team.members[{index}] ({entry.name}): {exc}") from exc
 
 
 def page_policy(settings: Settings) -> FetchPolicy:

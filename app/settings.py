@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
 from platformdirs import user_config_path, user_data_path
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -15,13 +23,78 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from engines.llm_config import DEFAULT_PRICES, ModelPrice, ModelRoles
+from engines.llm_config import DEFAULT_PRICES, ModelPrice, ModelRoles, RoleOverrides
 
 APP_NAME = "research-agent"
 ProviderName = Literal["tavily", "brave", "local"]
 PROVIDERS: tuple[ProviderName, ...] = ("tavily", "brave", "local")
 KEY_VARIABLES = {"tavily": "TAVILY_API_KEY", "brave": "BRAVE_API_KEY"}
 CONFIG_ENV = "RESEARCH_CONFIG"
+
+
+MemberType = Literal["web-search", "corpus-search"]
+# The search providers each member type may use.
+MEMBER_TOOLS: dict[MemberType, tuple[ProviderName, ...]] = {
+    "web-search": ("tavily", "brave"),
+    "corpus-search": ("local",),
+}
+
+
+def member_type(provider: ProviderName) -> MemberType:
+    """Return the member type that searches with `provider`."""
+    return "corpus-search" if provider == "local" else "web-search"
+
+
+class MemberConfig(RoleOverrides):
+    """One member of the research team (`[[team.members]]`): where it searches, its model, its budget.
+
+    Each investigation point of a plan is researched by one member of each entry. The
+    model fields are what the entry changes of the researcher role (`[models.researcher]`);
+    the budgets are each member's, within the run's.
+    """
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$",
+        description="Its name in records and events (letters, digits, _ . -; unique).",
+    )
+    type: MemberType = Field(description="web-search or corpus-search.")
+    tools: list[ProviderName] | None = Field(
+        None,
+        min_length=1,
+        description="The search providers it uses, of its type (default: the configured ones).",
+    )
+    max_searches: int | None = Field(None, ge=1, le=100, description="Searches per member.")
+    max_seconds: float | None = Field(None, gt=0, le=86_400, description="Seconds per member.")
+    token_budget: int | None = Field(
+        None, ge=1, description="Model tokens per member (also bounded by its share of the run's)."
+    )
+
+    @model_validator(mode="after")
+    def _tools_of_its_type(self) -> "MemberConfig":
+        allowed = MEMBER_TOOLS[self.type]
+        wrong = [t for t in self.tools or () if t not in allowed]
+        if wrong:
+            raise ValueError(
+                f"{', '.join(wrong)} is not a {self.type} tool: use {' or '.join(allowed)}"
+            )
+        return self
+
+
+class TeamConfig(BaseModel):
+    """The research team (`[team]`): its members, one entry per kind of member."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    members: list[MemberConfig] = Field(min_length=1, max_length=15)
+
+    @field_validator("members", mode="after")
+    @classmethod
+    def _unique_names(cls, members: list[MemberConfig]) -> list[MemberConfig]:
+        names = [m.name for m in members]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"member names must be unique: {', '.join(twice)} used twice")
+        return members
 
 
 def default_config_file() -> Path:
@@ -130,6 +203,11 @@ class Settings(BaseSettings):
         le=15,
         description="Member researchers of a research step working at once; each runs its "
         "share of the plan's queries (one member per investigation point).",
+    )
+    team: TeamConfig | None = Field(
+        None,
+        description="[team] with [[team.members]] (name, type, tools, model settings, "
+        "budgets); none: one member per search provider in effect.",
     )
     search_delay_ms: int = Field(
         0, ge=0, le=60_000, description="Latency added to every search (to rehearse slow networks)."
@@ -291,6 +369,38 @@ class Settings(BaseSettings):
                     f"environment or {name}_api_key in {default_config_file()}"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _team_tools_are_usable(self) -> "Settings":
+        for index, entry in enumerate(self.team.members if self.team else []):
+            where = f"team.members[{index}] ({entry.name})"
+            if entry.tools is None and not self._tools_of(entry):
+                raise ValueError(
+                    f"{where}: no {entry.type} search provider is in effect "
+                    f"({', '.join(self.search_providers)}): name its tools"
+                )
+            for name in entry.tools or ():
+                if name in KEY_VARIABLES and self._key(name) is None:
+                    raise ValueError(
+                        f"{where}: its tool {name} needs an API key: set {KEY_VARIABLES[name]}"
+                    )
+        return self
+
+    def _tools_of(self, entry: MemberConfig) -> list[ProviderName]:
+        """Return the providers a team entry searches: its own, else those in effect of its type."""
+        if entry.tools is not None:
+            return list(entry.tools)
+        return [p for p in self.search_providers if p in MEMBER_TOOLS[entry.type]]
+
+    @property
+    def team_members(self) -> list[tuple[MemberConfig, list[ProviderName]]]:
+        """Each kind of member with its search providers: `[team]`'s, else one per provider."""
+        if self.team is not None:
+            return [(entry, self._tools_of(entry)) for entry in self.team.members]
+        return [
+            (MemberConfig(name=p, type=member_type(p), tools=[p]), [p])
+            for p in self.search_providers
+        ]
 
     def _key(self, provider: str) -> str | None:
         return _secret(self.tavily_api_key if provider == "tavily" else self.brave_api_key)

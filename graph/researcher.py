@@ -57,7 +57,7 @@ def build_researcher(*, checkpointed: bool = True) -> ResearcherGraph:
 
 def to_members(state: ResearcherState) -> list[Send] | str:
     """Send each member its share of the plan's pending queries; with none, start at queries."""
-    shares = member_shares(state.get("task_plan"), pending_queries(state))
+    shares = member_shares(state.get("task_plan"), pending_queries(state), state["kinds"])
     return member_sends(state, shares) if shares else QUERIES
 
 
@@ -81,9 +81,11 @@ def researcher_node(subgraph: ResearcherGraph) -> Node:
             review=state.get("review"),
             iteration_count=state.get("iteration_count", 0),
             first_step=len(state.get("notes", [])) + 1,
+            kinds=[kind.name for kind in runtime.context.kinds()],
+            tokens_left=_tokens_left(state),
         )
         engine = runtime.context.engine
-        members = bool(member_shares(step.get("task_plan"), pending_queries(step)))
+        members = bool(member_shares(step.get("task_plan"), pending_queries(step), step["kinds"]))
         if members or (isinstance(engine, Investigator) and engine.max_cycles > 0):
             with member_team(step, runtime):
                 result = await _investigated(subgraph, step, runtime)
@@ -97,6 +99,15 @@ def researcher_node(subgraph: ResearcherGraph) -> Node:
         return update
 
     return researcher
+
+
+def _tokens_left(state: ResearchState) -> int | None:
+    """Return what is left of the run's token budget (None: the run has none)."""
+    budget = state["options"].max_tokens
+    if budget is None:
+        return None
+    usage = state.get("usage")
+    return budget - (usage.total_tokens if usage is not None else 0)
 
 
 async def _investigated(

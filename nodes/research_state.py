@@ -41,6 +41,8 @@ class MemberAssignment(BaseModel):
 
     index: int = Field(ge=0, description="Its place in the plan's order: merges follow it.")
     name: str
+    kind: str = ""  # its kind's name (`Deps.kinds`); "": the first kind
+    of: int = Field(1, ge=1, description="The members of its step: its share of the run's tokens.")
     point: str | None = None  # the investigation point its queries research, if one
     queries: list[str]
     positions: list[int]  # each query's place among the plan's pending queries
@@ -76,6 +78,8 @@ class ResearcherState(TypedDict, total=False):
     review: Review | None
     iteration_count: int
     first_step: int  # the step number of the step's first note
+    kinds: list[str]  # the kinds of member (`Deps.kinds`), each researching every point
+    tokens_left: int | None  # of the run's token budget, when the step began (None: no cap)
     member: MemberAssignment  # a member researcher's input (`Send`), its share of the queries
     # The step's work, added to by each node.
     members: Annotated[list[MemberReport], operator.add]  # in any order: merges sort them

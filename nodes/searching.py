@@ -3,6 +3,7 @@
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from types import TracebackType
 
 from core.models import SearchResult
@@ -37,6 +38,46 @@ def step_deadline() -> float:
     return deadline
 
 
+class Allowance:
+    """What one member may still spend of its own budget: searches it starts, model tokens.
+
+    Once a budget is spent the member starts no further search and asks the model for no
+    further summary; `spent` says which budget it was. None: no cap.
+    """
+
+    def __init__(self, searches: int | None, tokens: int | None, used: Callable[[], int]) -> None:
+        """`used` returns the model tokens the member has spent so far."""
+        self._searches = searches
+        self._tokens = tokens
+        self._used = used
+        self._started = 0
+        # With a token budget the model is asked one call at a time, each knowing the last's
+        # cost, so a member passes its budget by one call at most.
+        self._turn = asyncio.Lock() if tokens is not None else None
+        self.spent: str | None = None
+
+    def search(self) -> str | None:
+        """Take one search from the budget; return why it may not start, None if it may."""
+        if self._searches is not None and self._started >= self._searches:
+            searches = "1 search" if self._searches == 1 else f"{self._searches} searches"
+            self.spent = self.spent or f"its search budget ({searches}) was spent"
+        self._started += 1
+        return self.model() or self.spent
+
+    def turn(self) -> AbstractAsyncContextManager[object]:
+        """Hold the model for one call (with a token budget; without, calls overlap freely)."""
+        return self._turn if self._turn is not None else nullcontext()
+
+    def model(self) -> str | None:
+        """Return why the model may not be asked any more, None if it may."""
+        used = self._used()
+        if self._tokens is not None and used and used >= self._tokens:
+            tokens = "1 token" if self._tokens == 1 else f"{self._tokens} tokens"
+            self.spent = self.spent or f"its token budget ({tokens}) was spent"
+            return self.spent
+        return None
+
+
 class Searcher:
     """Runs queries for one node of a research step; failures are noted, never raised.
 
@@ -56,12 +97,14 @@ class Searcher:
         wide: str,
         pool: ReadPool | None = None,
         gate: asyncio.Semaphore | None = None,
+        allowance: Allowance | None = None,
     ) -> None:
         """Search with `deps`; `wide` is the query that asks for `WIDE_RESULTS`.
 
         `wide` is the topic's keyword query; `pool`, the page reads it shares with the
         step's member researchers (`PageReads`); `gate`, the searches they may run at once
-        between them (`deps.search_concurrency`, one of its own without).
+        between them (`deps.search_concurrency`, one of its own without); `allowance`, a
+        member's budget (none: no cap).
         """
         self._deps = deps
         self._wide = wide.casefold()
@@ -74,6 +117,7 @@ class Searcher:
         self._gate = gate or asyncio.Semaphore(deps.search_concurrency)
         self._known = {normalize_url(s.url) for s in sources}
         self._deadline = deadline
+        self._allowance = allowance
         self.pages = PageReads(deps.reader, read, pool)
 
     async def __aenter__(self) -> "Searcher":
@@ -115,6 +159,11 @@ class Searcher:
         if self._wide and query.casefold() == self._wide:
             limit = max(limit, WIDE_RESULTS)
         async with self._gate:
+            refused = self._allowance.search() if self._allowance is not None else None
+            if refused is not None:
+                return QueryOutcome(
+                    query=query, results=[], summary="", error=f"not run: {refused}"
+                )
             try:
                 hits = await deps.search.search(query, limit)
             except Exception as exc:  # recorded in the note
@@ -133,8 +182,14 @@ class Searcher:
     async def _summarised(self, query: str, reading: Reading) -> QueryOutcome:
         error: str | None = None
         refused: str | None = None
+        allowance = self._allowance
         try:
-            summary = await self._deps.engine.summarize(query, reading.results)
+            async with allowance.turn() if allowance is not None else nullcontext():
+                spent = allowance.model() if allowance is not None else None
+                if spent is not None:
+                    summary, error = "", f"no summary: {spent}"
+                else:
+                    summary = await self._deps.engine.summarize(query, reading.results)
         except ModelAccessError as exc:  # the results still count; the run halts after this step
             summary, error, refused = "", f"summary failed: {exc}", str(exc)
         except Exception as exc:  # the results still count; only their summary is missing

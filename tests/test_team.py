@@ -130,7 +130,7 @@ async def test_the_merge_follows_the_plan_not_the_order_members_finish_in(
         _told_in_plan_order(told, run)
         record = run["rounds"][0].members
         assert [s.agent_name for s in record.submissions] == [
-            f"member-{i + 1}" for i in range(count)
+            f"local-{i + 1}" for i in range(count)
         ]
         assert record.success_count == count and record.failure_count == 0
 
@@ -204,15 +204,15 @@ async def test_a_failing_member_is_recorded_as_an_error_and_the_run_still_report
 
     record = values["rounds"][0].members
     failed = record.submissions[1]
-    assert (failed.agent_name, failed.status) == ("member-2", "ERROR")
+    assert (failed.agent_name, failed.status) == ("local-2", "ERROR")
     assert failed.error_message is not None and message in failed.error_message
     assert [s.status for i, s in enumerate(record.submissions) if i != 1] == ["SUCCESS"] * (
         len(record.submissions) - 1
     )
     assert (record.success_count, record.failure_count) == (len(record.submissions) - 1, 1)
     ended = {e["member"]: e for e in members.named("member_finished")}
-    assert ended["member-2"]["status"] == "ERROR" and message in ended["member-2"]["error_message"]
-    assert set(ended["member-1"]["usage"]) == {
+    assert ended["local-2"]["status"] == "ERROR" and message in ended["local-2"]["error_message"]
+    assert set(ended["local-1"]["usage"]) == {
         "requests",
         "input_tokens",
         "output_tokens",
@@ -354,7 +354,7 @@ async def test_member_records_are_saved_with_the_step_in_the_checkpoint(
     record = researched.values["rounds"][0].members
     assert record is not None and record.round_number == 1
     assert [s.agent_name for s in record.submissions] == [
-        f"member-{i + 1}" for i in range(len(record.submissions))
+        f"local-{i + 1}" for i in range(len(record.submissions))
     ]
     assert all(
         s.status == "SUCCESS" and s.agent_type == "corpus-search" for s in record.submissions
