@@ -57,7 +57,8 @@ def build_researcher(*, checkpointed: bool = True) -> ResearcherGraph:
 
 def to_members(state: ResearcherState) -> list[Send] | str:
     """Send each member its share of the plan's pending queries; with none, start at queries."""
-    shares = member_shares(state.get("task_plan"), pending_queries(state), state["kinds"])
+    kinds = state.get("kinds") or ["member"]  # a step run on its own: one kind
+    shares = member_shares(state.get("task_plan"), pending_queries(state), kinds)
     return member_sends(state, shares) if shares else QUERIES
 
 

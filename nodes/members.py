@@ -122,17 +122,18 @@ def current_team() -> Team:
 def _by_point(points: Sequence[str], pending: Sequence[str]) -> list[list[int]] | None:
     """Return the positions of each point's queries; None if a query names no point.
 
-    A query is a point's when it holds every word (stem) of the point; the first such
-    point in the plan's order takes it.
+    A query is a point's when it holds every word (stem) of the point. One that holds
+    several points' goes to the one with the fewest queries so far (the first in the
+    plan's order among equals), so that no member is left with most of the step.
     """
     words = [set(stems(point)) for point in points]
     groups: list[list[int]] = [[] for _ in points]
     for position, query in enumerate(pending):
         held = set(stems(query))
-        owner = next((i for i, point in enumerate(words) if point and point <= held), None)
-        if owner is None:
+        owners = [i for i, point in enumerate(words) if point and point <= held]
+        if not owners:
             return None
-        groups[owner].append(position)
+        groups[min(owners, key=lambda i: (len(groups[i]), i))].append(position)
     return groups
 
 

@@ -445,3 +445,19 @@ def test_queries_no_point_holds_are_shared_in_contiguous_runs() -> None:
     # Fewer queries than points: one member per query.
     assert [s.queries for s in member_shares(plan, ["q1", "q2"])] == [["q1"], ["q2"]]
     assert member_shares(plan, []) == [] and member_shares(None, ["q"]) == []
+
+
+def test_a_query_that_holds_several_points_goes_to_the_one_with_the_fewest_queries() -> None:
+    plan = _plan(
+        ["Roman Empire", "Han dynasty"],
+        [
+            "Roman Empire and the Han dynasty",
+            "Roman Empire trade",
+            "Han dynasty and Roman Empire silk",
+        ],
+    )
+    shares = member_shares(plan, plan.search_queries)
+    assert [(s.point, s.positions) for s in shares] == [
+        ("Roman Empire", [0, 1]),
+        ("Han dynasty", [2]),
+    ]
