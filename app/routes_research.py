@@ -269,6 +269,16 @@ async def notes(thread_id: StoredThread, owner: Owner, manager: Manager) -> list
     return await manager.notes(thread_id)
 
 
+@router.get("/{thread_id}/rounds", response_model=list[RoundRecord])
+async def rounds(thread_id: StoredThread, owner: Owner, manager: Manager) -> list[RoundRecord]:
+    """The rounds so far: each one's node calls and the record of its member researchers.
+
+    The thread detail's `rounds`, on their own: a client following a run's members need
+    not fetch its plan and report each time.
+    """
+    return (await manager.view(await manager.get(owner, thread_id))).rounds
+
+
 records_router = _router("research records")
 
 

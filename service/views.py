@@ -66,13 +66,21 @@ def thread_view(record: ThreadRecord, snapshot: StateSnapshot) -> ThreadView:
         usage=usage.model_dump() if usage is not None else {},
         tokens=usage.total_tokens if usage is not None else 0,
         cost_usd=round(usage.cost_usd, 6) if usage is not None else 0.0,
-        rounds=values.get("rounds", []),
+        rounds=rounds_of(values),
         citations=review.citations if review is not None else None,
         stopped=values.get("stop_reason")
         or (budget_reason(values) if partial else values.get("halted")),  # type: ignore[arg-type]
         report=values.get("final_report"),
         rerun=values.get("rerun"),
     )
+
+
+def rounds_of(values: dict[str, Any]) -> list[RoundRecord]:
+    """Return a thread's round records, in round order (node calls, members' record).
+
+    The one reading of them: the thread detail, its `rounds` route and `show` take it.
+    """
+    return list(values.get("rounds", []))
 
 
 def report_view(values: dict[str, Any]) -> ReportView | None:

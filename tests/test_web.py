@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 import httpx
 import pytest
-from playwright.async_api import Dialog, Page, async_playwright, expect
+from playwright.async_api import Dialog, Page, Route, async_playwright, expect
 
 from app.api import create_app
 from app.settings import Settings
@@ -442,3 +442,121 @@ async def test_a_replayed_rerun_opens_finishes_and_compares_equal_to_its_origina
     assert int(await sources.text_content() or "0") >= 3
     await page.screenshot(path=str(SHOTS / "compare.png"), full_page=True)
     assert dialogs == []
+
+
+MEMBER_LANES = "#timeline li.step[data-kind=members] .member-lane"
+
+
+async def lanes_of(page: Page) -> list[dict[str, Any]]:
+    """Each member lane as shown: name, status, type, queries, outcome and error, in order."""
+    shown: list[dict[str, Any]] = await page.locator(MEMBER_LANES).evaluate_all(
+        """lanes => lanes.map(l => ({
+            member: l.dataset.member, status: l.dataset.status,
+            type: l.querySelector('.member-type').textContent,
+            queries: [...l.querySelectorAll('.member-queries li')].map(q => q.dataset.query),
+            outcome: l.querySelector('.member-outcome').textContent,
+            error: l.querySelector('.member-error').hidden
+                ? null : l.querySelector('.member-error').textContent,
+        }))"""
+    )
+    return shown
+
+
+async def test_members_work_side_by_side_live_and_a_finished_run_shows_their_record(
+    page: Page, tmp_path: Path, web_corpus: Path, settings_env: Path
+) -> None:
+    # Slow searches keep the members at work while the page looks.
+    for base in start_server(tmp_path, web_corpus, search_delay_ms=400):
+        thread_id = await start_run(page, base, min_sources=50)
+        # Live: several lanes of the first round running at once, side by side.
+        await page.wait_for_function(
+            "lanes => document.querySelectorAll(lanes).length >= 2",
+            arg=f"{MEMBER_LANES}[data-status=running]",
+            timeout=WAIT_MS,
+        )
+        first, second = page.locator(MEMBER_LANES).nth(0), page.locator(MEMBER_LANES).nth(1)
+        one, two = await first.bounding_box(), await second.bounding_box()
+        assert one and two and two["x"] > one["x"] and abs(two["y"] - one["y"]) < 1, (one, two)
+        await expect(first.locator(".member-status")).to_have_text("running")
+        await page.locator("#timeline li.step[data-kind=members]").scroll_into_view_if_needed()
+        await page.screenshot(path=str(SHOTS / "members-live.png"))
+        await wait_for_status(page, "completed")
+        rounds = httpx.get(f"{base}/v1/research/{thread_id}/rounds").json()
+        plan = httpx.get(f"{base}/v1/research/{thread_id}").json()["plan"]
+
+        # Finished: each lane as its round's record says, with what its member searched.
+        recorded = [s for r in rounds if r["members"] for s in r["members"]["submissions"]]
+        await expect(page.locator(f"{MEMBER_LANES}[data-status=SUCCESS]")).to_have_count(
+            len(recorded), timeout=WAIT_MS
+        )
+        lanes = await lanes_of(page)
+        assert [(x["member"], x["status"], x["type"]) for x in lanes] == [
+            (s["agent_name"], s["status"], s["agent_type"]) for s in recorded
+        ]
+        # Every query of the plan, each in one lane (as text: one is the markup probe's title).
+        assert sorted(q for x in lanes for q in x["queries"]) == sorted(plan["search_queries"])
+        assert all(
+            re.search(r"\d+ results? · [\d.]+ m?s · no model tokens$", x["outcome"]) for x in lanes
+        ), lanes
+        summary = page.locator("#timeline li.step[data-kind=members] .members-summary")
+        await expect(summary).to_have_text(f"{len(recorded)} members ({len(recorded)} succeeded)")
+        await page.locator("#progress-panel").evaluate("panel => { panel.open = true; }")
+        await page.locator("#timeline li.step[data-kind=members]").scroll_into_view_if_needed()
+        await page.screenshot(path=str(SHOTS / "members-finished.png"))
+
+        # Reopened, from the replay: the same lanes once each.
+        await page.reload()
+        await wait_for_status(page, "completed")
+        await expect(page.locator(MEMBER_LANES)).to_have_count(len(recorded), timeout=WAIT_MS)
+        await expect(page.locator("#timeline li.step[data-kind=members]")).to_have_count(1)
+        assert await lanes_of(page) == lanes
+
+        # An event log that no longer holds the member events (a capped stream): the lanes
+        # come from the thread's rounds alone.
+        async def without_member_events(route: Route) -> None:
+            answer = await route.fetch()
+            frames = (await answer.text()).split("\r\n\r\n")
+            kept = [f for f in frames if "event: member_" not in f]
+            await route.fulfill(response=answer, body="\r\n\r\n".join(kept))
+
+        await page.route("**/events", without_member_events)
+        await page.reload()
+        await wait_for_status(page, "completed")
+        await expect(page.locator(f"{MEMBER_LANES}[data-status=SUCCESS]")).to_have_count(
+            len(recorded), timeout=WAIT_MS
+        )
+        bare = await lanes_of(page)
+        assert [(x["member"], x["type"], x["queries"]) for x in bare] == [
+            (s["agent_name"], s["agent_type"], []) for s in recorded
+        ]
+
+
+async def test_a_member_that_failed_shows_its_error_in_its_lane(
+    page: Page, tmp_path: Path, web_corpus: Path, settings_env: Path
+) -> None:
+    # One member at a time, searches slow against the run's time budget: a member whose turn
+    # comes after it is an ERROR (the run still reports).
+    for base in start_server(tmp_path, web_corpus, search_delay_ms=600, max_parallel_members=1):
+        started = httpx.post(
+            f"{base}/v1/research", json={"topic": TOPIC, "options": {"time_budget_s": 1}}
+        ).json()
+        await page.goto(f"{base}/#/runs/{started['thread_id']}")
+        await expect(page.locator("#run-status")).to_have_attribute(
+            "data-status", re.compile("completed|partial|insufficient"), timeout=WAIT_MS
+        )
+        rounds = httpx.get(f"{base}/v1/research/{started['thread_id']}/rounds").json()
+        recorded = [s for r in rounds if r["members"] for s in r["members"]["submissions"]]
+        failed = [s for s in recorded if s["status"] == "ERROR"]
+        assert failed, "a member's turn came after the time budget"
+        errors = page.locator(f"{MEMBER_LANES}[data-status=ERROR]")
+        await expect(errors).to_have_count(len(failed), timeout=WAIT_MS)
+        lanes = {x["member"]: x for x in await lanes_of(page)}
+        spent = "the time budget was spent before its turn came"
+        for submission in failed:
+            assert lanes[submission["agent_name"]]["error"] == submission["error_message"] == spent
+        await expect(errors.first.locator(".member-status")).to_have_text("ERROR")
+        # The other members' lanes say how they ended too (none is left running).
+        assert {x["status"] for x in lanes.values()} <= {"SUCCESS", "ERROR"}
+        await page.locator("#progress-panel").evaluate("panel => { panel.open = true; }")
+        await errors.first.scroll_into_view_if_needed()
+        await page.screenshot(path=str(SHOTS / "members-error.png"))

@@ -89,7 +89,7 @@ def resume(thread_id: str, out_file: Path | None) -> None:
 @app.command()
 @click.argument("thread_id")
 def show(thread_id: str) -> None:
-    """Print a thread's status, research notes and report."""
+    """Print a thread's status, research notes, member researchers and report."""
     from app.cli import threads
 
     threads.show(thread_id)

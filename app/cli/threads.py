@@ -31,11 +31,13 @@ from app.stores import BackendSetupError, Stores, open_stores
 from core.models import ApprovalDecision, ResearchPlan
 from core.models import explain as explain_model
 from core.options import ResearchRequest
+from core.usage import RoundRecord, Submission, TokenUsage
 from graph.builder import ResearchGraph, build_graph
 from service.errors import InvalidState, NotFound
 from service.reproduction import RunArchive, export_archive, import_archive
 from service.runner import is_finished, pending_interrupt, remaining_steps, thread_config
 from service.thread_ids import LOCAL_OWNER, check_client_id, public_id, scoped
+from service.views import rounds_of
 from stores.registry import ThreadExists
 from tools.local_corpus import CorpusMissingError
 
@@ -354,8 +356,43 @@ async def _show(settings: Settings, thread_id: str) -> None:
             str(len(note.sources)),
         )
     err.print(notes)
+    _show_members(rounds_of(values))
     if values.get("final_report"):
         print_report(values["final_report"])
+
+
+def _show_members(rounds: list[RoundRecord]) -> None:
+    """Print each round's member researchers, a line each (an error's message whole, unwrapped)."""
+    for record in rounds:
+        members = record.members
+        if members is None:
+            continue
+        err.print(
+            f"[bold]Member researchers, round {record.round_number}[/]: {members.success_count} succeeded, "
+            f"{members.failure_count} failed · {_spent(members.total_usage)}"
+        )
+        for member in members.submissions:
+            status = (
+                f"{member.status}: {member.error_message}"
+                if member.error_message
+                else member.status
+            )
+            err.print(
+                f"  {escape(member.agent_name)} · {escape(member.agent_type)} · {escape(status)} · "
+                f"{_spent(member.usage)} · {_took(member)}"
+            )
+
+
+def _spent(usage: TokenUsage) -> str:
+    """Return model usage as `show` says it: tokens, then requests."""
+    tokens = usage.input_tokens + usage.output_tokens
+    return f"{tokens:,} tokens, {usage.requests:,} model requests"
+
+
+def _took(submission: Submission) -> str:
+    """Return how long a piece of work took: milliseconds under a second, else seconds."""
+    ms = submission.execution_time_ms
+    return f"{ms:,.0f} ms" if ms < 1000 else f"{ms / 1000:,.1f} s"
 
 
 def _status(snapshot: StateSnapshot) -> str:
@@ -369,7 +406,7 @@ def _status(snapshot: StateSnapshot) -> str:
 
 
 def show(thread_id: str) -> None:
-    """Print a thread's status, research notes and report."""
+    """Print a thread's status, research notes, member researchers and report."""
     asyncio.run(_show(load_settings(), thread_id))
 
 
@@ -403,9 +440,12 @@ async def _export(settings: Settings, thread_id: str, out_file: Path) -> None:
         archive = await export_archive(graph, stores.events, stores.evidence, record)
     out_file.write_text(archive.model_dump_json(), encoding="utf-8")
     evidence = archive.evidence
+    rounds = [RoundRecord.model_validate(r) for r in archive.state.get("rounds", [])]
+    members = sum(len(r.members.submissions) for r in rounds if r.members is not None)
     err.print(
         f"thread {escape(thread_id)} written to {escape(str(out_file))}: {len(archive.events)} "
-        f"events, {len(evidence.records)} evidence records, {len(evidence.contents)} texts"
+        f"events, {len(evidence.records)} evidence records, {len(evidence.contents)} texts, "
+        f"{len(rounds)} rounds with {members} member submissions"
     )
 
 

@@ -2,7 +2,9 @@
 // Plain DOM code, no framework. Everything that came from a user, a source or a model is
 // inserted with textContent / .value; the only innerHTML is the server's report fragment,
 // which the server renders with raw HTML escaped. A module: records.js (sources behind
-// footnotes, re-runs and comparisons) is imported and handed the helpers below.
+// footnotes, re-runs and comparisons) and members.js (a research step's member lanes)
+// are imported and handed the helpers below.
+import { createMembers } from "./members.js";
 import { createRecords } from "./records.js";
 
 (() => {
@@ -526,7 +528,9 @@ import { createRecords } from "./records.js";
           : `the plan (${planSize(data.plan)})`);
         break;
       case "plan": planStep(data.plan || {}, Boolean(data.edited)); break;
-      case "note": searchStep(data); break;
+      case "note": searchStep(data); members.noted(data); break;
+      case "member_started": members.started(data); break;
+      case "member_finished": members.finished(data); break;
       case "draft": addStep("draft", `Draft ${data.version}`, `${numbers.format(data.chars || 0)} characters written`); break;
       case "review": reviewStep(data); break;
       case "fallback": addStep("fallback", "Fallback", `${data.step}: ${data.reason}`); break;
@@ -547,7 +551,12 @@ import { createRecords } from "./records.js";
       case "token": liveToken(view, data); break;
       case "usage": renderUsage(data.total); break;
       case "source": addSource(view, data); break;
-      case "done": view.done = true; markGraphNode(null); if (data.status) setStatus(view, data.status); break;
+      case "done":
+        view.done = true;
+        markGraphNode(null);
+        if (data.status) setStatus(view, data.status);
+        members.settle(view);
+        break;
       case "node_started": markGraphNode(data.node); break;
       default: break; // node_finished: the next node_started says as much
     }
@@ -1033,6 +1042,8 @@ import { createRecords } from "./records.js";
       location.hash = `#/runs/${encodeURIComponent(id)}`;
     },
   });
+
+  const members = createMembers({ api, runPath, el, showText, addStep, plural, numbers, isCurrent });
 
   init();
 })();
