@@ -248,10 +248,17 @@ def header_for(deps: Deps, rerun: Rerun | None) -> RunHeader:
 
 
 def recording_deps(deps: Deps, evidence: RunEvidence) -> Deps:
-    """Return `deps` whose searches, page reads and model calls are recorded."""
+    """Return `deps` whose searches (its member kinds' too), page reads and model calls are recorded."""
     reader = RecordingReader(deps.reader, evidence) if deps.reader is not None else None
+    kinds = tuple(
+        replace(kind, search=RecordingSearch(kind.search, evidence)) for kind in deps.member_kinds
+    )
     return replace(
-        deps, search=RecordingSearch(deps.search, evidence), reader=reader, evidence=evidence
+        deps,
+        search=RecordingSearch(deps.search, evidence),
+        member_kinds=kinds,
+        reader=reader,
+        evidence=evidence,
     )
 
 
@@ -262,9 +269,25 @@ async def replay_deps(deps: Deps, store: EvidenceStore, thread_id: str, header: 
     searches = [r for r in header.script if isinstance(r, SearchCall)]
     reads = [r for r in header.script if isinstance(r, PageRead)]
     reader = ReplayReader(reads, texts, evidence) if header.reads_pages else None
+    # One script per provider, as the run recorded it: the run's own searches, and each
+    # member kind's (a kind the run did not record, e.g. a run from before kinds had their
+    # own providers, answers from the run's).
+    by_name: dict[str, list[SearchCall]] = {}
+    for call in searches:
+        by_name.setdefault(call.provider, []).append(call)
+    scripts: dict[str, ReplaySearch] = {}
+
+    def replayed(name: str) -> ReplaySearch:
+        if name not in scripts:
+            calls = by_name.get(name) or by_name.get(header.provider, [])
+            scripts[name] = ReplaySearch(calls, texts, evidence, name)
+        return scripts[name]
+
+    kinds = tuple(replace(kind, search=replayed(kind.search.name)) for kind in deps.member_kinds)
     return replace(
         deps,
-        search=ReplaySearch(searches, texts, evidence, header.provider),
+        search=replayed(header.provider),
+        member_kinds=kinds,
         reader=reader,
         pages_per_query=header.pages_per_query,
         evidence=evidence,

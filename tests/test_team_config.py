@@ -5,9 +5,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
+from app.api import create_app
 from app.cli.console import explain
 from app.composition import open_deps
 from app.settings import Settings
@@ -21,7 +23,9 @@ from tools.search import Depth, SearchHit
 from .fake_apis import FakeAPIs
 from .fake_llm import FakeLLM
 from .llm_script import ResearchModel
-from .support import TAVILY_KEY, run_graph, start
+from .servers import serve_port
+from .sse import collect
+from .support import TAVILY_KEY, TOPIC, run_graph, start
 
 # A safety net against a hang, not a timing.
 TIMEOUT_S = 60.0
@@ -175,6 +179,45 @@ async def test_each_point_is_researched_by_one_member_of_each_provider(
         urls = notes[query].sources
         assert any(u.startswith("https://news.example/") for u in urls), query
         assert any(not u.startswith("https://news.example/") for u in urls), query
+
+
+async def test_a_replay_answers_every_kind_s_searches_from_the_run_s_evidence(
+    settings_env: Path,
+    tmp_path: Path,
+    corpus_index: Path,
+    fake_server: tuple[FakeAPIs, str],
+    apis: FakeAPIs,
+) -> None:
+    _, url = fake_server
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        search_provider="tavily,local",
+        tavily_api_key=TAVILY_KEY,
+        tavily_base_url=url,
+        corpus_index=corpus_index,
+        pages_per_query=0,
+    )
+    with serve_port(create_app(settings), lifespan="on") as port:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            original = (await client.post("/v1/research", json={"topic": TOPIC})).json()
+            await collect(client, f"/v1/research/{original['thread_id']}/events")
+            searched = len(apis.requests)
+            rerun = await client.post(
+                f"/v1/research/{original['thread_id']}/rerun", json={"mode": "replay"}
+            )
+            assert rerun.status_code == 202, rerun.text
+            replayed = rerun.json()["thread_id"]
+            await collect(client, f"/v1/research/{replayed}/events")
+            reports = [
+                (await client.get(f"/v1/research/{t}/report")).text
+                for t in (original["thread_id"], replayed)
+            ]
+            rounds = (await client.get(f"/v1/research/{replayed}/rounds")).json()
+    assert searched and len(apis.requests) == searched, "no web search in the replay"
+    assert reports[0] == reports[1] and "news.example" in reports[0]
+    names = [s["agent_name"] for s in rounds[0]["members"]["submissions"]]
+    assert {"tavily-1", "local-1"} <= set(names)
+    assert rounds[0]["members"]["failure_count"] == 0
 
 
 async def test_a_member_that_spends_its_searches_stops_and_the_run_reports(

@@ -222,9 +222,9 @@ async def test_a_killed_worker_runs_again_only_the_members_that_had_not_finished
 
                 async def in_flight() -> bool:
                     waiting = all(api.holds.waiting[q] for q in held)
-                    return waiting and await saved_members(saver, killed) == {"member-2"}
+                    return waiting and await saved_members(saver, killed) == {"tavily-2"}
 
-                await until(in_flight, "member-2's answer saved, the others' searches held")
+                await until(in_flight, "tavily-2's answer saved, the others' searches held")
             service.kill_executor()
             api.holds.release_all()
             service.start_executor()
@@ -233,17 +233,17 @@ async def test_a_killed_worker_runs_again_only_the_members_that_had_not_finished
             again = await report(client, killed)
     assert detail["status"] == "completed"
     assert any(f.event == "status" and f.data.get("recovered") for f in resumed)
-    # member-2 did not search again; every query of the cut members was searched again.
+    # tavily-2 did not search again; every query of the cut members was searched again.
     again_searched = Counter(q for share in cut.values() for q in share)
     assert Counter(api.since(mark)) == alone + again_searched
     # The report is the uninterrupted run's, byte for byte, and each member is one record.
     assert again == expected
     record = detail["rounds"][0]["members"]
     assert [s["agent_name"] for s in record["submissions"]] == [
-        f"member-{i + 1}" for i in sorted(members)
+        f"tavily-{i + 1}" for i in sorted(members)
     ]
     assert record["success_count"] == len(members)
-    assert finish_order(resumed).count(1) == 1, "member-2 told its end once"
+    assert finish_order(resumed).count(1) == 1, "tavily-2 told its end once"
     if store == "redis":  # its log stores an event once per key; SQLite's keeps every one
         assert told(resumed) == told(frames), "every event once, as in the uninterrupted run"
 
@@ -385,8 +385,8 @@ async def test_a_cancel_stops_every_member_and_none_searches_after_it(
     # The third member never started: none of its queries was searched, no event of it.
     assert not any(before[q] for q in members[2])
     assert [f.data["member"] for f in stream if f.event == "member_started"] == [
-        "member-1",
-        "member-2",
+        "tavily-1",
+        "tavily-2",
     ]
     assert stream[-1].data == {"status": "cancelled"} and not finish_order(stream)
 

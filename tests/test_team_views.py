@@ -154,7 +154,7 @@ async def test_show_prints_each_rounds_members_and_export_counts_them(
         else:
             assert status == "SUCCESS"
     assert [line.split(" · ")[0].strip() for line in members] == [
-        f"member-{i + 1}" for i in range(len(record.submissions))
+        f"local-{i + 1}" for i in range(len(record.submissions))
     ]
 
 
@@ -178,6 +178,6 @@ def test_the_export_holds_the_rounds_and_says_how_many_member_records(
     assert cli(elsewhere, "import", str(archive)).returncode == 0
     here, there = cli(cli_env, "show", "t1"), cli(elsewhere, "show", "t1")
     assert "Member researchers, round 1" in here.stderr
-    members = [line for line in here.stderr.splitlines() if line.startswith("  member-")]
+    members = [line for line in here.stderr.splitlines() if line.startswith("  local-")]
     assert len(members) == len(submissions)
-    assert members == [line for line in there.stderr.splitlines() if line.startswith("  member-")]
+    assert members == [line for line in there.stderr.splitlines() if line.startswith("  local-")]
