@@ -57,3 +57,18 @@ async def collect(
             if frame.event == until or (limit is not None and len(seen) >= limit):
                 break
     return seen
+
+
+def timeline(frames: list[Frame]) -> list[str]:
+    """A run's events as a client reads them, but for the status a retried execution adds.
+
+    The research step's members start and end as they are scheduled and finish, among
+    the step's other events (told in the plan's order): theirs count as a set.
+    """
+    told = [
+        f"{f.event}:{f.data.get('node') or f.data.get('member', '')}"
+        for f in frames
+        if not (f.event == "status" and f.data.get("recovered"))
+    ]
+    members = sorted(e for e in told if e.startswith("member_"))
+    return [e for e in told if not e.startswith("member_")] + members

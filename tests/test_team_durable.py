@@ -33,7 +33,7 @@ from tools.search import Depth, SearchHit
 from .processes import server, worker
 from .redis_server import redis_server
 from .servers import free_port, serve_port
-from .sse import Frame, collect, frames
+from .sse import Frame, collect, frames, timeline
 from .support import TOPIC
 from .team_search import (
     Holds,
@@ -69,21 +69,6 @@ async def report(client: httpx.AsyncClient, thread_id: str) -> str:
     answer = await client.get(f"/v1/research/{thread_id}/report")
     assert answer.status_code == 200, answer.text
     return answer.text
-
-
-def told(frames: list[Frame]) -> list[str]:
-    """A run's events as a client reads them, but for the status a resumed execution adds.
-
-    Members start and end as they are scheduled, among the step's findings (told in the
-    plan's order): their events count as a set.
-    """
-    events = [
-        f"{f.event}:{f.data.get('node') or f.data.get('member', '')}"
-        for f in frames
-        if not (f.event == "status" and f.data.get("recovered"))
-    ]
-    members = sorted(e for e in events if e.startswith("member_"))
-    return [e for e in events if not e.startswith("member_")] + members
 
 
 def finished_members(values: list[Any]) -> set[str]:
@@ -245,7 +230,9 @@ async def test_a_killed_worker_runs_again_only_the_members_that_had_not_finished
     assert record["success_count"] == len(members)
     assert finish_order(resumed).count(1) == 1, "tavily-2 told its end once"
     if store == "redis":  # its log stores an event once per key; SQLite's keeps every one
-        assert told(resumed) == told(frames), "every event once, as in the uninterrupted run"
+        assert timeline(resumed) == timeline(frames), (
+            "every event once, as in the uninterrupted run"
+        )
 
 
 # -- in one process: pause, cancel, replay ------------------------------------------------

@@ -25,7 +25,7 @@ from stores.redis_flat_saver import redis_saver
 from .processes import server, worker
 from .redis_server import redis_server
 from .servers import free_port
-from .sse import Frame, collect
+from .sse import Frame, collect, timeline
 from .support import TOPIC
 
 pytestmark = pytest.mark.slow
@@ -236,21 +236,6 @@ async def test_redis_stopped_mid_run_gives_503s_then_the_run_completes(
 # once it runs again, and the runs are taken up again.
 STALL_S = 6.0
 STOP_AFTER_STALL_S = 120.0
-
-
-def timeline(frames: list[Frame]) -> list[str]:
-    """A run's events as a client reads them, but for the status a retried execution adds.
-
-    The research step's members start and end as they are scheduled and finish, among
-    the step's other events (told in the plan's order): theirs count as a set.
-    """
-    told = [
-        f"{f.event}:{f.data.get('node') or f.data.get('member', '')}"
-        for f in frames
-        if not (f.event == "status" and f.data.get("recovered"))
-    ]
-    members = sorted(e for e in told if e.startswith("member_"))
-    return [e for e in told if not e.startswith("member_")] + members
 
 
 async def test_a_stalled_redis_loses_and_doubles_no_event(
