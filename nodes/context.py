@@ -1,6 +1,6 @@
 """What every node receives through LangGraph's runtime context."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -65,6 +65,8 @@ class Deps:
     evidence: ModelCallSink | None = None
     # Where progress events go as nodes tell them (name, payload); None: the custom stream only.
     progress: Callable[[str, dict[str, Any]], None] | None = None
+    # Whether the run was asked to pause: members whose turn comes then do not start.
+    pause_asked: Callable[[], Awaitable[bool]] | None = None
 
     def kinds(self) -> tuple[MemberKind, ...]:
         """Return the kinds of member: the configured ones, else one that searches with `search`."""

@@ -12,8 +12,8 @@ The step then takes the answers in the plan's order, whatever order they finishe
 import asyncio
 import contextvars
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from itertools import chain, zip_longest
 from typing import Any
@@ -40,6 +40,10 @@ from nodes.searching import Allowance, Searcher, step_deadline
 from tools.text import keyword_query, stems
 
 
+class PauseRequested(Exception):
+    """A research step stopped for a pause once its members at work had finished."""
+
+
 class Team:
     """What the members of one research step share: how many work at once, their page reads, a teller.
 
@@ -59,6 +63,33 @@ class Team:
         self._told = told
         self._waiting: dict[int, QueryOutcome] = {}
         self._next = 0
+        self._working = 0  # members at work now
+        self._idle = asyncio.Event()  # set while none is
+        self._idle.set()
+        self._pausing = False  # a pause was asked: no further member starts
+
+    @asynccontextmanager
+    async def turn(self, pause_asked: Callable[[], Awaitable[bool]] | None) -> AsyncIterator[None]:
+        """Hold one of the step's places for a member's work; refuse it once a pause is asked.
+
+        A member whose turn comes after the run was asked to pause does not start: once
+        the members at work have finished (their answers kept with the step), it raises
+        `PauseRequested`, and the execution that resumes the run starts it.
+        """
+        async with self.gate:
+            self._pausing = self._pausing or (pause_asked is not None and await pause_asked())
+            if not self._pausing:
+                self._working += 1
+                self._idle.clear()
+                try:
+                    yield
+                finally:
+                    self._working -= 1
+                    if not self._working:
+                        self._idle.set()
+                return
+        await self._idle.wait()
+        raise PauseRequested("the run was asked to pause: this member starts when it resumes")
 
     def found(self, position: int, kind: int, outcome: QueryOutcome) -> None:
         """Take one kind's outcome of the plan's pending query at `position`.
@@ -219,7 +250,7 @@ def _problem(outcomes: Sequence[QueryOutcome], raised: str | None, spent: str | 
 async def member(state: ResearcherState, runtime: Runtime[Deps]) -> dict[str, Any]:
     """Research one member's share; its failure is its record's, never the step's."""
     team = current_team()
-    async with team.gate:
+    async with team.turn(runtime.context.pause_asked):
         report = await _research(state, runtime, state["member"], team)
     return {"members": [report]}
 

@@ -22,6 +22,7 @@ from core.state import ReportStatus, initial_state
 from engines.base import ModelAccessError
 from graph.builder import ResearchGraph
 from nodes.context import Deps
+from nodes.members import PauseRequested
 from nodes.progress import ExecutionProgress
 from service.errors import InvalidState
 from service.evidence import run_deps
@@ -152,7 +153,8 @@ class RunExecutor:
             progress = ExecutionProgress(
                 functools.partial(self._emit, thread_id), run_input.after or ""
             )
-            deps = replace(deps, progress=progress)
+            pause_asked = functools.partial(self.signals.pause_asked, thread_id)
+            deps = replace(deps, progress=progress, pause_asked=pause_asked)
             # Not awaited before the graph starts: the status event is queued ahead of the
             # graph's and awaited with them, before the stop is recorded.
             self._track(thread_id, self.activate(thread_id, "running", run_input.recovered))
@@ -168,6 +170,11 @@ class RunExecutor:
             await self.finish(thread_id, "cancelled")
             return False
         except Exception as exc:  # a failed run is a status and an event, never a crash
+            if caused(exc, lambda e: isinstance(e, PauseRequested)):  # mid-step, members kept
+                await self.signals.take_pause(thread_id)
+                await self._await_events(thread_id)
+                await self._record_stop(thread_id, Stop(paused=True))
+                return True
             if self._is_transient(exc):
                 ended = False
                 logger.warning("research run %s left for a retry: %s", thread_id, exc)

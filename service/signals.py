@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
+from stores.redis_outage import AWAY
+
 if TYPE_CHECKING:
     from stores.redis_batches import RedisBatches
 
@@ -48,6 +50,10 @@ class RunSignals(Protocol):
 
     async def take_pause(self, thread_id: str) -> bool:
         """Return whether a pause was asked for; True once per request (it is consumed)."""
+        ...
+
+    async def pause_asked(self, thread_id: str) -> bool:
+        """Return whether a pause is asked for, leaving the request to `take_pause`."""
         ...
 
     async def request_cancel(self, thread_id: str) -> None:
@@ -100,6 +106,10 @@ class MemorySignals:
         asked = thread_id in self._pauses
         self._pauses.discard(thread_id)
         return asked
+
+    async def pause_asked(self, thread_id: str) -> bool:
+        """Return whether the request is there."""
+        return thread_id in self._pauses
 
     async def request_cancel(self, thread_id: str) -> None:
         """Note the request."""
@@ -186,6 +196,14 @@ class RedisSignals:
         # DEL answers how many keys it removed: taking the request is one atomic command.
         key = self._key("pause", thread_id)
         return bool(await self._batches.command(lambda pipe: pipe.delete(key)))
+
+    async def pause_asked(self, thread_id: str) -> bool:
+        """Return whether the request is there (False while Redis is away: work goes on)."""
+        key = self._key("pause", thread_id)
+        try:
+            return bool(await self._batches.command(lambda pipe: pipe.exists(key)))
+        except AWAY:
+            return False
 
     def _note_checked(self, thread_id: str, now: float) -> None:
         if len(self._checked) >= _HEARD_MAX:  # bounded: forgotten threads are asked again

@@ -330,6 +330,51 @@ async def test_a_pause_waits_for_the_running_members_and_resume_gives_the_same_r
     assert statuses.index("paused") < statuses.index("completed")
 
 
+async def test_a_pause_lets_no_waiting_member_start_and_resume_runs_only_those(
+    settings_env: Path, tmp_path: Path, searching: tuple[TeamSearch, str], stores: dict[str, Any]
+) -> None:
+    """Two members at work, the others waiting for a turn, when a pause is asked for.
+
+    The two finish their work; no other member starts; the run pauses in the middle of
+    the research step. Resumed, only the members that had not started run: the same
+    searches and report as a run never paused.
+    """
+    api, url = searching
+    async with service(team_settings(tmp_path, url, stores, max_parallel_members=2)) as client:
+        reference, expected = await uninterrupted(client)
+        alone = api.counts()
+        members = shares(reference)
+        assert len(members) > 2
+        held = [members[0][-1], members[1][-1]]
+        api.holds.hold(held)
+        mark = api.mark()
+        thread_id = await research(client)
+
+        async def both_waiting() -> bool:
+            return all(api.holds.waiting[q] for q in held)
+
+        await until(both_waiting, "the working members' last searches held")
+        asked = await client.post(f"/v1/research/{thread_id}/pause")
+        assert asked.status_code == 200, asked.text
+        assert (await client.get(f"/v1/research/{thread_id}")).json()["status"] == "running"
+        api.holds.release_all()
+        at_pause = await follow(client, thread_id, last=lambda f: paused(f) or done(f))
+        at_pause_searches = Counter(api.since(mark))
+        resumed = await client.post(f"/v1/research/{thread_id}/resume")
+        assert resumed.status_code == 200, resumed.text
+        await follow(client, thread_id)
+        again = await report(client, thread_id)
+    assert paused(at_pause[-1]), at_pause[-1]
+    # Paused inside the research step: the two had finished, no other had started.
+    assert sorted(finish_order(at_pause)) == [0, 1]
+    assert not any(f.event == "node_finished" and f.data["node"] == "researcher" for f in at_pause)
+    waiting = [q for index in sorted(members)[2:] for q in members[index]]
+    assert not any(at_pause_searches[q] for q in waiting), "a waiting member started"
+    # Resumed: the others ran, the two did not run again; nothing searched twice.
+    assert Counter(api.since(mark)) == alone
+    assert again == expected
+
+
 async def test_a_cancel_stops_every_member_and_none_searches_after_it(
     settings_env: Path, tmp_path: Path, searching: tuple[TeamSearch, str], stores: dict[str, Any]
 ) -> None:
