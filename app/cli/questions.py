@@ -3,9 +3,10 @@
 import asyncio
 import sys
 
+from pydantic import ValidationError
 from rich.markup import escape
 
-from app.cli.console import err, fail, load_settings, out
+from app.cli.console import err, explain, fail, load_settings, out
 from app.cli.threads import _require_data, _runtime, _unknown_thread
 from app.settings import Settings
 from core.questions import QuestionAnswer, QuestionRequest
@@ -30,8 +31,8 @@ def ask(thread_id: str, question: str, as_json: bool) -> None:
     """Answer QUESTION from THREAD_ID's evidence; print the answer and the sources it cites."""
     try:
         question = QuestionRequest(question=question).question
-    except ValueError as exc:
-        fail(f"QUESTION: {str(exc).splitlines()[-1].strip()}")
+    except ValidationError as exc:
+        fail(explain(exc).replace("question:", "QUESTION:", 1))
     answer = asyncio.run(_ask(load_settings(), thread_id, question))
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
