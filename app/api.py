@@ -5,7 +5,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import routes_ops, routes_research
+from app import routes_ops, routes_questions, routes_research
 from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
@@ -22,6 +22,7 @@ from app.web import HTMLPolicy, mount_web
 ROUTERS = (
     routes_research.router,
     routes_research.records_router,
+    routes_questions.router,
     assistants.router,
     threads.router,
     runs.router,

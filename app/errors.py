@@ -35,6 +35,11 @@ _STATUS: dict[type[ResearchError], tuple[int, str]] = {
 }
 
 
+def error_code(exc: ResearchError) -> str:
+    """Return the stable code of a service failure (`not_found`, `invalid_state`, ...)."""
+    return next((code for kind, (_, code) in _STATUS.items() if isinstance(exc, kind)), "internal")
+
+
 class JSONLine(JSONResponse):
     """A JSON answer ending with a newline: what follows `curl` starts on a line of its own."""
 

@@ -22,6 +22,7 @@ from core.models import (
     explain,
 )
 from core.options import RunOptions
+from core.questions import QuestionAnswer
 from core.urls import normalize_url
 from core.usage import RoundRecord, Usage
 
@@ -97,6 +98,15 @@ def merge_rounds(
     return [by_round[n] for n in sorted(by_round)]
 
 
+def merge_questions(
+    left: list[QuestionAnswer] | None, right: list[QuestionAnswer] | None
+) -> list[QuestionAnswer]:
+    """Keep one answer per question number, in order; a later copy (a run started) replaces it."""
+    by_id = {q.id: q for q in left or []}
+    by_id.update((q.id, q) for q in right or [])
+    return [by_id[n] for n in sorted(by_id)]
+
+
 def union_queries(left: list[str] | None, right: list[str] | None) -> list[str]:
     """Remember every query run, in order, once (compared case-blind)."""
     return _append_new(left, right, str.casefold)
@@ -133,6 +143,8 @@ class ResearchState(TypedDict, total=False):
     report_status: ReportStatus | None
     stop_reason: str | None  # why the report is partial, as its front matter says
     rerun: Rerun | None  # what this run re-runs, and how it gets its evidence
+    # Follow-up questions asked of the finished thread, and their answers (`core.questions`).
+    questions: Annotated[list[QuestionAnswer], merge_questions]
 
 
 # What a checkpoint may hold of ours: the state, an approval answer, a draft's review. The

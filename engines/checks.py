@@ -61,6 +61,12 @@ def _support(sentence: str, source_terms: set[str]) -> float:
     return len(words & source_terms) / len(words)
 
 
+def supports(sentence: str, source: SearchResult) -> bool:
+    """Return whether `source` holds enough of the sentence's words: the fact check's rule."""
+    terms = set(stems(f"{source.title} {source.content}"))
+    return _support(sentence, terms) >= SUPPORT_THRESHOLD
+
+
 def _point_covered(
     point: str, theme: str, body_sections: dict[str, str], body: str, cited: set[frozenset[str]]
 ) -> bool:

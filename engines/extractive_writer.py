@@ -182,6 +182,21 @@ class _Point:
         )
 
 
+def answering_sentences(
+    question: str, topic: str, candidates: list[Candidate], idf: dict[str, float], count: int
+) -> list[Candidate]:
+    """Return up to `count` sentences that answer `question`, the best first.
+
+    A question is ranked as a section's point: the sentences that speak to it (any of its
+    own words), by fit, less their likeness to those already chosen (MMR), at most two
+    from one source.
+    """
+    point = _Point(question, Counter(stems(topic)), idf, relaxed=True)
+    return _Choice(idf).pick(
+        [c for c in candidates if point.speaks(c)], point.fit, count, per_source=2
+    )
+
+
 def _sections(
     points: list[str],
     topic: Counter[str],

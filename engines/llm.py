@@ -7,7 +7,7 @@ engine instead (recorded); a model that refuses the request raises `ModelAccessE
 from collections.abc import Callable, Mapping, Sequence
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from core.models import (
     ResearchPlan,
@@ -26,7 +26,7 @@ from engines.recording import record_fallback
 from engines.relevance import about_topic
 from engines.report_markdown import cites_anything, strip_unknown_footnotes
 from engines.substance import plan_problem
-from prompts import planner, researcher, reviewer, writer
+from prompts import planner, questions, researcher, reviewer, writer
 from tools.api_client import RetryPolicy
 
 __all__ = ["LLMEngine", "chat_model"]
@@ -213,6 +213,29 @@ class LLMEngine(ReActTurns):
             record_fallback("write", "the writer model's draft cites none of the sources")
             return await extractive()
         return draft
+
+    async def answer_question(
+        self,
+        question: str,
+        passages: Sequence[tuple[int, str, str]],
+        on_token: Callable[[str], None] | None = None,
+    ) -> str:
+        """Answer a follow-up question from numbered passages only (`engines.questions`).
+
+        The writer's model answers; the service holds the answer to the citation check.
+        """
+        messages: list[BaseMessage] = [
+            # Not the writer's configured prompt: that one asks for a whole report.
+            SystemMessage(content=questions.SYSTEM),
+            HumanMessage(questions.message(question, passages)),
+        ]
+
+        async def unanswered() -> str:
+            return ""  # the service answers from the passages themselves
+
+        return await self._or_fallback(
+            "answer", "writer", self._stream("writer", messages, on_token), unanswered
+        )
 
     async def review(
         self, draft: str, plan: ResearchPlan, sources: Sequence[SearchResult]

@@ -20,7 +20,7 @@ def _version(*texts: str) -> str:
 @cache
 def _templates() -> dict[str, tuple[str, str]]:
     """System prompt text -> (template name, version), for every built-in template."""
-    from prompts import planner, researcher, reviewer, writer
+    from prompts import planner, questions, researcher, reviewer, writer
 
     named: list[tuple[ModuleType, str, str]] = [
         (planner, "planner.plan", planner.PLAN_SYSTEM),
@@ -30,6 +30,7 @@ def _templates() -> dict[str, tuple[str, str]]:
         (researcher, "researcher.react", researcher.REACT_SYSTEM),
         (reviewer, "reviewer.review", reviewer.SYSTEM),
         (writer, "writer.write", writer.SYSTEM),
+        (questions, "questions.answer", questions.SYSTEM),
     ]
     return {text: (name, _version(inspect.getsource(module))) for module, name, text in named}
 

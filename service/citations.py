@@ -105,24 +105,52 @@ def _provenance(
     return kind, source.source, source.query, None
 
 
-def source_view(values: dict[str, Any], n: int, records: Sequence[Record]) -> SourceView:
-    """Return footnote `n` of the thread's report (`values`: its state), or FootnoteMissing.
+def numbered_sources(values: dict[str, Any]) -> tuple[dict[int, SearchResult], set[int]]:
+    """Return the run's sources by number, and the numbers that are the report's footnotes.
 
+    The report's footnotes keep their numbers; every other source the run collected is
+    numbered after the last of them, in the order collected, so an answer to a follow-up
+    question (`service.questions`) can cite it and `GET .../sources/{n}` show it.
+    """
+    _, body = split_front_matter(values.get("final_report") or "")
+    collected: list[SearchResult] = list(values.get("research_data", []))
+    by_url: dict[str, SearchResult] = {}
+    for source in collected:
+        by_url.setdefault(normalize_url(source.url), source)
+    numbered: dict[int, SearchResult] = {}
+    for n, url in footnote_urls(body).items():
+        if (found := by_url.get(normalize_url(url))) is not None:
+            numbered[n] = found
+    cited = {normalize_url(s.url) for s in numbered.values()}
+    after = max(footnote_urls(body), default=0)
+    for source in by_url.values():
+        if normalize_url(source.url) not in cited:
+            after += 1
+            numbered[after] = source
+    return numbered, set(footnote_urls(body))
+
+
+def source_view(values: dict[str, Any], n: int, records: Sequence[Record]) -> SourceView:
+    """Return source `n` of the thread (`values`: its state), or FootnoteMissing.
+
+    Footnote `n` of the report, with the passages its sentences cite; past the report's
+    footnotes, a source the run collected that the report does not cite (`numbered_sources`).
     `kept` is False until the caller has asked the evidence store.
     """
     _, body = split_front_matter(values.get("final_report") or "")
     urls = footnote_urls(body)
-    if n not in urls:
+    numbered, footnotes = numbered_sources(values)
+    if n not in urls and n not in numbered:
         listed = ", ".join(map(str, sorted(urls))) or "none"
-        raise FootnoteMissing(f"the report has no footnote {n}; its footnotes: {listed}")
-    wanted = normalize_url(urls[n])
-    found = [s for s in values.get("research_data", []) if normalize_url(s.url) == wanted]
-    if not found:
+        others = sorted(set(numbered) - footnotes)
+        more = f"; the run's other sources: {others[0]} to {others[-1]}" if others else ""
+        raise FootnoteMissing(f"the report has no footnote {n}; its footnotes: {listed}{more}")
+    if n not in numbered:
         raise FootnoteMissing(f"footnote {n} names a source the run did not collect")
-    source: SearchResult = found[0]
+    source: SearchResult = numbered[n]
     digest = content_hash(source.content)
     kind, provider, query, read_at = _provenance(source, digest, records)
-    citing = [s for s, refs in cited_sentences(body) if n in refs]
+    citing = [s for s, refs in cited_sentences(body) if n in refs] if n in footnotes else []
     return SourceView(
         n=n,
         title=source.title,

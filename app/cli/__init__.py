@@ -116,6 +116,20 @@ def rerun(thread_id: str, mode: str, out_file: Path | None) -> None:
     threads.rerun(thread_id, "refresh" if mode == "refresh" else "replay", out_file)
 
 
+@app.command(short_help="Ask a finished thread a question, answered from its evidence.")
+@click.argument("thread_id")
+@click.argument("question")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+def ask(thread_id: str, question: str, as_json: bool) -> None:
+    """Answer QUESTION from THREAD_ID's evidence only: every sentence cites a source.
+
+    When the evidence holds no answer it says so; `research-agent run QUESTION` researches it.
+    """
+    from app.cli import questions
+
+    questions.ask(thread_id, question, as_json)
+
+
 @app.command(short_help="Write a thread whole (report, evidence, events) to a file.")
 @click.argument("thread_id")
 @click.option(

@@ -5,6 +5,7 @@
 // footnotes, re-runs and comparisons) and members.js (a research step's member lanes)
 // are imported and handed the helpers below.
 import { createMembers } from "./members.js";
+import { createQuestions } from "./questions.js";
 import { createRecords } from "./records.js";
 
 (() => {
@@ -335,6 +336,7 @@ import { createRecords } from "./records.js";
     $("#download-report").disabled = true;
     setBadge($("#run-status"), "");
     records.reset();
+    questions.reset();
   }
 
   function renderDetail(view, detail) {
@@ -378,6 +380,7 @@ import { createRecords } from "./records.js";
     $("#cancel").disabled = busyNow("#cancel") || !s || TERMINAL.has(s);
     $("#delete").disabled = busyNow("#delete") || !s;
     records.update(view);
+    questions.update(view);
   }
 
   function renderUsage(total) {
@@ -1041,6 +1044,12 @@ import { createRecords } from "./records.js";
       loadThreads();
       location.hash = `#/runs/${encodeURIComponent(id)}`;
     },
+  });
+
+  const questions = createQuestions({
+    api, runPath, el, showText, busy,
+    currentView: () => state.view,
+    openNumbered: (view, n, link) => records.openNumbered(view, n, link),
   });
 
   const members = createMembers({ api, runPath, el, showText, addStep, plural, numbers, isCurrent });

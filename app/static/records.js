@@ -79,16 +79,25 @@ export function createRecords(ctx) {
   async function openSource(view, link) {
     const k = Number(/^#fn(\d+)$/.exec(link.getAttribute("href") || "")?.[1]);
     if (!k) return;
+    await showSource(view, link, `Source [${k}]`, () => footnoteLabel(view, k));
+  }
+
+  /** Open the panel for source `n` of the run (an answer's citation: no label to look up). */
+  async function openNumbered(view, n, link) {
+    await showSource(view, link, `Source [${n}]`, async () => n);
+  }
+
+  async function showSource(view, link, heading, label) {
     opened?.controller.abort();
     const controller = new AbortController();
     opened = { link, controller };
-    $("#source-title").textContent = `Source [${k}]`;
+    $("#source-title").textContent = heading;
     showText($("#source-status"), "Loading the source…");
     showText($("#source-error"), "");
     $("#source-body").replaceChildren();
     if (!dialog.open) dialog.showModal();
     try {
-      const n = await footnoteLabel(view, k);
+      const n = await label();
       const source = await api(runPath(view.id, `/sources/${n}`), { signal: controller.signal });
       if (opened?.controller !== controller) return;
       showText($("#source-status"), "");
@@ -291,5 +300,5 @@ export function createRecords(ctx) {
   $("#rerun-refresh").addEventListener("click", (e) => rerun(e.currentTarget, "refresh"));
   $("#compare").addEventListener("click", (e) => compare(e.currentTarget));
 
-  return { openSource, renderDetail, update, reset };
+  return { openSource, openNumbered, renderDetail, update, reset };
 }
