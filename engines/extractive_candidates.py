@@ -49,6 +49,14 @@ _IT = re.compile(r"^[^.;]{0,150}?,\s+it\s")
 # In an article about a person, the "he" or "she" the sentence opens with, or that follows
 # an opening clause, whatever it names ("In the Iliad, he is presented as ..."): the person.
 _HE = re.compile(r"^(?:He|She)\b|^[^.;]{0,150}?,\s+(he|she)\s")
+# "This basin encompasses ...": a demonstrative and a noun, then the sentence goes on with
+# a word that is not a grammatical one ("This led to" is a verb, not a noun).
+_DEMONSTRATIVE = re.compile(r"^(?:This|These)\s+([a-z][a-z-]+)\s+([a-z]+)\b")
+_GRAMMATICAL = frozenset(
+    "a an the it its them they their this that these those to of in on at by for with from "
+    "as and or but".split()
+)
+_COPULAS = frozenset("is are was were be been has have had".split())
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
@@ -168,8 +176,28 @@ class _Article:
         return bool(self.opens.match(sentence) or self.late.match(sentence))
 
 
+def _named_before(sentence: str, before: str) -> str:
+    """Replace an opening "This N" by the noun phrase the sentence before named N by.
+
+    "... covers most of the Amazon basin of South America. This basin encompasses ..."
+    reads "The Amazon basin encompasses ..."; a sentence whose demonstrative names no
+    noun of the sentence before is returned as it is.
+    """
+    opening = _DEMONSTRATIVE.match(sentence)
+    if opening is None or opening.group(1) in _GRAMMATICAL | _COPULAS:
+        return sentence
+    if opening.group(2) in _GRAMMATICAL:  # "This led to ...": a verb, not a noun
+        return sentence
+    noun = re.escape(opening.group(1))
+    # The last "the ... N" of the sentence before, from the "the" nearest the noun.
+    found = list(re.finditer(rf"(?=\b[Tt]he\s+((?:[\w'’-]+\s+){{0,3}}?){noun}\b)", before))
+    if not found or set(found[-1].group(1).lower().split()) & _GRAMMATICAL:
+        return sentence
+    return f"The {found[-1].group(1)}{opening.group(1)}" + sentence[opening.end(1) :]
+
+
 def _resolve_pronoun(
-    sentence: str, article: _Article, position: int, subject_before: bool = False
+    sentence: str, article: _Article, position: int, subject_before: bool = False, before: str = ""
 ) -> str | None:
     """Replace a leading pronoun that refers to the article's subject; None if unsafe to quote.
 
@@ -188,6 +216,7 @@ def _resolve_pronoun(
     )
     if plural and subject_before and sentence.startswith("They "):
         sentence = capitalise(plural) + sentence[len("They") :]
+    sentence = _named_before(sentence, before)
     if _DANGLING.match(sentence) or _CONTEXTUAL.search(sentence):
         return None
     late_person = _HE.match(sentence) if person else None
@@ -254,11 +283,13 @@ def quotable(
             continue
         article = _Article.of(source)
         subject_before = False  # the sentence before this one spoke of the article's subject
+        before = ""  # the sentence before this one
         for position, raw in enumerate(split_sentences(source.content)):
             previous, subject_before = subject_before, position == 0 or article.speaks_of_it(raw)
+            before, sentence_before = raw, before
             if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                 continue
-            text = _resolve_pronoun(raw, article, position, previous)
+            text = _resolve_pronoun(raw, article, position, previous, sentence_before)
             if text is None or not _names_a_person_first(text, source):
                 continue
             # "The band comprised ..." read as "The Beatles comprised ...": of it too.

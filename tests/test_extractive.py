@@ -249,6 +249,32 @@ async def test_a_he_after_an_opening_clause_is_the_person_the_article_is_about()
     assert any(c.startswith("During his long boxing career, Ali fought") for c in claims)
 
 
+def test_this_and_a_noun_the_sentence_before_named_read_as_that_noun_phrase() -> None:
+    amazon = SearchResult(
+        title="Amazon rainforest",
+        url="https://example.org/amazon",
+        content=(
+            "The Amazon rainforest is a moist broadleaf tropical rainforest that covers most of "
+            "the Amazon basin of South America. "
+            "This basin encompasses 7 million square kilometres of land across the continent. "
+            "This region includes territory belonging to nine nations and many peoples. "
+            "This led to the creation of several national parks inside the rainforest. "
+            "These forests hold the largest share of the remaining tropical rainforest."
+        ),
+    )
+    candidates, _ = quotable(
+        [amazon], Relevance("Amazon rainforest", [amazon], "Amazon rainforest")
+    )
+    texts = [c.text for c in candidates]
+    assert (
+        "The Amazon basin encompasses 7 million square kilometres of land across the continent."
+        in texts
+    )
+    # No "region" before it, a verb after "This", a noun named before only in a plural:
+    # what they stand for is not written there, and they are not quoted.
+    assert not any(t.startswith(("This", "These", "The region", "The led")) for t in texts), texts
+
+
 async def test_world_war_two_is_not_world_war_one() -> None:
     ww2 = SearchResult(
         title="World War II",
