@@ -8,9 +8,14 @@ not given, or says what its source does not hold is dropped. Each kept sentence 
 the offsets of its passage in the cited source's stored text, as `GET .../sources/{n}`
 gives them (`service.citations.closest_passage`). Answers are kept on the thread's state,
 so they are exported, imported and deleted with it.
+
+Answering is a step of the thread's own, named `ask`: its time and model calls (the LLM
+engine's) join the thread's usage as a node step's do, and each model call joins the
+run's evidence (`ModelCallRecord`, node `ask`) while the thread still has evidence.
 """
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +31,7 @@ from core.questions import (
 )
 from core.state import initial_state
 from core.urls import normalize_url
+from core.usage import Usage
 from engines.base import ModelAccessError
 from engines.checks import supports
 from engines.questions import (
@@ -36,9 +42,12 @@ from engines.questions import (
     extractive_answer,
     retrieve,
 )
+from engines.recording import ModelCall, recording
 from engines.report_markdown import cited_sentences
+from nodes.accounting import spent
 from service.citations import closest_passage, numbered_sources
 from service.errors import InvalidState, NotFound
+from service.evidence import RunEvidence
 from service.runner import thread_config
 from service.runs import RunManager
 from service.thread_ids import public_id
@@ -46,6 +55,8 @@ from stores.registry import TERMINAL, ThreadRecord
 
 # A question is written to the thread's state as the graph's last node: the thread stays finished.
 _AS_NODE = "finalize"
+# The step answering a question, as the thread's usage and evidence name it.
+ASK_NODE = "ask"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +113,13 @@ class Questions:
         count = MODEL_PASSAGES if model is not None else ANSWER_PASSAGES
         sources = list(thread.numbered.values())
         topic = str(thread.values.get("topic", ""))
-        # The ranking is CPU work over every sentence of the sources: off the event loop.
-        found = await asyncio.to_thread(retrieve, question, topic, sources, count)
-        answer = await self._answer(thread, question, found, model, on_token)
-        return await self._keep(thread_id, answer)
+        started = time.perf_counter()
+        with recording() as recorder:
+            # The ranking is CPU work over every sentence of the sources: off the event loop.
+            found = await asyncio.to_thread(retrieve, question, topic, sources, count)
+            answer = await self._answer(thread, question, found, model, on_token)
+        usage = spent(ASK_NODE, started, recorder)
+        return await self._keep(thread_id, answer, usage, recorder.calls)
 
     async def _answer(
         self,
@@ -176,8 +190,17 @@ class Questions:
             dropped=dropped if model is not None else 0,
         )
 
-    async def _keep(self, thread_id: str, answer: QuestionAnswer) -> QuestionAnswer:
-        """Number the answer and write it to the thread's state, under the thread's lock."""
+    async def _keep(
+        self,
+        thread_id: str,
+        answer: QuestionAnswer,
+        usage: Usage | None = None,
+        calls: list[ModelCall] | None = None,
+    ) -> QuestionAnswer:
+        """Number the answer and write it to the thread's state, under the thread's lock.
+
+        `usage` joins the thread's; `calls` join its evidence.
+        """
         async with self.manager.signals.admission(thread_id):
             record = await self.manager.registry.get(thread_id)
             if record is None:
@@ -192,13 +215,30 @@ class Questions:
                     "answer": answer.answer.replace(_research_link(thread_id, 0), link),
                 }
             answer = answer.model_copy(update=update)
-            await self._write(thread_id, answer)
+            await self._write(thread_id, answer, usage)
+            await self._record(thread_id, calls or [])
         return answer
 
-    async def _write(self, thread_id: str, answer: QuestionAnswer) -> None:
-        await self.manager.graph.aupdate_state(
-            thread_config(thread_id), {"questions": [answer]}, as_node=_AS_NODE
-        )
+    async def _write(
+        self, thread_id: str, answer: QuestionAnswer, usage: Usage | None = None
+    ) -> None:
+        values: dict[str, Any] = {"questions": [answer]}
+        if usage is not None:
+            values["usage"] = usage  # summed into the thread's by the state's reducer
+        await self.manager.graph.aupdate_state(thread_config(thread_id), values, as_node=_AS_NODE)
+
+    async def _record(self, thread_id: str, calls: list[ModelCall]) -> None:
+        """Add the answer's model calls to the thread's evidence, when it still has some.
+
+        A thread whose evidence was pruned (or never kept) gets none: a header made up
+        now would not say how the run got its evidence.
+        """
+        store = self.manager.executor.evidence
+        if store is None or not calls:
+            return
+        header = await store.header(thread_id)
+        if header is not None:
+            RunEvidence(store, thread_id, header).model_calls(ASK_NODE, calls)
 
     async def _kept(self, thread_id: str) -> list[QuestionAnswer]:
         values = (await self.manager.snapshot(thread_id)).values or {}

@@ -1,6 +1,7 @@
 """The `research-agent` command, run as a real subprocess against the fixture corpus."""
 
 import asyncio
+import json
 import os
 import re
 import signal
@@ -20,6 +21,7 @@ from langgraph.types import StateSnapshot
 from app.api import create_app
 from app.settings import Settings
 from core.options import TOPIC_MAX_CHARS
+from core.questions import QUESTION_MAX_CHARS
 from engines.report_markdown import sections, split_front_matter
 from graph.builder import build_graph
 from stores.sqlite_saver import GroupCommitSqliteSaver
@@ -32,6 +34,7 @@ from .redis_server import redis_server
 from .servers import free_port, serve_port
 from .sse import frames
 from .support import TOPIC
+from .test_questions import ANSWERABLE, UNANSWERABLE
 
 CLI = Path(sys.executable).parent / "research-agent"
 # A safety net against a hung child, never an assertion on speed.
@@ -151,6 +154,21 @@ BAD_INPUT = [
         id="missing-corpus",
     ),
     pytest.param(["show", "nope"], {}, ["unknown thread 'nope'"], id="show-unknown-thread"),
+    pytest.param(
+        ["ask", "nope", "Why did printing spread?"],
+        {},
+        ["unknown thread 'nope'", "research-agent run"],
+        id="ask-unknown-thread",
+    ),
+    pytest.param(
+        ["ask", "nope", "why " * 200],
+        {},
+        ["QUESTION", f"at most {QUESTION_MAX_CHARS} characters"],
+        id="ask-long-question",
+    ),
+    pytest.param(
+        ["ask", "nope", "  "], {}, ["QUESTION", "at least 1 character"], id="ask-blank-question"
+    ),
 ]
 
 
@@ -246,6 +264,61 @@ def test_rerun_replays_a_terminal_run_and_export_import_carry_it_elsewhere(
     assert shown.stdout.strip() == first.read_text(encoding="utf-8").strip()
     unknown = cli(cli_env, "rerun", "nope")
     assert unknown.returncode != 0 and "unknown thread 'nope'" in unknown.stderr
+
+
+def test_ask_answers_from_a_finished_thread_s_evidence_with_its_citations(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    assert cli(cli_env, "run", TOPIC, "--thread", "t1").returncode == 0
+    asked = cli(cli_env, "ask", "t1", ANSWERABLE)
+    assert asked.returncode == 0, asked.stderr
+    answer, _, listed = asked.stdout.strip().partition("\n\n")
+    marks = {int(n) for n in re.findall(r"\[\^(\d+)\]", answer)}
+    assert "Luther" in answer and marks, asked.stdout
+    # Each source the answer cites, once, as a Markdown footnote definition.
+    references = re.findall(r"^\[\^(\d+)\]: \[(.+)\]\((https?://\S+)\)$", listed, re.M)
+    assert len(references) == len(listed.splitlines()), listed
+    assert {int(n) for n, _, _ in references} == marks
+
+    as_json = cli(cli_env, "ask", "t1", ANSWERABLE, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    found = json.loads(as_json.stdout)
+    assert found["id"] == 2 and found["status"] == "answered"
+    assert found["answer"] == answer
+    assert [(str(s["n"]), s["title"], s["url"]) for s in found["sources"]] == references
+    assert all(c["end"] > c["start"] for s in found["sentences"] for c in s["citations"])
+
+    unanswered = cli(cli_env, "ask", "t1", UNANSWERABLE)
+    assert unanswered.returncode == 0, unanswered.stderr
+    assert "does not answer this question" in unanswered.stdout
+    assert "[^" not in unanswered.stdout
+    assert "not in the evidence" in unanswered.stderr
+    assert "POST /v1/research/t1/questions/3/research" in unanswered.stderr
+    assert f'research-agent run "{UNANSWERABLE}"' in unanswered.stderr
+
+    # The answers are kept on the thread: its export holds the three.
+    archive = tmp_path / "t1.json"
+    assert cli(cli_env, "export", "t1", "--out", str(archive)).returncode == 0
+    kept = json.loads(archive.read_text(encoding="utf-8"))["state"]["questions"]
+    assert [(q["id"], q["question"]) for q in kept] == [
+        (1, ANSWERABLE),
+        (2, ANSWERABLE),
+        (3, UNANSWERABLE),
+    ]
+
+    missing = cli(cli_env, "ask", "t2", ANSWERABLE)
+    assert_one_line_error(missing, "unknown thread 't2'", "research-agent run")
+
+
+async def test_ask_on_a_thread_not_finished_says_so_and_keeps_nothing(
+    data_dir: Path, cli_env: dict[str, str]
+) -> None:
+    waiting = cli_with_input(cli_env, "later\n", "run", TOPIC, "--approve", "plan", "--thread", "w")
+    assert waiting.returncode == 0, waiting.stderr
+    result = cli(cli_env, "ask", "w", ANSWERABLE)
+    assert_one_line_error(result, "thread 'w'", "waiting_for_approval", "once it has finished")
+    state = (await load_state(data_dir / "checkpoints.sqlite", "w")).values
+    assert not state.get("questions")
 
 
 async def test_a_terminal_run_is_a_thread_of_the_service_with_its_events(

@@ -1,5 +1,6 @@
 """Follow-up questions on a finished thread, over real HTTP on both stores and with a model."""
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -221,3 +222,59 @@ async def test_with_a_model_only_cited_supported_sentences_are_kept(
             assert answered["dropped"] == 2
             assert len(answered["sentences"]) == 1 and "dolphins" not in answered["answer"]
             await assert_passages_resolve(client, thread_id, answered)
+
+
+async def test_with_a_model_the_answer_s_call_joins_the_thread_s_usage_and_evidence(
+    tmp_path: Path, corpus_index: Path, llm: FakeLLM, settings_env: Path
+) -> None:
+    llm.responder = AnsweringModel()
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        corpus_index=corpus_index,
+        search_provider="local",
+        llm_base_url=llm.base_url,
+        llm_api_key="sk-test",
+        retry_base_delay_s=0,
+    )
+    with serve_port(create_app(settings), lifespan="on") as port:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            thread_id = await finished(client)
+            before = (await client.get(f"/v1/research/{thread_id}")).json()
+            assert before["tokens"] == llm.reported_total_tokens
+            run_prompt, run_completion = llm.reported_prompt_tokens, llm.reported_completion_tokens
+            run_requests = llm.reported_requests
+
+            answered = await ask(client, thread_id, ANSWERABLE)
+            assert answered["engine"] == "openai:gpt-4o-mini"
+            assert llm.reported_requests == run_requests + 1
+            prompt = llm.reported_prompt_tokens - run_prompt
+            completion = llm.reported_completion_tokens - run_completion
+            assert prompt > 0 and completion > 0
+
+            # The thread's usage: its tokens and cost count the question's call, as an `ask` step.
+            detail = (await client.get(f"/v1/research/{thread_id}")).json()
+            assert detail["status"] == "completed"
+            assert detail["tokens"] == llm.reported_total_tokens
+            assert detail["cost_usd"] > before["cost_usd"]
+            ask_step = detail["usage"]["nodes"]["ask"]
+            assert ask_step["calls"] == 1 and ask_step["requests"] == 1
+            assert (ask_step["prompt_tokens"], ask_step["completion_tokens"]) == (
+                prompt,
+                completion,
+            )
+            model = detail["usage"]["models"]["openai:gpt-4o-mini"]
+            assert model["requests"] == llm.reported_requests
+
+            # The thread's evidence: the call, as the run's own model calls are kept.
+            for _ in range(50):  # the store writes its queue a moment later
+                exported = (await client.get(f"/v1/research/{thread_id}/export")).json()
+                records = exported["evidence"]["records"]
+                asked = [r for r in records if r["kind"] == "model" and r["node"] == "ask"]
+                if asked:
+                    break
+                await asyncio.sleep(0.1)
+            assert len(asked) == 1, [r.get("node") for r in records]
+            assert asked[0]["role"] == "writer" and asked[0]["model"] == "openai:gpt-4o-mini"
+            assert (asked[0]["input_tokens"], asked[0]["output_tokens"]) == (prompt, completion)
+            run_calls = [r for r in records if r["kind"] == "model" and r["node"] != "ask"]
+            assert len(run_calls) == run_requests

@@ -26,6 +26,7 @@ from .fake_llm import FakeLLM
 from .llm_script import ResearchModel
 from .servers import serve_port
 from .support import FIXTURE_CORPUS, TOPIC
+from .test_questions import ANSWERABLE, UNANSWERABLE
 
 XSS_TITLE = "<img src=x onerror=alert(1)>"
 XSS_DOCUMENT = {
@@ -560,3 +561,90 @@ async def test_a_member_that_failed_shows_its_error_in_its_lane(
         await page.locator("#progress-panel").evaluate("panel => { panel.open = true; }")
         await errors.first.scroll_into_view_if_needed()
         await page.screenshot(path=str(SHOTS / "members-error.png"))
+
+
+async def test_a_question_under_a_finished_report_is_answered_and_its_marks_open_the_passage(
+    page: Page, server: str, dialogs: list[str]
+) -> None:
+    thread_id = await start_run(page, server)
+    await wait_for_status(page, "completed")
+    await expect(page.locator("#questions")).to_be_visible(timeout=WAIT_MS)
+    await page.fill("#question-input", ANSWERABLE)
+    await page.click("#question-ask")
+    item = page.locator("#question-list .question-item")
+    await expect(item).to_have_count(1, timeout=WAIT_MS)
+    await expect(item.locator(".question")).to_have_text(ANSWERABLE)
+    await expect(page.locator("#question-input")).to_have_value("")
+    kept = httpx.get(f"{server}/v1/research/{thread_id}/questions").json()
+    assert [q["status"] for q in kept] == ["answered"]
+    answer = kept[0]
+    cited = [c for s in answer["sentences"] for c in s["citations"]]
+    marks = item.locator(".answer a.answer-ref")
+    assert await marks.all_text_contents() == [f"[{c['n']}]" for c in cited]
+    for sentence in answer["sentences"]:
+        await expect(item.locator(".answer")).to_contain_text(sentence["text"])
+    await expect(page.locator("#report h1")).to_be_visible(timeout=WAIT_MS)
+    await page.locator("#questions").scroll_into_view_if_needed()
+    await page.screenshot(path=str(SHOTS / "question-answered.png"), full_page=False)
+
+    # A mark opens the report's source dialog, the answer's passage marked in the text read.
+    first, sentence = cited[0], answer["sentences"][0]["text"]
+    await marks.first.click()
+    panel = page.locator("#source-dialog")
+    await expect(panel).to_be_visible()
+    text = panel.locator(".source-text")
+    await expect(text).to_be_visible(timeout=WAIT_MS)
+    source = httpx.get(f"{server}/v1/research/{thread_id}/sources/{first['n']}").json()
+    await expect(panel.locator("#source-title")).to_have_text(source["title"])
+    assert await text.text_content() == source["text"]
+    passage = source["text"][first["start"] : first["end"]]
+    assert await text.locator("mark").all_text_contents() == [passage]
+    await expect(panel.locator(".source-answer li")).to_have_text(sentence)
+    await expect(panel.locator(".source-facts")).to_contain_text(source["content_hash"][:12])
+    await page.screenshot(path=str(SHOTS / "question-source.png"), full_page=False)
+    await page.keyboard.press("Escape")
+    await expect(panel).to_be_hidden()
+    await expect(marks.first).to_be_focused()
+
+    # The answer is the thread's: a reload lists it again.
+    await page.reload()
+    await wait_for_status(page, "completed")
+    await expect(item).to_have_count(1, timeout=WAIT_MS)
+    assert await marks.all_text_contents() == [f"[{c['n']}]" for c in cited]
+    assert dialogs == []
+
+
+async def test_a_question_the_evidence_does_not_answer_offers_a_new_research_that_starts(
+    page: Page, server: str, dialogs: list[str]
+) -> None:
+    thread_id = await start_run(page, server)
+    await wait_for_status(page, "completed")
+    await page.fill("#question-input", UNANSWERABLE)
+    await page.press("#question-input", "Enter")
+    item = page.locator("#question-list .question-item")
+    await expect(item).to_have_count(1, timeout=WAIT_MS)
+    await expect(item.locator(".answer")).to_contain_text("do not answer this question")
+    await expect(item).not_to_contain_text("POST")  # the API's words are not the page's
+    await expect(item.locator("a.answer-ref")).to_have_count(0)
+    button = item.locator("button.question-research")
+    await expect(button).to_have_text("Research this question")
+    await expect(page.locator("#report h1")).to_be_visible(timeout=WAIT_MS)
+    await page.locator("#questions").screenshot(path=str(SHOTS / "question-not-in-evidence.png"))
+
+    await button.click()
+    await page.wait_for_function("id => !location.hash.endsWith(id)", arg=thread_id)
+    new_id = page.url.rsplit("/", 1)[-1]
+    await expect(page.locator("#run-status")).to_have_attribute(
+        "data-status", re.compile("^(completed|insufficient|partial)$"), timeout=WAIT_MS
+    )
+    assert httpx.get(f"{server}/v1/research/{new_id}").json()["topic"] == UNANSWERABLE
+    asked = httpx.get(f"{server}/v1/research/{thread_id}/questions/1").json()
+    assert asked["research_thread"] == new_id
+
+    # Back on the asked thread, the answer leads to that run instead of offering another.
+    await page.goto(f"{server}/#/runs/{thread_id}")
+    await wait_for_status(page, "completed")
+    link = item.locator("a.question-run")
+    await expect(link).to_have_attribute("href", f"#/runs/{new_id}", timeout=WAIT_MS)
+    await expect(item.locator("button.question-research")).to_have_count(0)
+    assert dialogs == []

@@ -1049,7 +1049,11 @@ import { createRecords } from "./records.js";
   const questions = createQuestions({
     api, runPath, el, showText, busy,
     currentView: () => state.view,
-    openNumbered: (view, n, link) => records.openNumbered(view, n, link),
+    openNumbered: (view, n, link, cited) => records.openNumbered(view, n, link, cited),
+    openThread: (id) => {
+      loadThreads();
+      location.hash = `#/runs/${encodeURIComponent(id)}`;
+    },
   });
 
   const members = createMembers({ api, runPath, el, showText, addStep, plural, numbers, isCurrent });

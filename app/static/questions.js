@@ -7,29 +7,63 @@ const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 
 /** The question box and its answers, wired to the page; `ctx` holds app.js's helpers. */
 export function createQuestions(ctx) {
-  const { api, runPath, el, showText, busy, currentView, openNumbered } = ctx;
+  const { api, runPath, el, showText, busy, currentView, openNumbered, openThread } = ctx;
   let shownFor = null; // the thread whose questions are listed
 
   /** One answer: the question, its sentences with their footnote marks, its sources. */
   function answerItem(view, answer) {
     const body = el("p", "answer");
     if (answer.status === "not_in_evidence") {
-      body.append(el("span", "muted", answer.answer));
+      const share = Math.round((answer.match || 0) * 100);
+      const closest = share
+        ? `the closest passage holds ${share}% of what it asks`
+        : "no passage holds any of what it asks";
+      body.append(el("span", "muted", `The run's sources do not answer this question: ${closest}.`));
     }
     for (const sentence of answer.sentences || []) {
       body.append(sentence.text);
       for (const cited of sentence.citations) {
         const mark = el("a", "answer-ref", `[${cited.n}]`);
         mark.href = `#source-${cited.n}`;
+        mark.title = `Source ${cited.n}: the passage this sentence stands on`;
         mark.addEventListener("click", (event) => {
           event.preventDefault();
-          openNumbered(view, cited.n, mark);
+          openNumbered(view, cited.n, mark, { ...cited, sentence: sentence.text });
         });
         body.append(el("sup", "footnote-ref", mark));
       }
       body.append(" ");
     }
-    return el("li", "question-item", el("strong", "", answer.question), body);
+    const item = el("li", "question-item", el("p", "question", answer.question), body);
+    if (answer.status === "not_in_evidence") item.append(researchOffer(view, answer));
+    return item;
+  }
+
+  /** A new run on a question the evidence does not answer: a button, or the run it started. */
+  function researchOffer(view, answer) {
+    const box = el("p", "question-offer");
+    if (answer.research_thread) {
+      const link = el("a", "question-run", "Open the research started on this question");
+      link.href = `#/runs/${encodeURIComponent(answer.research_thread)}`;
+      box.append(link);
+      return box;
+    }
+    if (!answer.research) return box;
+    const button = el("button", "small primary question-research", "Research this question");
+    button.type = "button";
+    const error = el("span", "error");
+    error.hidden = true;
+    button.addEventListener("click", () => busy(button, async () => {
+      showText(error, "");
+      try {
+        const started = await api(answer.research, { method: "POST" });
+        openThread(started.thread_id);
+      } catch (err) {
+        showText(error, err.message);
+      }
+    }));
+    box.append(button, " ", error);
+    return box;
   }
 
   async function load(view) {
@@ -45,7 +79,7 @@ export function createQuestions(ctx) {
 
   /** Show the box under a finished run's report, and its questions once per thread. */
   function update(view) {
-    const done = TERMINAL.has(view.status);
+    const done = TERMINAL.has(view.status) && Boolean(view.hasReport);
     $("#questions").hidden = !done;
     if (done && shownFor !== view.id) load(view);
   }

@@ -82,12 +82,14 @@ export function createRecords(ctx) {
     await showSource(view, link, `Source [${k}]`, () => footnoteLabel(view, k));
   }
 
-  /** Open the panel for source `n` of the run (an answer's citation: no label to look up). */
-  async function openNumbered(view, n, link) {
-    await showSource(view, link, `Source [${n}]`, async () => n);
+  /** Open the panel for source `n` of the run (an answer's citation: no label to look up).
+
+  `cited` is the answer's passage ({start, end, sentence}): it is the one marked. */
+  async function openNumbered(view, n, link, cited) {
+    await showSource(view, link, `Source [${n}]`, async () => n, cited);
   }
 
-  async function showSource(view, link, heading, label) {
+  async function showSource(view, link, heading, label, cited = null) {
     opened?.controller.abort();
     const controller = new AbortController();
     opened = { link, controller };
@@ -101,7 +103,7 @@ export function createRecords(ctx) {
       const source = await api(runPath(view.id, `/sources/${n}`), { signal: controller.signal });
       if (opened?.controller !== controller) return;
       showText($("#source-status"), "");
-      fillSource(source);
+      fillSource(source, cited);
     } catch (err) {
       if (opened?.controller !== controller || err.name === "AbortError") return;
       if (err.status === 401) { closeSource(); return; } // the key box, behind, needs the focus
@@ -110,7 +112,8 @@ export function createRecords(ctx) {
     }
   }
 
-  function fillSource(source) {
+  /** The source's facts and text: the report's quotes marked, or the answer's passage (`cited`). */
+  function fillSource(source, cited) {
     $("#source-title").textContent = source.title || source.url || "Untitled source";
     const facts = el("dl", "source-facts");
     const fact = (name, value) => facts.append(el("dt", "", name), el("dd", "", value));
@@ -127,15 +130,22 @@ export function createRecords(ctx) {
     fact("Text kept", source.kept ? "yes, in the run's evidence" : "no, the evidence store no longer has it");
     const quotes = source.quotes || [];
     const sentences = [...new Set(quotes.map((q) => q.sentence))];
+    const text = markedText(source.text || "", cited ? [cited] : quotes);
+    const answering = cited
+      ? [el("h3", "", "The answer's sentence citing it"),
+        el("ul", "source-citing source-answer", el("li", "", cited.sentence))]
+      : [];
     $("#source-body").replaceChildren(
       facts,
-      el("h3", "", "The text the run read"),
-      markedText(source.text || "", quotes),
+      ...answering,
+      el("h3", "", cited ? "The text the run read, the answer's passage marked" : "The text the run read"),
+      text,
       el("h3", "", "Report sentences citing it"),
       sentences.length
         ? el("ul", "source-citing", ...sentences.map((s) => el("li", "", s)))
         : el("p", "muted", "none"),
     );
+    if (cited) text.querySelector("mark")?.scrollIntoView({ block: "center" });
   }
 
   /** The text with each quoted passage in a <mark>; offsets count code points, as the server does. */
