@@ -4,7 +4,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from app.composition import open_deps
@@ -15,6 +16,7 @@ from service.execution import RunExecutor
 from service.launchers import LocalLauncher
 from service.runs import RunManager
 from service.signals import MemorySignals, RedisSignals
+from service.watches import Watches
 
 if TYPE_CHECKING:
     from saq import Queue
@@ -32,6 +34,18 @@ class Runtime:
     manager: RunManager
     queue: "Queue | None" = None
     queued: "QueueLauncher | None" = None
+    watches: Watches = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Several processes schedule on Redis: a claimed refresh is its claimant's to
+        # start for a few leases before another takes it over.
+        grace = 0.0 if self.queue is None else 3.0 * self.settings.worker_lease_seconds
+        self.watches = Watches(
+            self.manager,
+            self.stores.watches,
+            min_every=timedelta(seconds=self.settings.watch_min_seconds),
+            claim_grace_s=grace,
+        )
 
 
 @asynccontextmanager
@@ -113,10 +127,12 @@ async def running_worker(
     )
     task = asyncio.create_task(worker.start(), name="research-worker")
     requeuing = asyncio.create_task(queued.keep_requeuing_lost(runtime.stores.registry))
+    # Every worker schedules watches; each step is a compare-and-set, so one wins it.
+    scheduling = asyncio.create_task(runtime.watches.run(settings.watch_poll_seconds))
     try:
         yield task
     finally:
         await worker.stop()
-        for running in (task, requeuing):
+        for running in (task, requeuing, scheduling):
             running.cancel()
-        await asyncio.gather(task, requeuing, return_exceptions=True)
+        await asyncio.gather(task, requeuing, scheduling, return_exceptions=True)

@@ -257,6 +257,19 @@ class Settings(BaseSettings):
         "worker silent for longer is taken for dead and another takes the run over.",
     )
 
+    watch_min_seconds: float = Field(
+        3600,
+        ge=0.1,
+        le=3600,
+        description="The shortest interval a watch may have (an hour; tests lower it to seconds).",
+    )
+    watch_poll_seconds: float = Field(
+        10.0,
+        ge=0.05,
+        le=600,
+        description="How often the scheduler looks for due watches and finished refreshes.",
+    )
+
     @field_validator("redis_url", mode="after")
     @classmethod
     def _redis_scheme(cls, value: str | None) -> str | None:

@@ -1,0 +1,142 @@
+"""Watches over real HTTP on both stores: refreshes on a (test-short) interval, their diffs.
+
+The service searches a loopback stand-in for Tavily (`tests.test_reproduction.Upstream`)
+whose pages the test changes between refreshes, so a refresh's diff has something to say.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.api import create_app
+from app.settings import Settings
+
+from .servers import KEY_A, KEY_B, serve_port, two_key_clients
+from .sse import collect
+from .test_reproduction import TOPIC, Upstream, finished, settings_for, upstream  # noqa: F401
+
+WAIT_S = 120.0
+# The test-only floor and scheduler period: a watch of a second, looked at ten times a second.
+FAST = {"watch_min_seconds": 0.5, "watch_poll_seconds": 0.1}
+
+
+async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Poll `check` until it holds, failing after a generous deadline (not a timing)."""
+    deadline = time.monotonic() + WAIT_S
+    while not await check():
+        assert time.monotonic() < deadline, f"gave up waiting: {what}"
+        await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+async def client(
+    tmp_path: Path,
+    upstream: Upstream,  # noqa: F811
+    stores: dict[str, Any],
+) -> AsyncIterator[httpx.AsyncClient]:
+    settings = settings_for(tmp_path / "data", upstream).model_copy(update=FAST | stores)
+    with serve_port(create_app(settings), lifespan="on") as port:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            yield http
+
+
+async def entries(client: httpx.AsyncClient, thread_id: str) -> list[dict[str, Any]]:
+    answer = await client.get(f"/v1/research/{thread_id}/watch/changes")
+    assert answer.status_code == 200, answer.text
+    found: list[dict[str, Any]] = answer.json()
+    return found
+
+
+async def test_a_watch_refreshes_its_thread_and_keeps_each_refreshs_diff(
+    client: httpx.AsyncClient,
+    upstream: Upstream,  # noqa: F811
+) -> None:
+    started = await client.post("/v1/research", json={"topic": TOPIC})
+    watched = started.json()["thread_id"]
+    await finished(client, watched)
+    assert (await client.get(f"/v1/research/{watched}/watch")).status_code == 404
+
+    answer = await client.post(f"/v1/research/{watched}/watch", json={"every": "PT1S"})
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["every"] == "PT1S" and answer.json()["refreshes"] == 0
+    # The key's stream of entries that changed something, followed from the start.
+    told = asyncio.create_task(collect(client, "/v1/watches/events", until="watch_entry"))
+
+    async def refreshed(n: int) -> bool:
+        return len(await entries(client, watched)) >= n
+
+    await until(lambda: refreshed(1), "the first refresh's entry")
+    # The web changes: the second refresh reads a page whose text is not what it was.
+    title, text = upstream.pages["spread"]
+    upstream.pages["spread"] = (title, text + " Printing reached Moscow in 1553.")
+    await until(lambda: refreshed(2), "the second refresh's entry")
+    by_seq = {e["seq"]: e for e in await entries(client, watched)}
+    assert (await client.delete(f"/v1/research/{watched}/watch")).status_code == 204
+    frames = await asyncio.wait_for(told, WAIT_S)
+    assert (await client.get(f"/v1/research/{watched}/watch")).status_code == 404
+
+    first, second = by_seq[1], by_seq[2]
+    assert first["previous"] == watched and first["status"] == "completed"
+    assert second["previous"] == first["thread_id"], "each refresh is compared with the last"
+    assert first["thread_id"] not in (watched, second["thread_id"])
+    assert first["changed"] is False and first["diff"]["sources_changed"] == []
+    changed_urls = [s["url"] for s in second["diff"]["sources_changed"]]
+    assert changed_urls == [f"{upstream.base}/pages/spread"], second["diff"]
+    assert second["changed"] is True
+    for entry in (first, second):
+        detail = (await client.get(f"/v1/research/{entry['thread_id']}")).json()
+        assert detail["status"] == "completed"
+        assert detail["rerun"] == {"of": watched, "mode": "refresh"}
+    # Told once it changed something: the second refresh (the first changed nothing).
+    assert [f.event for f in frames] == ["watch_entry"]
+    assert frames[0].data["thread_id"] == second["thread_id"]
+    assert frames[0].data["watched"] == watched
+
+
+async def test_watch_bounds_validation_and_key_isolation(
+    tmp_path: Path, corpus_index: Path
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        corpus_index=corpus_index,
+        search_provider="local",
+        api_keys=[KEY_A, KEY_B],
+    )
+    async with two_key_clients(settings) as (a, b):
+        thread = (await a.post("/v1/research", json={"topic": TOPIC})).json()["thread_id"]
+        url = f"/v1/research/{thread}/watch"
+        await finished(a, thread)
+        for path in (url, f"{url}/changes"):  # another key's thread: as if there were none
+            assert (await b.get(path)).status_code == 404
+        assert (await b.post(url, json={"every": "P1D"})).status_code == 404
+        for every, says in (
+            ("PT30M", "between every 1:00:00"),  # under the hour (no test floor here)
+            ("P91D", "90 days"),
+            ("1 day", "ISO 8601"),
+            ("P", "ISO 8601"),
+            ("-P1D", "ISO 8601"),
+        ):
+            refused = await a.post(url, json={"every": every})
+            assert refused.status_code == 422, (every, refused.text)
+            error = refused.json()["error"]
+            assert error["code"] == "validation_error" and says in error["message"], error
+        for body in ({}, {"every": "P1D", "extra": 1}, {"every": 86400}):
+            assert (await a.post(url, json=body)).status_code == 422, body
+        assert (await a.get(url)).status_code == 404  # nothing was watched
+
+        made = await a.post(url, json={"every": "PT1H"})
+        assert made.status_code == 201, made.text
+        assert made.json()["every"] == "PT1H" and made.json()["every_seconds"] == 3600
+        again = await a.post(url, json={"every": "P1W"})  # a new interval
+        assert again.json()["every"] == "P7D"
+        assert [w["thread_id"] for w in (await a.get("/v1/watches")).json()] == [thread]
+        assert (await b.get("/v1/watches")).json() == []
+        assert (await b.delete(url)).status_code == 404
+        assert (await a.get(f"{url}/changes")).json() == []
+        assert (await a.delete(url)).status_code == 204
+        assert (await a.delete(url)).status_code == 404
