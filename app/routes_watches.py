@@ -40,6 +40,18 @@ class WatchRequest(BaseModel):
         examples=["P1D"],
         description="An ISO 8601 duration, from PT1H to P90D (e.g. PT6H, P1D, P1W).",
     )
+    webhook: str | None = Field(
+        None,
+        max_length=2048,
+        description="An http(s) URL each entry that changed something is POSTed to, signed "
+        "(X-Research-Signature) with the key's secret (GET /v1/watches/secret).",
+    )
+
+
+class WatchSecret(BaseModel):
+    """The key's webhook signing secret."""
+
+    secret: str = Field(description="HMAC-SHA256 key of X-Research-Signature.")
 
 
 @router.post("/v1/research/{thread_id}/watch", status_code=201, response_model=WatchView)
@@ -48,7 +60,7 @@ async def watch(
 ) -> WatchView:
     """Refresh this finished thread every `every`; watching it again sets a new interval."""
     every = parse_every(body.every, watches.min_every)
-    return view(await watches.watch(owner, thread_id, every))
+    return view(await watches.watch(owner, thread_id, every, body.webhook))
 
 
 @router.get("/v1/research/{thread_id}/watch", response_model=WatchView)
@@ -79,6 +91,12 @@ async def changes(
 async def list_watches(owner: Owner, watches: WatchService) -> list[WatchView]:
     """The caller's watches, oldest first."""
     return [view(w) for w in await watches.of_owner(owner)]
+
+
+@router.get("/v1/watches/secret", response_model=WatchSecret)
+async def watch_secret(owner: Owner, watches: WatchService) -> WatchSecret:
+    """The secret this key's webhooks are signed with (made the first time it is asked for)."""
+    return WatchSecret(secret=await watches.store.secret(owner))
 
 
 @router.get("/v1/watches/events", response_class=EventSourceResponse)

@@ -269,6 +269,12 @@ class Settings(BaseSettings):
         le=600,
         description="How often the scheduler looks for due watches and finished refreshes.",
     )
+    watch_webhook_retry_s: float = Field(
+        2.0,
+        ge=0.01,
+        le=300,
+        description="The first wait before a webhook delivery is tried again (doubling each time).",
+    )
 
     @field_validator("redis_url", mode="after")
     @classmethod

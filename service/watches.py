@@ -171,6 +171,8 @@ def _next_due(due: datetime, every: timedelta, now: datetime) -> datetime:
 
 # Delivers a new entry (a webhook, say) once it is recorded; its failures are its own.
 Deliver = Callable[[WatchRecord, WatchEntry], Awaitable[None]]
+# Returns a webhook URL as it will be called, or raises Unprocessable (the SSRF rules).
+CheckURL = Callable[[str], Awaitable[str]]
 
 
 class Watches:
@@ -183,6 +185,7 @@ class Watches:
         min_every: timedelta = MIN_EVERY,
         claim_grace_s: float = 0.0,
         deliver: Deliver | None = None,
+        check_url: CheckURL | None = None,
     ) -> None:
         """Act through `manager` on the watches of `store`.
 
@@ -194,6 +197,7 @@ class Watches:
         self.min_every = min_every
         self._grace = timedelta(seconds=claim_grace_s)
         self._deliver = deliver
+        self._check_url = check_url
 
     # -- commands ----------------------------------------------------------------------
 
@@ -207,6 +211,10 @@ class Watches:
         values = (await self.manager.snapshot(thread_id)).values or {}
         if values.get("task_plan") is None:
             raise InvalidState("this run has no plan: a refresh re-runs a plan")
+        if webhook is not None:
+            if self._check_url is None:
+                raise Unprocessable("webhook: this server delivers no webhooks")
+            webhook = await self._check_url(webhook)
         now = datetime.now(UTC)
         while True:
             found = await self.store.get(thread_id)

@@ -13,7 +13,7 @@ from datetime import datetime
 from redis.asyncio import Redis
 
 from stores.redis_connection import awaited, text
-from stores.watches import WatchEntryRecord, WatchRecord
+from stores.watches import WatchEntryRecord, WatchRecord, new_secret
 
 # KEYS: watch hash, due set, owner set. ARGV: thread id, version, body, due score.
 _CREATE = """
@@ -135,3 +135,9 @@ class RedisWatchStore:
         stored = await awaited(self._client.hgetall(self._entries(thread_id)))
         found = [WatchEntryRecord.model_validate_json(v) for v in stored.values()]
         return sorted(found, key=lambda e: e.seq, reverse=True)[:limit]
+
+    async def secret(self, owner: str) -> str:
+        """Return the owner's signing secret; the first caller's random one is kept."""
+        key = f"{self._prefix}watches:secret:{owner}"
+        await awaited(self._client.set(key, new_secret(), nx=True))
+        return text(await awaited(self._client.get(key)))

@@ -11,6 +11,7 @@ same on Redis.
 """
 
 import builtins
+import secrets
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -102,6 +103,10 @@ class WatchStore(Protocol):
         """Return the watch's entries, newest first, at most `limit`."""
         ...
 
+    async def secret(self, owner: str) -> str:
+        """Return the owner's webhook signing secret, made (at random) the first time."""
+        ...
+
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS watches (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
@@ -110,6 +115,7 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS watches_by_owner ON watches (owner)",
     "CREATE TABLE IF NOT EXISTS watch_entries (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, "
     "body TEXT NOT NULL, PRIMARY KEY (thread_id, seq))",
+    "CREATE TABLE IF NOT EXISTS watch_secrets (owner TEXT PRIMARY KEY, secret TEXT NOT NULL)",
 )
 
 
@@ -204,3 +210,19 @@ class SqliteWatchStore:
             (thread_id, limit),
         )
         return [WatchEntryRecord.model_validate_json(r[0]) for r in rows]
+
+    async def secret(self, owner: str) -> str:
+        """Return the owner's signing secret; the first caller's random one is kept."""
+        made = new_secret()
+
+        def work(conn: Any) -> str:
+            conn.execute("INSERT OR IGNORE INTO watch_secrets VALUES (?, ?)", (owner, made))
+            row = conn.execute("SELECT secret FROM watch_secrets WHERE owner = ?", (owner,))
+            return str(row.fetchone()[0])
+
+        return await self._writer.run(work)
+
+
+def new_secret() -> str:
+    """Return a new random signing secret."""
+    return secrets.token_urlsafe(32)

@@ -5,6 +5,9 @@ whose pages the test changes between refreshes, so a refresh's diff has somethin
 """
 
 import asyncio
+import hashlib
+import hmac
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -12,6 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from app.api import create_app
 from app.settings import Settings
@@ -20,7 +27,7 @@ from .servers import KEY_A, KEY_B, serve_port, two_key_clients
 from .sse import collect
 from .test_reproduction import TOPIC, Upstream, finished, settings_for, upstream  # noqa: F401
 
-WAIT_S = 120.0
+WAIT_S = 60.0
 # The test-only floor and scheduler period: a watch of a second, looked at ten times a second.
 FAST = {"watch_min_seconds": 0.5, "watch_poll_seconds": 0.1}
 
@@ -127,6 +134,18 @@ async def test_watch_bounds_validation_and_key_isolation(
             assert error["code"] == "validation_error" and says in error["message"], error
         for body in ({}, {"every": "P1D", "extra": 1}, {"every": 86400}):
             assert (await a.post(url, json=body)).status_code == 422, body
+        # A webhook obeys the scraper's SSRF rules: here, none that is not public.
+        for hook in (
+            "http://127.0.0.1:8080/hook",
+            "http://localhost/hook",
+            "http://169.254.169.254/latest/meta-data",
+            "http://[::1]/hook",
+            "ftp://example.com/hook",
+            "http://10.0.0.1/hook",
+        ):
+            refused = await a.post(url, json={"every": "P1D", "webhook": hook})
+            assert refused.status_code == 422, (hook, refused.text)
+            assert refused.json()["error"]["message"].startswith("webhook: refused"), refused.text
         assert (await a.get(url)).status_code == 404  # nothing was watched
 
         made = await a.post(url, json={"every": "PT1H"})
@@ -140,3 +159,64 @@ async def test_watch_bounds_validation_and_key_isolation(
         assert (await a.get(f"{url}/changes")).json() == []
         assert (await a.delete(url)).status_code == 204
         assert (await a.delete(url)).status_code == 404
+
+
+class Receiver:
+    """A webhook receiver on loopback: refuses the first delivery (503), takes the rest."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[dict[str, str], bytes, int]] = []
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/hook", self.hook, methods=["POST"])])
+
+    async def hook(self, request: Request) -> Response:
+        status = 503 if not self.received else 200
+        self.received.append((dict(request.headers), await request.body(), status))
+        return Response(status_code=status)
+
+
+async def test_a_webhook_gets_each_changed_entry_signed_after_a_retry(
+    tmp_path: Path,
+    upstream: Upstream,  # noqa: F811
+    stores: dict[str, Any],
+) -> None:
+    receiver = Receiver()
+    with serve_port(receiver.app()) as hook_port:
+        settings = settings_for(tmp_path / "data", upstream)
+        ports = [*settings.page_allowed_ports, hook_port]
+        fast = FAST | stores | {"page_allowed_ports": ports, "watch_webhook_retry_s": 0.05}
+        with serve_port(create_app(settings.model_copy(update=fast)), lifespan="on") as port:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+                watched = (await http.post("/v1/research", json={"topic": TOPIC})).json()
+                watched_id = watched["thread_id"]
+                await finished(http, watched_id)
+                secret = (await http.get("/v1/watches/secret")).json()["secret"]
+                url = f"/v1/research/{watched_id}/watch"
+                # Loopback is allowed here, as for the scraper; cloud metadata never is.
+                metadata = {"every": "PT1S", "webhook": "http://169.254.169.254/hook"}
+                assert (await http.post(url, json=metadata)).status_code == 422
+                title, text = upstream.pages["spread"]
+                upstream.pages["spread"] = (title, text + " Printing reached Moscow in 1553.")
+                hook = f"http://127.0.0.1:{hook_port}/hook"
+                made = await http.post(url, json={"every": "PT1S", "webhook": hook})
+                assert made.status_code == 201 and made.json()["webhook"] == hook, made.text
+
+                async def delivered() -> bool:
+                    return any(status == 200 for _, _, status in receiver.received)
+
+                await until(delivered, "the first changed entry to reach the receiver")
+                assert (await http.delete(url)).status_code == 204
+    (headers, body, status), (again_headers, again, ok) = receiver.received[:2]
+    assert (status, ok) == (503, 200) and again == body, "retried, the same entry"
+    timestamp = again_headers["x-research-timestamp"]
+    expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + again, hashlib.sha256)
+    assert hmac.compare_digest(
+        again_headers["x-research-signature"], "sha256=" + expected.hexdigest()
+    )
+    wrong = hmac.new(b"another key's secret", f"{timestamp}.".encode() + again, hashlib.sha256)
+    assert again_headers["x-research-signature"] != "sha256=" + wrong.hexdigest()
+    entry = json.loads(again)
+    assert entry["seq"] == 1 and entry["changed"] is True and entry["watched"] == watched_id
+    assert [s["url"] for s in entry["diff"]["sources_changed"]] == [f"{upstream.base}/pages/spread"]
+    assert secret not in again.decode() and secret not in str(again_headers)
