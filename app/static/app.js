@@ -6,6 +6,7 @@
 // are imported and handed the helpers below.
 import { createMembers } from "./members.js";
 import { createRecords } from "./records.js";
+import { createWatches } from "./watches.js";
 
 (() => {
   const KEY_STORAGE = "research-agent.api-key";
@@ -314,6 +315,7 @@ import { createRecords } from "./records.js";
     $("#run-empty").hidden = true;
     $("#run").hidden = false;
     renderDetail(view, detail);
+    watches.show(view);
     followEvents(view);
   }
 
@@ -335,6 +337,7 @@ import { createRecords } from "./records.js";
     $("#download-report").disabled = true;
     setBadge($("#run-status"), "");
     records.reset();
+    watches.reset();
   }
 
   function renderDetail(view, detail) {
@@ -1042,6 +1045,8 @@ import { createRecords } from "./records.js";
       location.hash = `#/runs/${encodeURIComponent(id)}`;
     },
   });
+
+  const watches = createWatches({ api, runPath, el, isCurrent });
 
   const members = createMembers({ api, runPath, el, showText, addStep, plural, numbers, isCurrent });
 
