@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import BaseModel, Field
-from sse_starlette import EventSourceResponse
 
 from app.dependencies import Manager, Metrics, Owner, StoredThread, Streams
 from app.edge import StrictJSONRoute
@@ -99,26 +98,47 @@ async def watch_secret(owner: Owner, watches: WatchService) -> WatchSecret:
     return WatchSecret(secret=await watches.store.secret(owner))
 
 
-@router.get("/v1/watches/events", response_class=EventSourceResponse)
+class LoggedEntry(BaseModel):
+    """One event of the key's stream of watch entries, as the SSE stream would frame it."""
+
+    id: int
+    event: str
+    data: Any
+
+
+@router.get(
+    "/v1/watches/events",
+    response_model=list[LoggedEntry],
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
 async def watch_events(
+    request: Request,
     owner: Owner,
     manager: Manager,
     streams: Streams,
     metrics: Metrics,
     after: Annotated[
-        int | None, Query(ge=0, le=MAX_EVENT_ID, description="Replay entries after this id.")
+        int | None, Query(ge=0, le=MAX_EVENT_ID, description="Entries after this id.")
     ] = None,
     last_event_id: Annotated[str | None, Header()] = None,
-) -> EventSourceResponse:
-    """Server-Sent Events: the caller's watch entries that changed something (`watch_entry`)."""
+) -> Any:
+    """The caller's watch entries that changed something (`watch_entry`), after `after`.
+
+    With `Accept: text/event-stream` (an EventSource sends it) a stream that stays open
+    and tells new entries as they come (reconnect with Last-Event-ID); otherwise the
+    entries so far, as JSON.
+    """
     log, stream = manager.events, events_stream(owner)
     wanted = after if after is not None else event_id(last_event_id)
-    start_after: Any = await resume_point(log, stream, wanted, set())
+    if "text/event-stream" not in request.headers.get("accept", ""):
+        logged = await log.read(stream, after=wanted, limit=1000)
+        return [LoggedEntry(id=e.id, event=e.name, data=e.data) for e in logged]
+    start_after = await resume_point(log, stream, wanted, set()) or 0
 
     async def frames() -> AsyncIterator[bytes]:
         metrics.sse_clients.inc()
         try:
-            async for event in log.follow(stream, start_after or 0):
+            async for event in log.follow(stream, start_after):
                 yield sse_frame(event)
                 metrics.events_sent.inc()
         finally:

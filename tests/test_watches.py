@@ -72,7 +72,10 @@ async def test_a_watch_refreshes_its_thread_and_keeps_each_refreshs_diff(
     assert answer.status_code == 201, answer.text
     assert answer.json()["every"] == "PT1S" and answer.json()["refreshes"] == 0
     # The key's stream of entries that changed something, followed from the start.
-    told = asyncio.create_task(collect(client, "/v1/watches/events", until="watch_entry"))
+    stream = {"Accept": "text/event-stream"}
+    told = asyncio.create_task(
+        collect(client, "/v1/watches/events", until="watch_entry", headers=stream)
+    )
 
     async def refreshed(n: int) -> bool:
         return len(await entries(client, watched)) >= n
@@ -103,6 +106,11 @@ async def test_a_watch_refreshes_its_thread_and_keeps_each_refreshs_diff(
     assert [f.event for f in frames] == ["watch_entry"]
     assert frames[0].data["thread_id"] == second["thread_id"]
     assert frames[0].data["watched"] == watched
+    # Without asking for a stream: the entries so far, as JSON.
+    logged = (await client.get("/v1/watches/events")).json()
+    assert [(e["id"], e["event"], e["data"]) for e in logged] == [
+        (frames[0].id, "watch_entry", frames[0].data)
+    ]
 
 
 async def test_watch_bounds_validation_and_key_isolation(
