@@ -264,8 +264,14 @@ class Watches:
         return [entry_view(thread_id, e) for e in await self.store.entries(thread_id, limit)]
 
     async def of_owner(self, owner: str) -> list[WatchRecord]:
-        """Return the owner's watches."""
-        return await self.store.of_owner(owner)
+        """Return the owner's watches; a deleted thread's watch goes with it here."""
+        kept = []
+        for watch in await self.store.of_owner(owner):
+            if await self.manager.registry.get(watch.thread_id) is None:
+                await self.store.delete(watch.thread_id)
+            else:
+                kept.append(watch)
+        return kept
 
     # -- the scheduler -----------------------------------------------------------------
 

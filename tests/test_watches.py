@@ -25,6 +25,7 @@ from app.settings import Settings
 
 from .servers import KEY_A, KEY_B, serve_port, two_key_clients
 from .sse import collect
+from .test_api import wait_for_status
 from .test_reproduction import TOPIC, Upstream, finished, settings_for, upstream  # noqa: F401
 
 WAIT_S = 60.0
@@ -167,6 +168,17 @@ async def test_watch_bounds_validation_and_key_isolation(
         assert (await a.get(f"{url}/changes")).json() == []
         assert (await a.delete(url)).status_code == 204
         assert (await a.delete(url)).status_code == 404
+
+        # Only a finished run is watched: one waiting for its plan's approval is a 409.
+        body = {"topic": TOPIC, "options": {"approval": "plan"}}
+        waiting = (await a.post("/v1/research", json=body)).json()["thread_id"]
+        await wait_for_status(a, waiting, {"waiting_for_approval"})
+        busy = await a.post(f"/v1/research/{waiting}/watch", json={"every": "P1D"})
+        assert busy.status_code == 409 and busy.json()["error"]["code"] == "invalid_state"
+        # A deleted thread's watch goes with it.
+        assert (await a.post(url, json={"every": "P1D"})).status_code == 201
+        assert (await a.delete(f"/v1/research/{thread}")).status_code == 204
+        assert (await a.get("/v1/watches")).json() == []
 
 
 class Receiver:
