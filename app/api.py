@@ -5,7 +5,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
-from app import routes_ops, routes_questions, routes_research
+from app import routes_ops, routes_questions, routes_research, routes_watches
 from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
@@ -23,6 +23,7 @@ ROUTERS = (
     routes_research.router,
     routes_research.records_router,
     routes_questions.router,
+    routes_watches.router,
     assistants.router,
     threads.router,
     runs.router,
@@ -39,6 +40,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = await stack.enter_async_context(open_runtime(settings))
         runtime.executor.observe(metrics.record_status)
         app.state.manager, app.state.stores = runtime.manager, runtime.stores
+        app.state.watches = runtime.watches
         if runtime.queue is not None and settings.in_process_worker:
             await stack.enter_async_context(running_worker(runtime))
         stack.push_async_callback(runtime.manager.shutdown)
@@ -46,6 +48,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(background.close)
         await runtime.manager.recover()
         background.start(keep_evidence_within(runtime.stores.evidence, settings))
+        if runtime.queue is None:  # embedded: this process schedules watches (on Redis, workers)
+            await runtime.watches.tick()  # refreshes that fell due while it was down start now
+            background.start(runtime.watches.run(settings.watch_poll_seconds))
         yield
 
 

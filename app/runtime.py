@@ -4,10 +4,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from app.composition import open_deps
+from app.composition import open_deps, page_policy
 from app.settings import Settings
 from app.stores import Stores, open_stores
 from graph.builder import build_graph
@@ -15,6 +16,8 @@ from service.execution import RunExecutor
 from service.launchers import LocalLauncher
 from service.runs import RunManager
 from service.signals import MemorySignals, RedisSignals
+from service.watches import Watches
+from service.webhooks import WebhookSender
 
 if TYPE_CHECKING:
     from saq import Queue
@@ -32,6 +35,21 @@ class Runtime:
     manager: RunManager
     queue: "Queue | None" = None
     queued: "QueueLauncher | None" = None
+    webhooks: WebhookSender | None = None
+    watches: Watches = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Several processes schedule on Redis: a claimed refresh is its claimant's to
+        # start for a few leases before another takes it over.
+        grace = 0.0 if self.queue is None else 3.0 * self.settings.worker_lease_seconds
+        self.watches = Watches(
+            self.manager,
+            self.stores.watches,
+            min_every=timedelta(seconds=self.settings.watch_min_seconds),
+            claim_grace_s=grace,
+            deliver=self.webhooks.deliver if self.webhooks else None,
+            check_url=self.webhooks.check if self.webhooks else None,
+        )
 
 
 @asynccontextmanager
@@ -42,6 +60,11 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         deps = await stack.enter_async_context(open_deps(settings))
         stores = await stack.enter_async_context(open_stores(settings))
         graph = build_graph(stores.saver)
+        # Webhooks obey the scraper's SSRF rules (`page_allow_private`, `page_allowed_ports`).
+        webhooks = WebhookSender(
+            page_policy(settings), stores.watches.secret, settings.watch_webhook_retry_s
+        )
+        stack.push_async_callback(webhooks.close)
         if stores.redis is None:
             executor = RunExecutor(
                 graph, deps, stores.events, stores.registry, MemorySignals(), (), stores.evidence
@@ -50,7 +73,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
                 executor, settings.max_concurrent_runs, settings.max_queued_runs
             )
             manager = RunManager(executor, launcher, stores.saver.adelete_thread)
-            yield Runtime(settings, stores, executor, manager)
+            yield Runtime(settings, stores, executor, manager, webhooks=webhooks)
             return
 
         from redis.exceptions import ConnectionError as RedisConnectionError
@@ -81,7 +104,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         capacity = settings.max_concurrent_runs + settings.max_queued_runs
         queued = QueueLauncher(queue, capacity, settings.worker_lease_seconds)
         manager = RunManager(executor, queued, stores.saver.adelete_thread, sole_writer=False)
-        yield Runtime(settings, stores, executor, manager, queue, queued)
+        yield Runtime(settings, stores, executor, manager, queue, queued, webhooks)
 
 
 async def _disconnect(queue: "Queue") -> None:
@@ -113,10 +136,12 @@ async def running_worker(
     )
     task = asyncio.create_task(worker.start(), name="research-worker")
     requeuing = asyncio.create_task(queued.keep_requeuing_lost(runtime.stores.registry))
+    # Every worker schedules watches; each step is a compare-and-set, so one wins it.
+    scheduling = asyncio.create_task(runtime.watches.run(settings.watch_poll_seconds))
     try:
         yield task
     finally:
         await worker.stop()
-        for running in (task, requeuing):
+        for running in (task, requeuing, scheduling):
             running.cancel()
-        await asyncio.gather(task, requeuing, return_exceptions=True)
+        await asyncio.gather(task, requeuing, scheduling, return_exceptions=True)

@@ -257,6 +257,25 @@ class Settings(BaseSettings):
         "worker silent for longer is taken for dead and another takes the run over.",
     )
 
+    watch_min_seconds: float = Field(
+        3600,
+        ge=0.1,
+        le=3600,
+        description="The shortest interval a watch may have (an hour; tests lower it to seconds).",
+    )
+    watch_poll_seconds: float = Field(
+        10.0,
+        ge=0.05,
+        le=600,
+        description="How often the scheduler looks for due watches and finished refreshes.",
+    )
+    watch_webhook_retry_s: float = Field(
+        2.0,
+        ge=0.01,
+        le=300,
+        description="The first wait before a webhook delivery is tried again (doubling each time).",
+    )
+
     @field_validator("redis_url", mode="after")
     @classmethod
     def _redis_scheme(cls, value: str | None) -> str | None:

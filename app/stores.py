@@ -16,6 +16,7 @@ from stores.sqlite_events import SqliteEventLog
 from stores.sqlite_evidence import SqliteEvidenceStore
 from stores.sqlite_saver import GroupCommitSqliteSaver
 from stores.sqlite_writer import SqliteWriter, open_sqlite, open_sqlite_writer
+from stores.watches import SqliteWatchStore, WatchStore
 
 if TYPE_CHECKING:
     from stores.redis_batches import RedisBatches
@@ -30,6 +31,7 @@ class Stores:
     events: EventLog
     registry: Registry
     evidence: EvidenceStore  # what runs read and asked (`stores.evidence`)
+    watches: WatchStore  # watched threads and their refreshes' diffs (`stores.watches`)
     # The Redis stores' client, through the pipelines they share: for signals and leases.
     redis: "RedisBatches | None" = None
 
@@ -98,7 +100,8 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             evidence = await stack.enter_async_context(
                 open_sqlite(path, SqliteEvidenceStore, writer)
             )
-            yield Stores(saver, events, registry, evidence)
+            watches = await stack.enter_async_context(open_sqlite(path, SqliteWatchStore, writer))
+            yield Stores(saver, events, registry, evidence, watches)
         else:
             redis_saver = await stack.enter_async_context(_redis_saver(settings.redis_url))
             from stores.redis_batches import RedisBatches
@@ -106,6 +109,7 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog
             from stores.redis_evidence import RedisEvidenceStore
             from stores.redis_registry import RedisRegistry
+            from stores.redis_watches import RedisWatchStore
 
             client = redis_client(settings.redis_url)
             stack.push_async_callback(client.aclose)
@@ -122,4 +126,7 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             redis_evidence = RedisEvidenceStore(client)
             stack.push_async_callback(redis_evidence.flush)
             registry = RedisRegistry(client, batches=batches)
-            yield Stores(redis_saver, redis_events, registry, redis_evidence, batches)
+            redis_watches = RedisWatchStore(client)
+            yield Stores(
+                redis_saver, redis_events, registry, redis_evidence, redis_watches, batches
+            )

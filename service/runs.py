@@ -84,13 +84,15 @@ class RunManager:
         request: ResearchRequest,
         thread_id: str | None = None,
         seed: Callable[[str], Awaitable[None]] | None = None,
+        stored_id: str | None = None,
     ) -> ThreadRecord:
         """Register a new thread and queue its run (TooManyRuns when no place is left).
 
         `thread_id`: a name the caller chose (ThreadExists if taken). `seed` writes what
-        the run starts from (a re-run's first state) before it is queued.
+        the run starts from (a re-run's first state) before it is queued. `stored_id`: the
+        id the service chose (a watch's refresh; ThreadExists if registered).
         """
-        stored = uuid.uuid4().hex if thread_id is None else scoped(owner, thread_id)
+        stored = stored_id or (uuid.uuid4().hex if thread_id is None else scoped(owner, thread_id))
         if thread_id is not None and (await self.snapshot(stored)).values:
             raise ThreadExists(stored)
         async with self.launcher.reserve():
@@ -439,15 +441,24 @@ class RunManager:
         return dict((await self.snapshot(thread_id)).values or {})
 
     async def rerun(
-        self, owner: str, thread_id: str, mode: Literal["replay", "refresh"]
+        self,
+        owner: str,
+        thread_id: str,
+        mode: Literal["replay", "refresh"],
+        stored_id: str | None = None,
     ) -> ThreadRecord:
-        """Start a new thread re-running `thread_id`'s topic, options and plan (`rerun_of`)."""
+        """Start a new thread re-running `thread_id`'s topic, options and plan (`rerun_of`).
+
+        `stored_id`: the new thread's id, when the service chose it (ThreadExists if taken).
+        """
         store = self._evidence()
         record = await self.registry.get(thread_id)
         if record is not None and record.status in ACTIVE:
             raise InvalidState(f"the run is {record.status}: re-run it once it has stopped")
+        if stored_id is not None and await self.registry.get(stored_id) is not None:
+            raise ThreadExists(stored_id)
         request, seed = await rerun_of(self.graph, store, thread_id, mode)
-        return await self.start(owner, request, seed=seed)
+        return await self.start(owner, request, seed=seed, stored_id=stored_id)
 
     async def source(self, thread_id: str, n: int) -> SourceView:
         """Return footnote `n` of the thread's report: the text the run read, and the quotes."""

@@ -236,6 +236,64 @@ def corpus_search(query: str, limit: int) -> None:
     commands.corpus_search(query, limit)
 
 
+class _WatchGroup(click.Group):
+    """`watch ID --every 1d` watches a thread; `watch list`, `changes ID`, `stop ID` the rest."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Take a first argument that names no subcommand as the thread to watch."""
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["add", *args]
+        return super().parse_args(ctx, args)
+
+
+@app.group(cls=_WatchGroup, short_help="Refresh a thread on a schedule and show what changed.")
+def watch() -> None:
+    """Watch a finished thread: `research-agent watch ID --every 1d`.
+
+    Each refresh re-runs the thread (searching and reading again) as a new thread and keeps
+    its diff with the previous refresh. Refreshes run while `serve` (or a worker) runs.
+    """
+
+
+@watch.command("add", short_help="Watch a thread (the same as `watch ID`).")
+@click.argument("thread_id")
+@click.option(
+    "--every", required=True, help="30m, 6h, 1d, 2w or an ISO 8601 duration (PT1H to P90D)."
+)
+@click.option("--webhook", help="An http(s) URL each changed entry is POSTed to, signed.")
+def watch_add(thread_id: str, every: str, webhook: str | None) -> None:
+    """Refresh THREAD_ID every --every."""
+    from app.cli import watches
+
+    watches.watch(thread_id, every, webhook)
+
+
+@watch.command("list")
+def watch_list() -> None:
+    """List the watched threads."""
+    from app.cli import watches
+
+    watches.listing()
+
+
+@watch.command("changes")
+@click.argument("thread_id")
+def watch_changes(thread_id: str) -> None:
+    """Show each refresh of THREAD_ID and what it changed, newest first."""
+    from app.cli import watches
+
+    watches.changes(thread_id)
+
+
+@watch.command("stop")
+@click.argument("thread_id")
+def watch_stop(thread_id: str) -> None:
+    """Stop watching THREAD_ID (its refreshes stay)."""
+    from app.cli import watches
+
+    watches.stop(thread_id)
+
+
 def main() -> None:
     """Entry point of the console script; a damaged data file is one line, not a traceback."""
     from stores.data_file import DamagedDataFile

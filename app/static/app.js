@@ -7,6 +7,7 @@
 import { createMembers } from "./members.js";
 import { createQuestions } from "./questions.js";
 import { createRecords } from "./records.js";
+import { createWatches } from "./watches.js";
 
 (() => {
   const KEY_STORAGE = "research-agent.api-key";
@@ -315,6 +316,7 @@ import { createRecords } from "./records.js";
     $("#run-empty").hidden = true;
     $("#run").hidden = false;
     renderDetail(view, detail);
+    watches.show(view);
     followEvents(view);
   }
 
@@ -337,6 +339,7 @@ import { createRecords } from "./records.js";
     setBadge($("#run-status"), "");
     records.reset();
     questions.reset();
+    watches.reset();
   }
 
   function renderDetail(view, detail) {
@@ -1055,6 +1058,7 @@ import { createRecords } from "./records.js";
       location.hash = `#/runs/${encodeURIComponent(id)}`;
     },
   });
+  const watches = createWatches({ api, runPath, el, isCurrent });
 
   const members = createMembers({ api, runPath, el, showText, addStep, plural, numbers, isCurrent });
 
