@@ -25,7 +25,7 @@ from service.watches import WatchEntry
 from stores.watches import WatchRecord
 from tools.download import FetchPolicy, allowed_networks, default_client
 from tools.errors import ScrapeError, UnsafeURLError
-from tools.http_safety import Resolver, check_url, resolve_host
+from tools.http_safety import Resolver, SafeTarget, check_url, resolve_host
 
 logger = logging.getLogger(__name__)
 
@@ -74,16 +74,20 @@ class WebhookSender:
     async def check(self, url: str) -> str:
         """Return the URL as it will be called; Unprocessable when the SSRF rules refuse it."""
         try:
-            target = await check_url(
-                url,
-                resolver=self._resolver,
-                allow_private=self._policy.allow_private,
-                allowed_networks=allowed_networks(self._policy.allowed_networks),
-                allowed_ports=self._policy.allowed_ports,
-            )
+            target = await self._target(url)
         except (UnsafeURLError, ScrapeError) as exc:
             raise Unprocessable(f"webhook: {exc}", {"field": "webhook"}) from None
         return str(target.url)
+
+    async def _target(self, url: str) -> SafeTarget:
+        """Return where `url` goes, by the scraper's SSRF rules (raise if they refuse it)."""
+        return await check_url(
+            url,
+            resolver=self._resolver,
+            allow_private=self._policy.allow_private,
+            allowed_networks=allowed_networks(self._policy.allowed_networks),
+            allowed_ports=self._policy.allowed_ports,
+        )
 
     async def deliver(self, watch: WatchRecord, entry: WatchEntry) -> None:
         """Start delivering the entry to the watch's webhook; return at once."""
@@ -109,13 +113,7 @@ class WebhookSender:
             logger.warning("webhook for watch entry %d not delivered: %s", entry.seq, exc)
 
     async def _post(self, owner: str, url: str, body: bytes) -> None:
-        target = await check_url(  # again: the name may resolve elsewhere by now
-            url,
-            resolver=self._resolver,
-            allow_private=self._policy.allow_private,
-            allowed_networks=allowed_networks(self._policy.allowed_networks),
-            allowed_ports=self._policy.allowed_ports,
-        )
+        target = await self._target(url)  # again: the name may resolve elsewhere by now
         timestamp = str(int(time.time()))
         headers = {
             "Host": target.host_header,
