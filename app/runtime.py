@@ -49,6 +49,7 @@ class Runtime:
             claim_grace_s=grace,
             deliver=self.webhooks.deliver if self.webhooks else None,
             check_url=self.webhooks.check if self.webhooks else None,
+            delivery_lease_s=self.webhooks.lease_s if self.webhooks else 60.0,
         )
 
 
@@ -62,7 +63,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         graph = build_graph(stores.saver)
         # Webhooks obey the scraper's SSRF rules (`page_allow_private`, `page_allowed_ports`).
         webhooks = WebhookSender(
-            page_policy(settings), stores.watches.secret, settings.watch_webhook_retry_s
+            page_policy(settings), stores.watches, settings.watch_webhook_retry_s
         )
         stack.push_async_callback(webhooks.close)
         if stores.redis is None:

@@ -36,7 +36,7 @@ from service.run_diff import RunDiff
 from service.runs import RunManager
 from service.thread_ids import public_id
 from stores.registry import TERMINAL, RunStatus, ThreadExists
-from stores.watches import WatchEntryRecord, WatchRecord, WatchStore
+from stores.watches import Delivery, WatchEntryRecord, WatchRecord, WatchStore
 
 logger = logging.getLogger(__name__)
 
@@ -169,8 +169,8 @@ def _next_due(due: datetime, every: timedelta, now: datetime) -> datetime:
     return following if following > now else now + every
 
 
-# Delivers a new entry (a webhook, say) once it is recorded; its failures are its own.
-Deliver = Callable[[WatchRecord, WatchEntry], Awaitable[None]]
+# Makes the claimed try of a recorded delivery (a webhook POST) and records its outcome.
+Deliver = Callable[[Delivery, WatchEntry], Awaitable[None]]
 # Returns a webhook URL as it will be called, or raises Unprocessable (the SSRF rules).
 CheckURL = Callable[[str], Awaitable[str]]
 
@@ -186,11 +186,13 @@ class Watches:
         claim_grace_s: float = 0.0,
         deliver: Deliver | None = None,
         check_url: CheckURL | None = None,
+        delivery_lease_s: float = 60.0,
     ) -> None:
         """Act through `manager` on the watches of `store`.
 
         `claim_grace_s`: how long a claimed refresh's claimant has to start it before
-        another process does (0 when this process is the only scheduler).
+        another process does (0 when this process is the only scheduler);
+        `delivery_lease_s`: how long a delivery's try is its claimant's.
         """
         self.manager = manager
         self.store = store
@@ -198,6 +200,7 @@ class Watches:
         self._grace = timedelta(seconds=claim_grace_s)
         self._deliver = deliver
         self._check_url = check_url
+        self._lease = timedelta(seconds=delivery_lease_s)
 
     # -- commands ----------------------------------------------------------------------
 
@@ -276,13 +279,37 @@ class Watches:
     # -- the scheduler -----------------------------------------------------------------
 
     async def tick(self, now: datetime | None = None) -> None:
-        """Move every due or in-flight watch one step (see the module docstring)."""
+        """Move every due or in-flight watch one step, then start the deliveries due.
+
+        A delivery is due when new, when its backoff's wait is over, or when the process
+        that tried it stopped before the end of its lease.
+        """
         now = now or datetime.now(UTC)
         for watch in await self.store.due(now):
             try:
                 await self._advance(watch, now)
             except Exception:
                 logger.exception("watch of %s: could not advance it", watch.thread_id)
+        await self._deliver_due(now)
+
+    async def _deliver_due(self, now: datetime) -> None:
+        """Claim each due delivery (one process wins it) and hand it to the sender."""
+        if self._deliver is None:
+            return
+        for delivery in await self.store.deliveries_due(now):
+            claimed = await self.store.replace_delivery(
+                delivery,
+                delivery.model_copy(
+                    update={"attempts": delivery.attempts + 1, "next_try": now + self._lease}
+                ),
+            )
+            if claimed is None:  # another process took it
+                continue
+            stored = await self.store.entry(delivery.thread_id, delivery.seq)
+            if stored is None:  # its watch is gone
+                await self.store.finish_delivery(claimed)
+                continue
+            await self._deliver(claimed, entry_view(delivery.thread_id, stored))
 
     async def run(self, poll_s: float) -> None:
         """Tick every `poll_s` seconds, for as long as the task runs."""
@@ -374,7 +401,21 @@ class Watches:
                 entry.model_dump(mode="json"),
                 key=f"{watch.watch_id}:{watch.tick}",
             )
-        new = await self.store.add_entry(watch.thread_id, stored)
+        # Recorded with the entry, in one write: a kill after it loses no delivery.
+        deliveries = (
+            [
+                Delivery(
+                    thread_id=watch.thread_id,
+                    seq=watch.tick,
+                    owner=watch.owner,
+                    url=watch.webhook,
+                    next_try=datetime.now(UTC),
+                )
+            ]
+            if watch.webhook and (entry.changed or status != "completed")
+            else []
+        )
+        await self.store.add_entry(watch.thread_id, stored, deliveries)
         released = watch.model_copy(
             update={
                 "current": None,
@@ -382,12 +423,4 @@ class Watches:
                 "previous": watch.current if status == "completed" else watch.previous,
             }
         )
-        if await self.store.replace(watch, released) is None:
-            return
-        if (
-            new
-            and self._deliver is not None
-            and watch.webhook
-            and (entry.changed or status != "completed")
-        ):
-            await self._deliver(watch, entry)
+        await self.store.replace(watch, released)

@@ -7,6 +7,15 @@ headers `X-Research-Timestamp` (Unix seconds) and `X-Research-Signature`
 (`sha256=` + hex HMAC-SHA256 of `<timestamp>.<body>` under the key's secret, which
 `GET /v1/watches/secret` gives the key) let the receiver check where it came from and
 when. The secret is never logged nor put into an event.
+
+A delivery is durable: it is recorded with its entry (`stores.watches.Delivery`), and
+each try is recorded before it is made (claimed for a lease of the request's time), each
+failure with the time of the next try, and the acknowledgement by removing it. A process
+stopped or killed before the receiver acknowledged leaves the delivery in the store,
+where the scheduler's tick (at start-up and every `watch_poll_seconds`, any process on
+Redis) finds it due and tries it again, with the same signature scheme and backoff. So
+an entry is delivered at least once (twice only if the process dies between the
+receiver's 2xx and its removal) and not re-sent once acknowledged.
 """
 
 import asyncio
@@ -15,14 +24,13 @@ import hashlib
 import hmac
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 
 import httpx
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from service.errors import Unprocessable
 from service.watches import WatchEntry
-from stores.watches import WatchRecord
+from stores.watches import Delivery, WatchStore
 from tools.download import FetchPolicy, allowed_networks, default_client
 from tools.errors import ScrapeError, UnsafeURLError
 from tools.http_safety import Resolver, SafeTarget, check_url, resolve_host
@@ -59,13 +67,14 @@ class WebhookSender:
     def __init__(
         self,
         policy: FetchPolicy,
-        secret_of: Callable[[str], Awaitable[str]],
+        store: WatchStore,
         first_delay_s: float = 2.0,
         resolver: Resolver = resolve_host,
     ) -> None:
-        """`secret_of`: the owner's signing secret; `first_delay_s`: the first retry's wait."""
+        """`store`: the deliveries and the owners' signing secrets; `first_delay_s`: the first retry's wait."""
         self._policy = policy
-        self._secret_of = secret_of
+        self._store = store
+        self._secret_of = store.secret
         self._first_delay_s = first_delay_s
         self._resolver = resolver
         self._client = default_client(policy)
@@ -89,28 +98,61 @@ class WebhookSender:
             allowed_ports=self._policy.allowed_ports,
         )
 
-    async def deliver(self, watch: WatchRecord, entry: WatchEntry) -> None:
-        """Start delivering the entry to the watch's webhook; return at once."""
-        if watch.webhook is None:
-            return
-        task = asyncio.create_task(self._send(watch.owner, watch.webhook, entry))
+    @property
+    def lease_s(self) -> float:
+        """How long a try is its claimant's: past it, the claimant is taken for dead."""
+        return 3.0 * self._policy.timeout_s
+
+    def backoff_s(self, attempts: int) -> float:
+        """Return the wait after the try number `attempts` failed: doubling, capped."""
+        return float(min(self._first_delay_s * 2 ** (attempts - 1), MAX_DELAY_S))
+
+    async def deliver(self, delivery: Delivery, entry: WatchEntry) -> None:
+        """Make the claimed try of `delivery` (and the retries after it) in the background."""
+        task = asyncio.create_task(self._send(delivery, entry))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _send(self, owner: str, url: str, entry: WatchEntry) -> None:
+    async def _send(self, delivery: Delivery, entry: WatchEntry) -> None:
         body = entry.model_dump_json().encode()
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(ATTEMPTS),
-            wait=wait_exponential(multiplier=self._first_delay_s, max=MAX_DELAY_S),
-            retry=retry_if_exception(_retryable),
-            reraise=True,
-        )
+        store = self._store
         try:
-            async for attempt in retrying:
-                with attempt:
-                    await self._post(owner, url, body)
-        except Exception as exc:  # given up: the entry stays in .../watch/changes
-            logger.warning("webhook for watch entry %d not delivered: %s", entry.seq, exc)
+            while True:
+                try:
+                    await self._post(delivery.owner, delivery.url, body)
+                except Exception as exc:
+                    if not _retryable(exc) or delivery.attempts >= ATTEMPTS:
+                        # Given up: the entry stays in .../watch/changes.
+                        logger.warning(
+                            "webhook for watch entry %d not delivered: %s", entry.seq, exc
+                        )
+                        await store.finish_delivery(delivery)
+                        return
+                    wait = self.backoff_s(delivery.attempts)
+                    later = delivery.model_copy(
+                        update={"next_try": datetime.now(UTC) + timedelta(seconds=wait)}
+                    )
+                    waiting = await store.replace_delivery(delivery, later)
+                    if waiting is None:  # removed with its watch, or taken over
+                        return
+                    await asyncio.sleep(wait)
+                    again = waiting.model_copy(
+                        update={
+                            "attempts": waiting.attempts + 1,
+                            "next_try": datetime.now(UTC) + timedelta(seconds=self.lease_s),
+                        }
+                    )
+                    claimed = await store.replace_delivery(waiting, again)
+                    if claimed is None:
+                        return
+                    delivery = claimed
+                    continue
+                await store.finish_delivery(delivery)  # acknowledged: never sent again
+                return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the store away: the claim's lease ends, a tick retries
+            logger.warning("webhook for watch entry %d: %s", entry.seq, exc)
 
     async def _post(self, owner: str, url: str, body: bytes) -> None:
         target = await self._target(url)  # again: the name may resolve elsewhere by now

@@ -3,8 +3,11 @@
 Keys, under the prefix: `watch:<thread>`, a hash of the watch's `version` and `body`
 (JSON); `watches:due`, a sorted set of watched threads by when the scheduler must look
 at them (0 while a refresh is in flight); `watches:owner:<owner>`, a set of the owner's
-watched threads; `watch-entries:<thread>`, a hash of sequence number -> entry (JSON).
-Each change is one Lua script, so the compare-and-set on the version is atomic.
+watched threads; `watch-entries:<thread>`, a hash of sequence number -> entry (JSON);
+`watch-deliveries`, a hash of pending delivery (`Delivery.key`) -> delivery (JSON), with
+`watch-deliveries:due`, a sorted set of them by next try. Each change is one Lua script,
+so the compare-and-set on the version is atomic, and an entry and its deliveries are
+written together.
 """
 
 import builtins
@@ -13,7 +16,7 @@ from datetime import datetime
 from redis.asyncio import Redis
 
 from stores.redis_connection import awaited, text
-from stores.watches import WatchEntryRecord, WatchRecord, new_secret
+from stores.watches import Delivery, WatchEntryRecord, WatchRecord, new_secret
 
 # KEYS: watch hash, due set, owner set. ARGV: thread id, version, body, due score.
 _CREATE = """
@@ -32,12 +35,37 @@ redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
 return 1
 """
 
-# KEYS: watch hash, due set, owner set, entries hash. ARGV: thread id.
+# KEYS: watch hash, due set, owner set, entries hash, deliveries hash, their due set.
+# ARGV: thread id, then the keys of the watch's deliveries.
 _DELETE = """
 local existed = redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
+for i = 2, #ARGV do
+  redis.call('HDEL', KEYS[5], ARGV[i])
+  redis.call('ZREM', KEYS[6], ARGV[i])
+end
 return existed
+"""
+
+# KEYS: entries hash, deliveries hash, their due set. ARGV: seq, entry, then three per
+# delivery: its key, body, due score.
+_ADD_ENTRY = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+for i = 3, #ARGV, 3 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
+end
+return 1
+"""
+
+# KEYS: deliveries hash, their due set. ARGV: key, expected version, body, due score.
+_REPLACE_DELIVERY = """
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
+if not stored or cjson.decode(stored)['version'] ~= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+return 1
 """
 
 
@@ -51,6 +79,10 @@ class RedisWatchStore:
         self._create = client.register_script(_CREATE)
         self._replace = client.register_script(_REPLACE)
         self._delete = client.register_script(_DELETE)
+        self._add_entry = client.register_script(_ADD_ENTRY)
+        self._replace_delivery = client.register_script(_REPLACE_DELIVERY)
+        self._deliveries = f"{prefix}watch-deliveries"
+        self._deliveries_due = f"{prefix}watch-deliveries:due"
 
     def _watch(self, thread_id: str) -> str:
         return f"{self._prefix}watch:{thread_id}"
@@ -100,8 +132,12 @@ class RedisWatchStore:
             self._due,
             self._owner(watch.owner),
             self._entries(thread_id),
+            self._deliveries,
+            self._deliveries_due,
         ]
-        return bool(await self._delete(keys=keys, args=[thread_id]))
+        stored = await awaited(self._client.hkeys(self._deliveries))
+        pending = [text(k) for k in stored if text(k).startswith(f"{thread_id}:")]
+        return bool(await self._delete(keys=keys, args=[thread_id, *pending]))
 
     async def due(self, now: datetime) -> builtins.list[WatchRecord]:
         """Return the watches due by `now` or with a refresh in flight."""
@@ -123,12 +159,50 @@ class RedisWatchStore:
         found = await self._many(sorted(text(i) for i in ids))
         return sorted(found, key=lambda w: w.created_at)
 
-    async def add_entry(self, thread_id: str, entry: WatchEntryRecord) -> bool:
-        """Store the entry unless its `seq` is stored."""
-        added = self._client.hsetnx(
-            self._entries(thread_id), str(entry.seq), entry.model_dump_json()
-        )
-        return bool(await awaited(added))
+    async def add_entry(
+        self,
+        thread_id: str,
+        entry: WatchEntryRecord,
+        deliveries: builtins.list[Delivery] = [],  # noqa: B006 (never mutated)
+    ) -> bool:
+        """Store the entry unless its `seq` is stored, and with a new one its deliveries."""
+        keys = [self._entries(thread_id), self._deliveries, self._deliveries_due]
+        args: list[str | float] = [str(entry.seq), entry.model_dump_json()]
+        for delivery in deliveries:
+            args += [delivery.key(), delivery.model_dump_json(), delivery.next_try.timestamp()]
+        return bool(await self._add_entry(keys=keys, args=args))
+
+    async def entry(self, thread_id: str, seq: int) -> WatchEntryRecord | None:
+        """Return the entry number `seq`, or None."""
+        body = await awaited(self._client.hget(self._entries(thread_id), str(seq)))
+        return WatchEntryRecord.model_validate_json(body) if body else None
+
+    async def deliveries_due(self, now: datetime) -> builtins.list[Delivery]:
+        """Return the deliveries due by `now`, the earliest first."""
+        keys = await self._client.zrangebyscore(self._deliveries_due, "-inf", now.timestamp())
+        if not keys:
+            return []
+        bodies = await awaited(self._client.hmget(self._deliveries, [text(k) for k in keys]))
+        return [Delivery.model_validate_json(b) for b in bodies if b]
+
+    async def replace_delivery(self, old: Delivery, new: Delivery) -> Delivery | None:
+        """Compare-and-set on the delivery's version."""
+        stored = new.model_copy(update={"version": old.version + 1})
+        keys = [self._deliveries, self._deliveries_due]
+        args: list[str | float] = [
+            old.key(),
+            str(old.version),
+            stored.model_dump_json(),
+            stored.next_try.timestamp(),
+        ]
+        return stored if await self._replace_delivery(keys=keys, args=args) else None
+
+    async def finish_delivery(self, delivery: Delivery) -> None:
+        """Remove the delivery."""
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.hdel(self._deliveries, delivery.key())
+            pipe.zrem(self._deliveries_due, delivery.key())
+            await pipe.execute()
 
     async def entries(self, thread_id: str, limit: int = 100) -> builtins.list[WatchEntryRecord]:
         """Return the entries, newest first."""

@@ -14,7 +14,7 @@ import builtins
 import secrets
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, field_validator
 
@@ -65,6 +65,35 @@ class WatchEntryRecord(BaseModel):
     diff: dict[str, Any] | None = None  # `service.run_diff.RunDiff` as JSON
 
 
+class Delivery(BaseModel):
+    """An entry still to be delivered (its webhook POST), kept with the entry until acknowledged.
+
+    Recorded in the same write as its entry, so no kill can leave an entry whose delivery
+    is forgotten. A process that tries it first claims it (`attempts` + 1, `next_try` a
+    lease ahead) by a compare-and-set on `version`; a failed try sets `next_try` to the
+    backoff's next time; an acknowledged one is removed. A claimant that dies leaves a
+    claim that falls due again when its lease ends, so another process tries it.
+    """
+
+    thread_id: str  # the watched thread (stored id)
+    seq: int  # the entry's sequence number
+    kind: Literal["webhook"] = "webhook"
+    owner: str
+    url: str  # the webhook, as the watch had it when the entry was recorded
+    attempts: int = 0  # tries started so far
+    next_try: datetime
+    version: int = 0
+
+    @field_validator("next_try")
+    @classmethod
+    def _in_utc(cls, value: datetime) -> datetime:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+    def key(self) -> str:
+        """Return its identity: one per entry and kind."""
+        return f"{self.thread_id}:{self.seq}:{self.kind}"
+
+
 class WatchStore(Protocol):
     """Where watches and their entries are kept: SQLite, or Redis for many processes."""
 
@@ -95,8 +124,32 @@ class WatchStore(Protocol):
         """Return the owner's watches, oldest first."""
         ...
 
-    async def add_entry(self, thread_id: str, entry: WatchEntryRecord) -> bool:
-        """Store the entry unless one with its `seq` is there; return whether it was stored."""
+    async def add_entry(
+        self,
+        thread_id: str,
+        entry: WatchEntryRecord,
+        deliveries: builtins.list[Delivery] = [],  # noqa: B006 (never mutated)
+    ) -> bool:
+        """Store the entry unless one with its `seq` is there; return whether it was stored.
+
+        Its `deliveries` are stored in the same write, only with a new entry.
+        """
+        ...
+
+    async def entry(self, thread_id: str, seq: int) -> WatchEntryRecord | None:
+        """Return the watch's entry number `seq`, or None."""
+        ...
+
+    async def deliveries_due(self, now: datetime) -> builtins.list[Delivery]:
+        """Return the deliveries whose next try is due by `now`, the earliest first."""
+        ...
+
+    async def replace_delivery(self, old: Delivery, new: Delivery) -> Delivery | None:
+        """Store `new` if the stored delivery is still `old` (same version); return it as stored."""
+        ...
+
+    async def finish_delivery(self, delivery: Delivery) -> None:
+        """Remove the delivery (acknowledged, or given up)."""
         ...
 
     async def entries(self, thread_id: str, limit: int = 100) -> builtins.list[WatchEntryRecord]:
@@ -116,6 +169,10 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS watch_entries (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, "
     "body TEXT NOT NULL, PRIMARY KEY (thread_id, seq))",
     "CREATE TABLE IF NOT EXISTS watch_secrets (owner TEXT PRIMARY KEY, secret TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS watch_deliveries (key TEXT PRIMARY KEY, thread_id TEXT NOT NULL, "
+    "due REAL NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS watch_deliveries_by_due ON watch_deliveries (due)",
+    "CREATE INDEX IF NOT EXISTS watch_deliveries_by_thread ON watch_deliveries (thread_id)",
 )
 
 
@@ -178,6 +235,7 @@ class SqliteWatchStore:
 
         def work(conn: Any) -> bool:
             conn.execute("DELETE FROM watch_entries WHERE thread_id = ?", (thread_id,))
+            conn.execute("DELETE FROM watch_deliveries WHERE thread_id = ?", (thread_id,))
             return bool(
                 conn.execute("DELETE FROM watches WHERE thread_id = ?", (thread_id,)).rowcount
             )
@@ -197,11 +255,59 @@ class SqliteWatchStore:
         found = [WatchRecord.model_validate_json(r[0]) for r in rows]
         return sorted(found, key=lambda w: w.created_at)
 
-    async def add_entry(self, thread_id: str, entry: WatchEntryRecord) -> bool:
-        """Insert the entry unless its `seq` is stored."""
+    async def add_entry(
+        self,
+        thread_id: str,
+        entry: WatchEntryRecord,
+        deliveries: builtins.list[Delivery] = [],  # noqa: B006 (never mutated)
+    ) -> bool:
+        """Insert the entry unless its `seq` is stored, and with a new one its deliveries."""
         sql = "INSERT OR IGNORE INTO watch_entries VALUES (?, ?, ?)"
         row = (thread_id, entry.seq, entry.model_dump_json())
-        return await self._writer.run(lambda conn: conn.execute(sql, row).rowcount > 0)
+        pending = [_delivery_row(d) for d in deliveries]
+
+        def work(conn: Any) -> bool:
+            if conn.execute(sql, row).rowcount == 0:
+                return False
+            conn.executemany(
+                "INSERT OR IGNORE INTO watch_deliveries VALUES (?, ?, ?, ?, ?)", pending
+            )
+            return True
+
+        return await self._writer.run(work)
+
+    async def entry(self, thread_id: str, seq: int) -> WatchEntryRecord | None:
+        """Return the entry number `seq`, or None."""
+        rows = await self._reader.fetchall(
+            "SELECT body FROM watch_entries WHERE thread_id = ? AND seq = ?", (thread_id, seq)
+        )
+        return WatchEntryRecord.model_validate_json(rows[0][0]) if rows else None
+
+    async def deliveries_due(self, now: datetime) -> builtins.list[Delivery]:
+        """Return the deliveries due by `now`, the earliest first."""
+        rows = await self._reader.fetchall(
+            "SELECT body FROM watch_deliveries WHERE due <= ? ORDER BY due", (now.timestamp(),)
+        )
+        return [Delivery.model_validate_json(r[0]) for r in rows]
+
+    async def replace_delivery(self, old: Delivery, new: Delivery) -> Delivery | None:
+        """Compare-and-set on the delivery's version."""
+        stored = new.model_copy(update={"version": old.version + 1})
+        sql = "UPDATE watch_deliveries SET due = ?, version = ?, body = ? WHERE key = ? AND version = ?"
+        row = (
+            stored.next_try.timestamp(),
+            stored.version,
+            stored.model_dump_json(),
+            old.key(),
+            old.version,
+        )
+        changed = await self._writer.run(lambda conn: conn.execute(sql, row).rowcount > 0)
+        return stored if changed else None
+
+    async def finish_delivery(self, delivery: Delivery) -> None:
+        """Remove the delivery."""
+        sql = "DELETE FROM watch_deliveries WHERE key = ?"
+        await self._writer.run(lambda conn: conn.execute(sql, (delivery.key(),)))
 
     async def entries(self, thread_id: str, limit: int = 100) -> builtins.list[WatchEntryRecord]:
         """Return the entries, newest first."""
@@ -221,6 +327,16 @@ class SqliteWatchStore:
             return str(row.fetchone()[0])
 
         return await self._writer.run(work)
+
+
+def _delivery_row(delivery: Delivery) -> tuple[str, str, float, int, str]:
+    return (
+        delivery.key(),
+        delivery.thread_id,
+        delivery.next_try.timestamp(),
+        delivery.version,
+        delivery.model_dump_json(),
+    )
 
 
 def new_secret() -> str:

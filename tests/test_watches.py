@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -240,3 +241,90 @@ async def test_a_webhook_gets_each_changed_entry_signed_after_a_retry(
     assert entry["seq"] == 1 and entry["changed"] is True and entry["watched"] == watched_id
     assert [s["url"] for s in entry["diff"]["sources_changed"]] == [f"{upstream.base}/pages/spread"]
     assert secret not in again.decode() and secret not in str(again_headers)
+
+
+class HoldingReceiver:
+    """A webhook receiver on loopback that holds every POST open until `release` is set.
+
+    Held requests never succeed (the service is stopped while one waits); once released,
+    it takes each POST (200). Records (headers, body, status) per request.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[tuple[dict[str, str], bytes, int]] = []
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/hook", self.hook, methods=["POST"])])
+
+    async def hook(self, request: Request) -> Response:
+        body = await request.body()
+        if not self.release.is_set():
+            self.arrived.set()
+            await asyncio.to_thread(self.release.wait, WAIT_S)
+            self.received.append((dict(request.headers), body, 0))  # never answered in time
+            return Response(status_code=503)
+        self.received.append((dict(request.headers), body, 200))
+        return Response(status_code=200)
+
+    def acknowledged(self) -> list[tuple[dict[str, str], bytes, int]]:
+        return [r for r in self.received if r[2] == 200]
+
+
+async def test_a_webhook_delivery_cut_by_a_restart_is_resumed_and_not_resent(
+    tmp_path: Path,
+    upstream: Upstream,  # noqa: F811
+    stores: dict[str, Any],
+) -> None:
+    """The service stops while the receiver holds the first POST: the next one delivers it."""
+    receiver = HoldingReceiver()
+    with serve_port(receiver.app()) as hook_port:
+        settings = settings_for(tmp_path / "data", upstream)
+        ports = [*settings.page_allowed_ports, hook_port]
+        # A try is its claimant's for three page timeouts (6 s here), then anyone's.
+        fast = FAST | stores | {"page_allowed_ports": ports, "page_timeout_s": 2.0}
+        settings = settings.model_copy(update=fast | {"watch_webhook_retry_s": 0.05})
+        hook = f"http://127.0.0.1:{hook_port}/hook"
+        with serve_port(create_app(settings), lifespan="on") as port:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+                watched = (await http.post("/v1/research", json={"topic": TOPIC})).json()
+                watched_id = watched["thread_id"]
+                await finished(http, watched_id)
+                secret = (await http.get("/v1/watches/secret")).json()["secret"]
+                title, text = upstream.pages["spread"]
+                upstream.pages["spread"] = (title, text + " Printing reached Moscow in 1553.")
+                url = f"/v1/research/{watched_id}/watch"
+                made = await http.post(url, json={"every": "PT1S", "webhook": hook})
+                assert made.status_code == 201, made.text
+                assert await asyncio.to_thread(receiver.arrived.wait, WAIT_S), "no POST came"
+        # The service is stopped with the first entry's POST unanswered.
+        receiver.release.set()
+        assert receiver.acknowledged() == []
+        with serve_port(create_app(settings), lifespan="on") as port:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+
+                async def delivered() -> bool:
+                    return bool(receiver.acknowledged())
+
+                await until(delivered, "the cut delivery to be made after the restart")
+                first_changed = [e for e in await entries(http, watched_id) if e["changed"]]
+                # One day's interval: no more refreshes, so no new entry to deliver.
+                await http.post(url, json={"every": "P1D", "webhook": hook})
+        # Started again: an acknowledged delivery is not sent again.
+        with serve_port(create_app(settings), lifespan="on") as port:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+                await asyncio.sleep(1.0)  # ten scheduler ticks after the start-up one
+                assert (await http.delete(url)).status_code == 204
+    acknowledged = receiver.acknowledged()
+    bodies = [json.loads(body) for _, body, _ in acknowledged]
+    assert [b["seq"] for b in bodies] == [
+        e["seq"] for e in sorted(first_changed, key=lambda e: e["seq"])
+    ]
+    assert bodies[0]["seq"] == 1 and bodies[0]["changed"] is True
+    held = receiver.received[0][1]
+    assert acknowledged[0][1] == held, "the entry the restart cut, delivered whole"
+    headers, body, _ = acknowledged[0]
+    timestamp = headers["x-research-timestamp"]
+    expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    assert hmac.compare_digest(headers["x-research-signature"], "sha256=" + expected.hexdigest())
