@@ -12,7 +12,13 @@ moves each watch through two steps, each a compare-and-set on the watch's record
 1. due and idle: claim the next refresh (its sequence number, its thread id, derived from
    both, so a claim can only ever start that one thread), then start it;
 2. in flight: once its run has stopped, record the entry (written only once per
-   sequence number), deliver it, and release the watch.
+   sequence number) together with its deliveries, and release the watch.
+
+A delivery (telling the entry on the owner's event stream, POSTing it to the webhook) is
+made only once its entry is recorded, and is kept with the entry until done, so a kill
+loses none; each try is claimed (a compare-and-set) so one process makes it. An event
+whose try was cut is told again only if the stream does not hold it, so a client of
+`/v1/watches/events` never sees one entry twice.
 
 A process killed between the two (or during either) leaves a record that says what to do
 next: a claimed refresh whose thread does not exist is started by the next tick (after
@@ -293,23 +299,56 @@ class Watches:
         await self._deliver_due(now)
 
     async def _deliver_due(self, now: datetime) -> None:
-        """Claim each due delivery (one process wins it) and hand it to the sender."""
-        if self._deliver is None:
-            return
+        """Claim each due delivery (one process wins it) and make it."""
         for delivery in await self.store.deliveries_due(now):
-            claimed = await self.store.replace_delivery(
-                delivery,
-                delivery.model_copy(
-                    update={"attempts": delivery.attempts + 1, "next_try": now + self._lease}
-                ),
+            if delivery.kind == "webhook" and self._deliver is None:
+                continue  # this process sends no webhooks
+            try:
+                await self._deliver_one(delivery, now)
+            except Exception:
+                logger.exception("watch entry %s: could not deliver it", delivery.key())
+
+    async def _deliver_one(self, delivery: Delivery, now: datetime) -> None:
+        claimed = await self.store.replace_delivery(
+            delivery,
+            delivery.model_copy(
+                update={"attempts": delivery.attempts + 1, "next_try": now + self._lease}
+            ),
+        )
+        if claimed is None:  # another process took it
+            return
+        stored = await self.store.entry(delivery.thread_id, delivery.seq)
+        if stored is None:  # its watch is gone
+            await self.store.finish_delivery(claimed)
+            return
+        entry = entry_view(delivery.thread_id, stored)
+        if claimed.kind == "event":
+            await self._tell(claimed, entry)
+        elif self._deliver is not None:
+            await self._deliver(claimed, entry)
+
+    async def _tell(self, delivery: Delivery, entry: WatchEntry) -> None:
+        """Tell the entry on the owner's event stream, unless a cut try told it already."""
+        stream = events_stream(delivery.owner)
+        # A try before this one may have told it and died before recording so.
+        if delivery.attempts == 1 or not await self._told(stream, entry):
+            # Keyed too: the Redis log stores an event emitted twice once.
+            await self.manager.events.emit(
+                stream, ENTRY_EVENT, entry.model_dump(mode="json"), key=entry.thread_id
             )
-            if claimed is None:  # another process took it
-                continue
-            stored = await self.store.entry(delivery.thread_id, delivery.seq)
-            if stored is None:  # its watch is gone
-                await self.store.finish_delivery(claimed)
-                continue
-            await self._deliver(claimed, entry_view(delivery.thread_id, stored))
+        await self.store.finish_delivery(delivery)
+
+    async def _told(self, stream: str, entry: WatchEntry) -> bool:
+        """Return whether the stream holds the entry's event (its refresh names it)."""
+        for event in await self.manager.events.read(stream):
+            data = event.data
+            if (
+                event.name == ENTRY_EVENT
+                and isinstance(data, dict)
+                and data.get("thread_id") == entry.thread_id
+            ):
+                return True
+        return False
 
     async def run(self, poll_s: float) -> None:
         """Tick every `poll_s` seconds, for as long as the task runs."""
@@ -360,7 +399,7 @@ class Watches:
                 )
                 await self.store.replace(watch, skipped)
             return
-        await self._record(watch, record.status, record.updated_at)
+        await self._record(watch, record.status, record.updated_at, now)
 
     async def _start(self, watch: WatchRecord) -> None:
         """Start the claimed refresh as the thread its claim names."""
@@ -375,8 +414,10 @@ class Watches:
             "watch of %s: refresh %d started as %s", watch.thread_id, watch.tick, watch.current
         )
 
-    async def _record(self, watch: WatchRecord, status: RunStatus, at: datetime) -> None:
-        """Record the stopped refresh as the watch's entry, deliver it, release the watch."""
+    async def _record(
+        self, watch: WatchRecord, status: RunStatus, at: datetime, now: datetime
+    ) -> None:
+        """Record the stopped refresh as the watch's entry and its deliveries, release the watch."""
         assert watch.current is not None
         diff = (
             await self.manager.diff(watch.previous, watch.current)
@@ -392,29 +433,22 @@ class Watches:
             changed=diff is not None and _changed(diff),
             diff=diff.model_dump(mode="json") if diff is not None else None,
         )
-        entry = entry_view(watch.thread_id, stored)
-        if entry.changed or status != "completed":  # a change worth telling
-            # Keyed: told again after a kill, the Redis log stores it once.
-            await self.manager.events.emit(
-                events_stream(watch.owner),
-                ENTRY_EVENT,
-                entry.model_dump(mode="json"),
-                key=f"{watch.watch_id}:{watch.tick}",
-            )
-        # Recorded with the entry, in one write: a kill after it loses no delivery.
-        deliveries = (
-            [
+        deliveries = []
+        if stored.changed or status != "completed":  # a change worth telling
+            # Told only once recorded: this tick's _deliver_due tells it (see _tell).
+            kinds = ["event", "webhook"] if watch.webhook else ["event"]
+            deliveries = [
                 Delivery(
                     thread_id=watch.thread_id,
                     seq=watch.tick,
+                    kind=kind,
                     owner=watch.owner,
-                    url=watch.webhook,
-                    next_try=datetime.now(UTC),
+                    url=watch.webhook if kind == "webhook" else None,
+                    next_try=now,
                 )
+                for kind in kinds
             ]
-            if watch.webhook and (entry.changed or status != "completed")
-            else []
-        )
+        # Recorded with the entry, in one write: a kill after it loses no delivery.
         await self.store.add_entry(watch.thread_id, stored, deliveries)
         released = watch.model_copy(
             update={

@@ -119,6 +119,7 @@ class WebhookSender:
         try:
             while True:
                 try:
+                    assert delivery.url is not None
                     await self._post(delivery.owner, delivery.url, body)
                 except Exception as exc:
                     if not _retryable(exc) or delivery.attempts >= ATTEMPTS:

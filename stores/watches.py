@@ -66,7 +66,10 @@ class WatchEntryRecord(BaseModel):
 
 
 class Delivery(BaseModel):
-    """An entry still to be delivered (its webhook POST), kept with the entry until acknowledged.
+    """An entry still to be delivered, kept with the entry until done.
+
+    Two kinds: `event`, the entry told on the owner's event stream (`/v1/watches/events`),
+    and `webhook`, its POST to the watch's webhook.
 
     Recorded in the same write as its entry, so no kill can leave an entry whose delivery
     is forgotten. A process that tries it first claims it (`attempts` + 1, `next_try` a
@@ -77,9 +80,9 @@ class Delivery(BaseModel):
 
     thread_id: str  # the watched thread (stored id)
     seq: int  # the entry's sequence number
-    kind: Literal["webhook"] = "webhook"
+    kind: Literal["event", "webhook"] = "webhook"
     owner: str
-    url: str  # the webhook, as the watch had it when the entry was recorded
+    url: str | None = None  # a webhook's URL, as the watch had it when the entry was recorded
     attempts: int = 0  # tries started so far
     next_try: datetime
     version: int = 0

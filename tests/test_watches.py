@@ -11,6 +11,8 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from app.api import create_app
+from app.runtime import open_runtime, running_worker
 from app.settings import Settings
+from core.options import ResearchRequest
+from service.thread_ids import LOCAL_OWNER, public_id
+from service.watches import Watches, events_stream, refresh_id
+from stores.registry import TERMINAL
 
 from .servers import KEY_A, KEY_B, serve_port, two_key_clients
 from .sse import collect
@@ -328,3 +335,71 @@ async def test_a_webhook_delivery_cut_by_a_restart_is_resumed_and_not_resent(
     timestamp = headers["x-research-timestamp"]
     expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
     assert hmac.compare_digest(headers["x-research-signature"], "sha256=" + expected.hexdigest())
+
+
+class KilledOnce:
+    """A watch store whose process 'dies' once at each of two moments (the tick fails there).
+
+    After writing an entry (the write is kept, what follows it in the tick is not), and
+    before removing a delivery told (so its next try finds it told already, or not).
+    """
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.cut: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def add_entry(self, *args: Any) -> bool:
+        added: bool = await self._store.add_entry(*args)
+        if "add_entry" not in self.cut:
+            self.cut.append("add_entry")
+            raise RuntimeError("killed after recording the entry")
+        return added
+
+    async def finish_delivery(self, *args: Any) -> None:
+        if "finish_delivery" not in self.cut:
+            self.cut.append("finish_delivery")
+            raise RuntimeError("killed before recording the delivery done")
+        await self._store.finish_delivery(*args)
+
+
+async def test_a_kill_around_recording_an_entry_tells_its_event_once(
+    tmp_path: Path,
+    upstream: Upstream,  # noqa: F811
+    stores: dict[str, Any],
+) -> None:
+    settings = settings_for(tmp_path / "data", upstream).model_copy(
+        update={"watch_min_seconds": 0.5, "watch_poll_seconds": 600} | stores
+    )
+    async with AsyncExitStack() as stack:
+        runtime = await stack.enter_async_context(open_runtime(settings))
+        if runtime.queue is not None:
+            await stack.enter_async_context(running_worker(runtime))
+        manager = runtime.manager
+        watched = (await manager.start(LOCAL_OWNER, ResearchRequest(topic=TOPIC))).thread_id
+
+        async def stopped(thread_id: str) -> bool:
+            record = await runtime.stores.registry.get(thread_id)
+            return record is not None and record.status in TERMINAL
+
+        await until(lambda: stopped(watched), "the watched run")
+        title, text = upstream.pages["spread"]
+        upstream.pages["spread"] = (title, text + " Printing reached Moscow in 1553.")
+        watch = await runtime.watches.watch(LOCAL_OWNER, watched, timedelta(seconds=1))
+        store = KilledOnce(runtime.stores.watches)
+        scheduler = Watches(manager, store)
+        due = watch.next_due + timedelta(seconds=1)
+        await scheduler.tick(due)  # claims and starts the refresh
+        await until(lambda: stopped(refresh_id(watch, 1)), "the refresh")
+        for moment in (due, due, due + timedelta(minutes=5), due + timedelta(minutes=10)):
+            await scheduler.tick(moment)  # each tick after a kill: what a restart runs
+        logged = await manager.events.read(events_stream(LOCAL_OWNER))
+        told = [e.data["seq"] for e in logged if e.data.get("watched") == public_id(watched)]
+        later = due + timedelta(days=1)
+        left = [d for d in await store.deliveries_due(later) if d.thread_id == watched]
+        await runtime.stores.watches.delete(watched)
+        await manager.shutdown()
+    assert told == [1], f"entry 1 told {len(told)} times (cut at {store.cut})"
+    assert store.cut == ["add_entry", "finish_delivery"] and left == []
