@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -403,3 +404,58 @@ async def test_a_kill_around_recording_an_entry_tells_its_event_once(
         await manager.shutdown()
     assert told == [1], f"entry 1 told {len(told)} times (cut at {store.cut})"
     assert store.cut == ["add_entry", "finish_delivery"] and left == []
+
+
+async def test_a_keys_watch_events_carry_only_its_own_entries(
+    tmp_path: Path,
+    upstream: Upstream,  # noqa: F811
+    stores: dict[str, Any],
+) -> None:
+    """Two keys watch two threads each: each key's stream and JSON list hold its entries only."""
+    settings = settings_for(tmp_path / "data", upstream).model_copy(
+        update=FAST | stores | {"api_keys": [SecretStr(KEY_A), SecretStr(KEY_B)]}
+    )
+    async with two_key_clients(settings) as (a, b):
+        watched: dict[str, list[str]] = {"a": [], "b": []}
+        for name, client in (("a", a), ("b", b)):
+            for _ in range(2):
+                started = await client.post("/v1/research", json={"topic": TOPIC})
+                watched[name].append(started.json()["thread_id"])
+        for name, client in (("a", a), ("b", b)):
+            for thread in watched[name]:
+                await finished(client, thread)
+        # Each watch's first refresh reads a changed page: an entry worth telling each.
+        title, text = upstream.pages["spread"]
+        upstream.pages["spread"] = (title, text + " Printing reached Moscow in 1553.")
+        stream = {"Accept": "text/event-stream"}
+        told = {
+            name: asyncio.create_task(
+                collect(client, "/v1/watches/events", headers=stream, limit=2)
+            )
+            for name, client in (("a", a), ("b", b))
+        }
+        for name, client in (("a", a), ("b", b)):
+            for thread in watched[name]:
+                made = await client.post(f"/v1/research/{thread}/watch", json={"every": "PT1S"})
+                assert made.status_code == 201, made.text
+        frames = {name: await asyncio.wait_for(task, WAIT_S) for name, task in told.items()}
+        for name, client in (("a", a), ("b", b)):
+
+            async def all_told(client: httpx.AsyncClient = client, name: str = name) -> bool:
+                logged = (await client.get("/v1/watches/events")).json()
+                return len({e["data"]["watched"] for e in logged}) >= len(watched[name])
+
+            await until(all_told, f"key {name}'s entries")
+        logged = {
+            name: (await client.get("/v1/watches/events")).json()
+            for name, client in (("a", a), ("b", b))
+        }
+        for name, client in (("a", a), ("b", b)):
+            for thread in watched[name]:
+                await client.delete(f"/v1/research/{thread}/watch")
+        for name, other in (("a", b), ("b", a)):
+            mine = set(watched[name])
+            seen = [f.data for f in frames[name]] + [e["data"] for e in logged[name]]
+            assert {d["watched"] for d in seen} == mine, (name, seen)
+            for data in seen:  # the refresh each names is the key's own thread too
+                assert (await other.get(f"/v1/research/{data['thread_id']}")).status_code == 404
