@@ -131,7 +131,7 @@ def member_team(step: ResearcherState, runtime: Runtime[Deps]) -> Iterator[Team]
     whichever member's task finds them.
     """
     here = contextvars.copy_context()
-    told = teller(step, lambda event: here.run(tell, runtime, event))
+    told = teller(step, lambda event, lane: here.run(tell, runtime, event, lane))
     deps = runtime.context
     team = Team(deps.max_parallel_members, deps.search_concurrency, len(deps.kinds()), told)
     token = _team.set(team)

@@ -80,21 +80,24 @@ class Findings:
 
 def teller(
     state: ResearcherState,
-    tell: Callable[[dict[str, Any]], None],
+    tell: Callable[[dict[str, Any], str], None],
     earlier: Sequence[QueryOutcome] = (),
 ) -> Callable[[QueryOutcome], None]:
-    """Return a function that tells each further query's findings.
+    """Return a function that tells each further query's findings (event, lane).
 
     It tells them after those in `state` and the `earlier` ones (told already, the
-    step's members'), numbered on from them.
+    step's members'), numbered on from them. Each query's events are a lane of their
+    own, named by its step number (`nodes.progress`): a step resumed from its checkpoint
+    may not tell them again, and its later events keep their places.
     """
     findings = Findings(state)
     for outcome in [*state.get("outcomes", []), *earlier]:
         findings.add(outcome)
 
     def told(outcome: QueryOutcome) -> None:
-        for event in findings.add(outcome)[2]:
-            tell(event)
+        _, note, events = findings.add(outcome)
+        for event in events:
+            tell(event, f"query{note.step_no}")
 
     return told
 
