@@ -11,6 +11,9 @@ from app.api import create_app
 from app.settings import Settings
 from core.models import SearchResult
 from engines.checks import supports
+from engines.extractive_candidates import quotable
+from engines.questions import MATCH_THRESHOLD, retrieve, unseen_idf
+from engines.relevance import Relevance
 
 from .fake_llm import Call, FakeLLM, Reply
 from .llm_script import ResearchModel
@@ -278,3 +281,81 @@ async def test_with_a_model_the_answer_s_call_joins_the_thread_s_usage_and_evide
             assert (asked[0]["input_tokens"], asked[0]["output_tokens"]) == (prompt, completion)
             run_calls = [r for r in records if r["kind"] == "model" and r["node"] != "ask"]
             assert len(run_calls) == run_requests
+
+
+# A run's sources on "how does the human heart work" (Wikipedia summaries), none naming a chamber.
+HEART_TOPIC = "how does the human heart work"
+HEART_SOURCES = [
+    SearchResult(
+        title=title, url=f"https://en.wikipedia.org/wiki/{title.replace(' ', '_')}", content=text
+    )
+    for title, text in [
+        (
+            "Heart",
+            "The heart is a muscular organ found in humans and other animals. This organ pumps "
+            "blood through the blood vessels. The heart and blood vessels together make up the "
+            "circulatory system. The pumped blood carries oxygen and nutrients to the tissue, while "
+            "carrying metabolic waste such as carbon dioxide to the lungs.",
+        ),
+        (
+            "Vein",
+            "A vein is a blood vessel in the circulatory system of humans and most other animals "
+            "that carries blood towards the heart. Most veins carry deoxygenated blood from the "
+            "tissues back to the heart; exceptions are those of the pulmonary and fetal "
+            "circulations which carry oxygenated blood to the heart.",
+        ),
+        (
+            "Lung",
+            "The lungs are the primary organs of the respiratory system in many animals, including "
+            "humans. In mammals and most other tetrapods, two lungs are located near the backbone "
+            "on either side of the heart. Their function in the respiratory system is to extract "
+            "oxygen from the atmosphere and transfer it into the bloodstream.",
+        ),
+        (
+            "Circulatory system",
+            "In vertebrates, the circulatory system is a system of organs that includes the heart, "
+            "blood vessels, and blood which is circulated throughout the body. The circulatory "
+            "system has two divisions, a systemic circulation or circuit, and a pulmonary "
+            "circulation or circuit.",
+        ),
+        (
+            "Artery",
+            "An artery is a blood vessel in humans and most other animals that takes oxygenated "
+            "blood away from the heart in the systemic circulation to one or more parts of the "
+            "body.",
+        ),
+        (
+            "Blood",
+            "Blood is a body fluid in the circulatory system of humans and other vertebrates that "
+            "delivers necessary substances such as nutrients and oxygen to the cells of the body.",
+        ),
+    ]
+]
+
+
+def test_a_question_word_no_source_holds_weighs_more_than_one_a_single_source_holds() -> None:
+    """ "Many" is in one source (the lungs "in many animals"), "chamber" in none: no answer."""
+    found = retrieve("How many chambers does the heart have?", HEART_TOPIC, HEART_SOURCES)
+    assert not found.answers, found
+    assert found.match < MATCH_THRESHOLD
+    assert found.answering == []
+
+
+def test_a_question_whose_main_words_no_source_holds_is_not_in_the_evidence() -> None:
+    for question in (
+        "How is a heart transplant performed?",
+        "How many heart transplants are performed in Brazil?",
+    ):
+        found = retrieve(question, HEART_TOPIC, HEART_SOURCES)
+        assert not found.answers, (question, found)
+
+
+def test_a_question_the_sources_hold_is_answered_from_them() -> None:
+    found = retrieve("What do veins carry?", HEART_TOPIC, HEART_SOURCES)
+    assert found.answers and found.match == 1.0
+    assert "carr" in found.answering[0].text
+
+
+def test_an_unseen_word_weighs_more_than_any_word_a_source_holds() -> None:
+    _, idf = quotable(HEART_SOURCES, Relevance.of_topic(HEART_TOPIC, HEART_SOURCES))
+    assert unseen_idf(len(HEART_SOURCES)) > max(idf.values())
