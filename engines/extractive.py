@@ -55,13 +55,15 @@ def outline(
 ) -> list[str]:
     """Return the investigation points: the titles of the first results about the topic.
 
-    The articles the topic names come first, then the rest in rank order; with none, the
-    things the question joins, else the subject. A long subject (judged by most of its
-    words, which fits too much) takes only the articles the topic names.
+    The articles the topic names come first, then those whose titles name the subject, then
+    the rest, each in rank order; with none, the things the question joins, else the
+    subject. A long subject (judged by most of its words, which fits too much) takes only
+    the articles the topic names.
     """
     bar = TITLED if len(relevance.phrase) > LONG_PHRASE else DEVOTED
     about = [s for s in probe if relevance.of(s) >= bar]
-    about.sort(key=lambda s: relevance.of(s) >= TITLED, reverse=True)  # stable: rank kept
+    # Stable: rank kept within the articles the topic names, the others titled, the rest.
+    about.sort(key=lambda s: (relevance.asked_for(s), relevance.of(s) >= TITLED), reverse=True)
     points = [bare_title(s.title) for s in about] or [capitalise(p) for p in topic_parts(topic)]
     return list(dict.fromkeys(p for p in points if p))[:MAX_POINTS] or [capitalise(subject)]
 

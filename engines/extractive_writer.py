@@ -126,7 +126,8 @@ def write_briefing(
     # a comparison, both parts of a question), whether or not the plan foresaw it.
     planned = list(dict.fromkeys(plan.investigation_points))
     named = [bare_title(c.source.title) for c in candidates if c.about >= TITLED]
-    unplanned = [p for p in dict.fromkeys(named) if p not in planned]
+    foreseen = {title_stems(p) for p in planned}  # "Lakes" foresaw the article "Lake"
+    unplanned = [p for p in dict.fromkeys(named) if title_stems(p) not in foreseen]
     summarised = {title_stems(c.source.title) for c in summary}
     sections = _sections(planned, topic, candidates, choice, relaxed)  # the plan's first
     sections |= _sections(unplanned, topic, candidates, choice, relaxed)

@@ -249,7 +249,7 @@ def named_among(
     scored = zip(sources, scores, strict=True)
     written = written_words(topic)
     titled = [(source, score) for source, score in scored if _named(source, terms, written)]
-    titled = _as_written(_coherent(titled, terms, asked), written)
+    titled = _as_written(_coherent(titled, terms, asked, sources), written)
     best = max((score for _, score in titled), default=0.0)
     kept = [
         source
@@ -312,14 +312,19 @@ def _compound(title: str) -> list[str]:
 
 
 def _coherent(
-    titled: list[tuple[SearchResult, float]], terms: set[str], asked: Sequence[str]
+    titled: list[tuple[SearchResult, float]],
+    terms: set[str],
+    asked: Sequence[str],
+    pool: Sequence[SearchResult],
 ) -> list[tuple[SearchResult, float]]:
     """Keep the titled sources that share a matter with the one using most of the topic.
 
     Chess and Go share their vocabulary; Go and dinosaurs hardly a word, so "why did the
     dinosaurs go extinct" names Dinosaur alone. A name of several words that the topic
     writes whole (`asked`, its stems) is named whatever its matter: the steam engine and
-    the Industrial Revolution.
+    the Industrial Revolution. So is one the other sources found join to the rest of the
+    topic (`_joined`): Fermentation, in "bread yeast fermentation", whose own article names
+    neither bread nor yeast, where articles on beer and brewing name fermentation and yeast.
     """
     if len(titled) < 2:
         return titled
@@ -329,11 +334,33 @@ def _coherent(
     whole = [
         len(t := stems(bare_title(s.title))) > 1 and phrase_count(asked, t) > 0 for s, _ in titled
     ]
+    others = [(s.url, set(stems(f"{s.title} {s.content}"))) for s in pool]
     return [
         pair
         for i, pair in enumerate(titled)
-        if i == anchor or whole[i] or cosine(words_of[anchor], words_of[i]) >= SHARED_TOPIC
+        if i == anchor
+        or whole[i]
+        or cosine(words_of[anchor], words_of[i]) >= SHARED_TOPIC
+        or _joined(pair[0], terms, others)
     ]
+
+
+# Sources of the pool besides its own article that must join a title to the rest of the topic.
+JOINED_BY = 2
+
+
+def _joined(source: SearchResult, terms: set[str], pool: Sequence[tuple[str, set[str]]]) -> bool:
+    """Return whether other sources hold the source's title with the topic's other words.
+
+    The topic's words co-occur in what was found: what joins them is evidence, not a guess
+    from the title's own article, which may name neither of the others.
+    """
+    title = set(stems(bare_title(source.title)))
+    rest = terms - title
+    if not title or not rest:
+        return False
+    joining = (url for url, held in pool if url != source.url and title <= held and rest & held)
+    return sum(1 for _ in joining) >= JOINED_BY
 
 
 # A follower or a movement: "Impressionist", "Impressionists", "Impressionism".
@@ -369,6 +396,25 @@ def same_word(a: str, b: str) -> bool:
     return ending == "" or ending in _INFLECTIONS
 
 
+# What joins the parts of a topic: "whales and sharks", "tea vs coffee", "X, Y or Z".
+_JOINS = re.compile(r"\s*(?:[,;]|\b(?:and|or|versus|vs)\b\.?)\s*", re.IGNORECASE)
+
+
+def spans_parts(title: str, topic: str) -> bool:
+    """Return whether a title takes its words from two parts of a topic that joins them.
+
+    "whales and sharks" names whales and sharks, not the whale shark, a third thing; a
+    title that joins its own parts is named as written ("Romeo and Juliet").
+    """
+    name = bare_title(title)
+    if _JOINS.search(name):
+        return False
+    wanted = set(stems(name))
+    parts = [set(stems(part)) for part in _JOINS.split(topic)]
+    # A word the parts share is no split: "steam engine vs internal combustion engine".
+    return not any(wanted <= part for part in parts) and sum(bool(wanted & p) for p in parts) > 1
+
+
 def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> bool:
     """Return whether the topic names the source's title: all its words, or a person's surname.
 
@@ -379,7 +425,10 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
         return False
     if set(title) <= topic:
         # Word for word, a plural aside: the stemmer makes one of "capitalism" and "Capital".
-        return written_alike(bare_title(source.title), " ".join(written))
+        joined = " ".join(written)
+        return written_alike(bare_title(source.title), joined) and not spans_parts(
+            source.title, joined
+        )
     if title[-1] not in topic or kind_of(source.content) != "person":
         return False
     if words(bare_title(source.title))[-2:-1] == ["the"]:

@@ -28,6 +28,7 @@ from engines.naming import (
     namesake,
     phrase_count,
     same_word,
+    spans_parts,
     subject_tokens,
     surnames,
     written_alike,
@@ -79,6 +80,8 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
     for rank, source in enumerate(sources):
         title = _significant(source.title)
         if not title:
+            continue
+        if spans_parts(source.title, subject):
             continue
         if set(title) <= set(wanted) and heads & set(title):
             closeness = len(set(title)) / len(set(wanted))
@@ -414,7 +417,8 @@ class Relevance:
 
         "Chess" and "Go" name the topic "chess versus go". A title is named word for word,
         plurals aside ("Invention" is not "invented"); a title of one short word only as
-        written ("Go", not "go"): short words are common words too. Without `short`, a
+        written ("Go", not "go"): short words are common words too, unless its article
+        writes it as one ("cat", so "Siamese cat" names Cat). Without `short`, a
         name of one short word does not count at all.
         """
         # A long phrase is named by most of its words; where the topic names articles,
@@ -434,11 +438,17 @@ class Relevance:
                 (short or not _a_common_word(title))
                 and re.search(rf"\b{re.escape(title)}\b", text) is not None
             )
-            if len(tokens) == 1 and len(title) <= SHORT_TITLE
+            if len(tokens) == 1 and len(title) <= SHORT_TITLE and title not in self._common
             else phrase_count(as_is if title in self._as_is else written, tokens) > 0
             and mentions(text, self._stemmed[title], title in self._common) > 0
             for tokens, title in self._alternatives
         ) or any(by_surname(text, surname, name) for surname, name in self._surnames.items())
+
+    def _of_a_kind(self) -> bool:
+        """Return whether the subject is a kind of thing: a common noun, or only such sides."""
+        if self.article is not None:
+            return self.common
+        return bool(self._alternatives) and all(t in self._common for _, t in self._alternatives)
 
     def asked_for(self, source: SearchResult) -> bool:
         """Whether the source is the subject's own article or one the topic names."""
@@ -479,6 +489,8 @@ class Relevance:
         if self.names(source.title):
             if self.kind not in _CREATORS and kind_of(source.content) == "work":
                 return OFF  # a film or novel that takes the subject's name
+            if self._of_a_kind() and _an_instance(source.title):
+                return DEVOTED  # an example of it, not the subject: Poyang Lake for lakes
             return TITLED
         sentences = split_sentences(source.content)
         naming = [i for i, s in enumerate(sentences) if self.names(s)]
@@ -496,6 +508,15 @@ class Relevance:
             if cosine(self._matter, matter) >= SHARED_MATTER:
                 return RELATED
         return MENTIONS if naming else OFF
+
+
+def _an_instance(title: str) -> bool:
+    """Return whether a title is a proper name of several words: "Poyang Lake", not "Dry lake".
+
+    Of a common noun, such a title names one of its kind (a lake, a river), not the kind.
+    """
+    named = [w for w in bare_title(title).split() if w.lower() not in STOPWORDS]
+    return len(named) >= 2 and all(w[:1].isupper() for w in named)
 
 
 def _a_common_word(name: str) -> bool:

@@ -42,8 +42,9 @@ def plural(word: str) -> bool:
 def how_subject(rest: str) -> str:
     """Return the subject of "how ..." or "why ...": "how does X work", "why did X fall".
 
-    After an auxiliary, the subject ends with its first plural noun, or before the last of
-    three words ("why did the Qing dynasty fall"); a longer phrase stays whole. Without an
+    After an auxiliary, the subject ends with its first plural noun, or before a verb whose
+    object is plural, or before the last of three words ("why did the Qing dynasty fall"); a
+    longer phrase stays whole. Without an
     auxiliary, it ends before a process verb, or with its first plural noun ("how vaccines
     train ..."), or before the last word ("how airplanes fly").
     """
@@ -57,6 +58,10 @@ def how_subject(rest: str) -> str:
         first = next((i for i, w in enumerate(words[:-1]) if plural(w)), None)
         if first is not None:
             return " ".join(words[: first + 1])
+        # After "do" or "does" the verb has no plural ending: a plural last is its object,
+        # the word before it the verb ("how does the brain store memories").
+        if len(words) > 2 and plural(words[-1]):
+            return " ".join(words[:-2])
         # Where the verb is is not known past a few words: "did the steam engine change ...".
         named = [w for w in words if w.lower() not in ("the", "a", "an")]
         return " ".join(words if len(named) > 3 else words[:-1] or words)

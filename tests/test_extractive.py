@@ -56,6 +56,9 @@ STEAM = SearchResult(
         ("Causes of the French Revolution?", "causes", "French Revolution"),
         ("effects of climate change", "effects", "climate change"),
         ("how does photosynthesis work", "how", "photosynthesis"),
+        # A plural last is the verb's object: the verb is the word before it.
+        ("how does the brain store memories", "how", "brain"),
+        ("why did the Qing dynasty fall", "why", "Qing dynasty"),
         ("photosynthesis", "overview", "photosynthesis"),
     ],
 )

@@ -3,7 +3,7 @@
 from core.models import ResearchPlan
 from core.urls import normalize_url
 from engines.extractive import ExtractiveEngine
-from engines.naming import mentions, named_by_topic, subject_tokens, title_stems
+from engines.naming import mentions, named_by_topic, spans_parts, subject_tokens, title_stems
 from engines.relevance import OFF, OWN, RELATED, TITLED, Relevance, subject_article
 from engines.report_markdown import sections, split_front_matter
 from engines.subject import match_frame
@@ -397,3 +397,13 @@ def test_a_name_the_topic_writes_whole_is_named_whatever_its_matter() -> None:
     topic = "how did the steam engine change the Industrial Revolution?"
     named = named_by_topic(topic, [engine, era, revolution])
     assert named == {normalize_url(engine.url), normalize_url(era.url)}
+
+
+def test_a_title_spans_the_parts_of_a_topic_only_when_no_part_holds_it_whole() -> None:
+    assert spans_parts("Whale shark", "whales and sharks compared")
+    assert not spans_parts("Whale", "whales and sharks compared")
+    assert not spans_parts(
+        "Internal combustion engine", "steam engine vs internal combustion engine"
+    )
+    assert not spans_parts("Romeo and Juliet", "Romeo and Juliet")
+    assert not spans_parts("Bread", "bread yeast fermentation")

@@ -13,6 +13,7 @@ from engines.extractive_candidates import quotable
 from engines.keyphrases import key_terms, link_queries, linked_phrases
 from engines.kinds import kind_of
 from engines.relevance import (
+    DEVOTED,
     LINKED,
     MENTIONS,
     OFF,
@@ -684,3 +685,152 @@ async def test_a_report_whose_sources_leave_the_subject_half_unsaid_is_insuffici
     assert asked["report_status"] == "insufficient" and "'electric'" in asked["stop_reason"]
     assert "[^1]" in asked["final_report"]  # what was found is kept, and said to fall short
     assert plain["report_status"] == "final", plain["stop_reason"]
+
+
+WHALE = page(
+    "Whale",
+    "Whales are a widely distributed group of fully aquatic placental marine mammals. "
+    "Whales breathe air through a blowhole and feed their young on milk.",
+)
+SHARK = page(
+    "Shark",
+    "Sharks are a group of cartilaginous fishes with five to seven gill slits. Sharks "
+    "have a skeleton of cartilage and rows of replaceable teeth.",
+)
+WHALE_SHARK = page(
+    "Whale shark",
+    "The whale shark is a slow-moving, filter-feeding carpet shark and the largest known "
+    "fish species. The whale shark is not a whale.",
+)
+
+
+def test_a_name_made_of_both_parts_of_a_topic_is_a_third_thing() -> None:
+    topic = "whales and sharks compared"
+    sources = [WHALE_SHARK, WHALE, SHARK]
+    assert subject_article(match_frame(topic)[1], sources) is not WHALE_SHARK
+    relevance = Relevance.of_topic(topic, sources)
+    assert relevance.of(WHALE) >= TITLED and relevance.of(SHARK) >= TITLED
+    assert relevance.asked_for(WHALE) and relevance.asked_for(SHARK)
+    assert not relevance.asked_for(WHALE_SHARK)
+    # A title that joins its own parts is named as written.
+    play = page(
+        "Romeo and Juliet",
+        "Romeo and Juliet is a tragedy written by William Shakespeare about two young lovers.",
+    )
+    assert subject_article("Romeo and Juliet", [play]) is play
+
+
+LAKE = page(
+    "Lake",
+    "A lake is a naturally occurring, relatively large body of water on the surface of the "
+    "Earth. Most lakes are fresh water, and a lake is fed and drained by rivers.",
+)
+POYANG = page(
+    "Poyang Lake",
+    "Poyang Lake is the largest freshwater lake in China. The lake is fed by the Gan, Xin and "
+    "Xiu rivers and flows into the Yangtze.",
+)
+DRY_LAKE = page(
+    "Dry lake",
+    "A dry lake is a basin that formerly held a standing lake, which disappears when "
+    "evaporation exceeds recharge. A dry lake is also called a playa.",
+)
+
+
+def test_a_lake_of_its_own_name_is_an_example_of_lakes_not_the_subject() -> None:
+    sources = [LAKE, POYANG, DRY_LAKE]
+    for topic in ("lakes", "how are lakes formed"):
+        relevance = Relevance.of_topic(topic, sources)
+        assert relevance.of(LAKE) == OWN, topic
+        assert relevance.of(DRY_LAKE) >= TITLED, topic  # a kind of lake
+        assert relevance.of(POYANG) == DEVOTED, topic  # one lake: an example
+
+
+def test_a_title_the_topic_names_is_kept_where_other_sources_join_it_to_the_topic() -> None:
+    bread = page(
+        "Bread",
+        "Bread is a baked food made from flour and water, usually leavened with yeast. Bread "
+        "is a staple food across the world.",
+    )
+    yeast = page(
+        "Yeast",
+        "Yeast is a fungus that grows as single cells and reproduces by budding. Yeast is "
+        "used in baking bread.",
+    )
+    fermentation = page(
+        "Fermentation",
+        "Fermentation is a metabolic process that produces chemical changes in organic "
+        "substrates through the action of enzymes, without oxygen.",
+    )
+    beer = page(
+        "Beer",
+        "Beer is brewed by the fermentation of malted cereal grains with yeast. Fermentation "
+        "by yeast makes the alcohol in beer.",
+    )
+    brewing = page(
+        "Brewing",
+        "Brewing is the production of beer by steeping a starch source in water and "
+        "fermenting it with yeast.",
+    )
+    topic = "bread yeast fermentation"
+    named = Relevance.of_topic(topic, [bread, yeast, fermentation, beer, brewing])
+    assert named.asked_for(fermentation)
+    # Alone, its own article names neither bread nor yeast, and nothing joins it to them.
+    alone = Relevance.of_topic(topic, [bread, yeast, fermentation])
+    assert not alone.asked_for(fermentation)
+
+
+async def test_the_articles_a_topic_names_lead_the_plan() -> None:
+    topic = "whales and sharks compared"
+    great_white = page(
+        "Great white shark",
+        "The great white shark is a large shark of the coastal surface waters. The great "
+        "white shark is the largest predatory fish.",
+    )
+    plan = await ExtractiveEngine().plan(topic, [great_white, WHALE_SHARK, SHARK, WHALE], None)
+    assert plan.investigation_points[:2] == ["Shark", "Whale"]
+
+
+async def test_a_planned_point_is_not_written_twice_under_its_singular() -> None:
+    plan = ResearchPlan(
+        theme="rivers vs lakes", investigation_points=["Rivers", "Lakes"], search_queries=["x"]
+    )
+    # More than the summary and the point "Rivers" quote: the rest would fill a "River".
+    river = page(
+        "River",
+        "A river is a natural stream of fresh water that flows towards an ocean or a lake. "
+        "Rivers are fed by rain and melting snow. A river carves valleys and canyons over "
+        "time. Large rivers carry silt that builds deltas at their mouths. Some rivers "
+        "flow only in the wet season. A river basin collects the water of its tributaries. "
+        "Rivers were the first highways of trade. Floods of a river renew the soil of its "
+        "plain. Dams hold back rivers for power and irrigation.",
+    )
+    draft = await ExtractiveEngine().write(plan, [river, LAKE], None, None)
+    headings = list(sections(split_front_matter(draft)[1]))
+    assert "Lake" not in headings and "River" not in headings, headings
+
+
+def test_a_short_common_noun_is_named_in_lower_case_a_short_name_only_as_written() -> None:
+    cat = page(
+        "Cat",
+        "The cat is a small domesticated carnivorous mammal. The cat is a member of the "
+        "family Felidae, and a cat is a social species.",
+    )
+    dog = page(
+        "Dog",
+        "The dog is a domesticated descendant of the wolf. The dog was the first species "
+        "domesticated, and a dog is a pack animal.",
+    )
+    siamese = page(
+        "Siamese cat",
+        "The Siamese cat is one of the first recognised breeds of domestic cat, from Thailand.",
+    )
+    relevance = Relevance.of_topic("cats vs dogs", [cat, dog, siamese])
+    assert relevance.of(siamese) >= TITLED
+    go = page(
+        "Go (game)",
+        "Go is an abstract strategy board game for two players. Go was invented in China.",
+    )
+    walk = page("Walking", "Walking is one of the main gaits of locomotion; people go on foot.")
+    relevance = Relevance.of_topic("chess versus go", [go, walk])
+    assert relevance.of(walk) == OFF
