@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from .processes import server
+from .processes import server, serving, together
 from .servers import free_port
 from .sse import collect
 from .support import TOPIC
@@ -66,9 +66,9 @@ async def test_two_api_processes_on_redis_share_threads_and_events(
         "RESEARCH_SEARCH_DELAY_MS": "100",
     }
     port_a, port_b = free_port(), free_port()
-    with (
-        server(env | {"RESEARCH_DATA_DIR": str(tmp_path / "a")}, port_a, tmp_path / "a.log"),
-        server(env | {"RESEARCH_DATA_DIR": str(tmp_path / "b")}, port_b, tmp_path / "b.log"),
+    with together(
+        serving(env | {"RESEARCH_DATA_DIR": str(tmp_path / "a")}, port_a, tmp_path / "a.log"),
+        serving(env | {"RESEARCH_DATA_DIR": str(tmp_path / "b")}, port_b, tmp_path / "b.log"),
     ):
         async with (
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{port_a}", timeout=30) as a,

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .processes import server, worker
+from .processes import server, serving, together, working
 from .redis_server import redis_server
 from .servers import free_port
 from .support import TOPIC
@@ -134,11 +134,11 @@ async def test_two_workers_schedule_a_watch_once_and_survive_a_killed_worker(
         env = environment | FAST | {"RESEARCH_REDIS_URL": url, "RESEARCH_SEARCH_DELAY_MS": "300"}
         port = free_port()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            with (
-                server(env, port, tmp_path / "api.log", "--no-worker"),
-                worker(env, tmp_path / "worker0.log") as doomed,
-                worker(env, tmp_path / "worker1.log"),
-            ):
+            with together(
+                serving(env, port, tmp_path / "api.log", "--no-worker"),
+                working(env, tmp_path / "worker0.log"),
+                working(env, tmp_path / "worker1.log"),
+            ) as (_, doomed, _):
                 watched = await finished_thread(client)
                 made = await client.post(f"/v1/research/{watched}/watch", json={"every": "PT1S"})
                 assert made.status_code == 201, made.text

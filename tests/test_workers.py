@@ -11,7 +11,7 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import ExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import redis
 from service.runner import thread_config
 from stores.redis_flat_saver import redis_saver
 
-from .processes import server, worker
+from .processes import serving, together, working
 from .redis_server import redis_server
 from .servers import free_port
 from .sse import Frame, collect, timeline
@@ -57,13 +57,11 @@ async def deployment(
     `stop_s`: how long a worker may take to stop on SIGTERM at the end.
     """
     ports = [free_port(), free_port()]
-    with ExitStack() as stack:
-        for n, port in enumerate(ports):
-            stack.enter_context(server(env, port, logs / f"api{n}.log", "--no-worker"))
-        running = [
-            stack.enter_context(worker(env, logs / f"worker{n}.log", stop_s))
-            for n in range(workers)
-        ]
+    with together(
+        *(serving(env, port, logs / f"api{n}.log", "--no-worker") for n, port in enumerate(ports)),
+        *(working(env, logs / f"worker{n}.log", stop_s) for n in range(workers)),
+    ) as processes:
+        running = processes[len(ports) :]
         async with (
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[0]}", timeout=30) as a,
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[1]}", timeout=30) as b,

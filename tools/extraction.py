@@ -12,7 +12,6 @@ from contextlib import suppress
 from copy import copy
 from typing import Any
 
-import trafilatura
 from bs4 import Tag
 from lxml import etree
 from lxml.html import (
@@ -172,6 +171,11 @@ def _collect(element: Any, parts: list[str]) -> None:
 
 def _body_text(tree: Any, url: str | None) -> str:
     """Extract the article body with trafilatura, falling back when it finds next to nothing."""
+    # Imported on the first page read, not with the module: every process that may read a
+    # page (the service, a worker, the terminal's run) imports this module, and trafilatura
+    # takes a quarter of a second to load; a run on the local corpus reads none.
+    import trafilatura
+
     options: dict[str, Any] = {
         "url": url,
         "include_comments": False,

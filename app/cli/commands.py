@@ -113,11 +113,6 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     """Run the HTTP service (REST + Server-Sent Events) on the embedded defaults."""
-    import uvicorn
-
-    from app.api import create_app
-    from app.serving import guarded_protocol
-
     settings = load_settings()
     if no_worker:
         if settings.redis_url is None:
@@ -135,6 +130,14 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     port = port or settings.port
     _check_port(bind, port)
     _check_before_start(settings)
+    # The service's own modules (the API, FastAPI, uvicorn: seconds on a busy machine) only
+    # once the settings, address, port, corpus, model and store are known to be good: a
+    # refusal above comes without waiting for them.
+    import uvicorn
+
+    from app.api import create_app
+    from app.serving import guarded_protocol
+
     if not settings.api_keys:
         err.print("no API keys are configured: listening on 127.0.0.1 only")
     app = create_app(settings)
