@@ -33,6 +33,49 @@ def reported_model(message: AIMessage | None) -> str | None:
     return str(name) if name else None
 
 
+# How often, and how many times, a timed-out call is cancelled again while it runs on.
+_STOP_POLL_S = 0.02
+_STOP_TRIES = 250
+# Calls that ran on past every cancellation: held so the loop does not drop them mid-run.
+_STRAGGLERS: set[asyncio.Future[Any]] = set()
+
+
+async def _bounded(op: Callable[[], Awaitable[T]], seconds: float) -> T:
+    """Return what `op()` gives within `seconds`; else raise TimeoutError, the op stopped.
+
+    The op runs in a task of its own and is awaited through a shield, so the timeout's
+    cancellation lands on this await, which passes it on, rather than somewhere inside the
+    op, which may swallow it: on Python 3.11 `asyncio.wait_for` returns its future's result
+    when it is cancelled just as that future is done, and langchain_openai bounds each
+    streamed chunk with it (`_astream_with_chunk_timeout`). Swallowed there, the cancellation
+    left `asyncio.timeout` nothing to turn into a TimeoutError and the call streamed on.
+    """
+    task = asyncio.ensure_future(op())
+    try:
+        async with asyncio.timeout(seconds) as bound:
+            result = await asyncio.shield(task)
+        if bound.expired():  # a cancellation lost on the way still ends the call here
+            raise TimeoutError
+    except BaseException:
+        await _stop(task)
+        raise
+    return result
+
+
+async def _stop(task: asyncio.Future[Any]) -> None:
+    """Cancel `task` and wait for its end, cancelling again while it swallows cancellations."""
+    for _ in range(_STOP_TRIES):
+        if task.done():
+            break
+        task.cancel()
+        await asyncio.wait({task}, timeout=_STOP_POLL_S)
+    if not task.done():
+        _STRAGGLERS.add(task)
+        task.add_done_callback(_STRAGGLERS.discard)
+    elif not task.cancelled():
+        task.exception()  # its failure was raised to the caller, or the timeout was: not logged
+
+
 class BudgetSpent(ProviderError):
     """The run's time budget ended before this call could start: the step falls back."""
 
@@ -126,8 +169,7 @@ class ModelAsker:
             raise BudgetSpent("the run's time budget is spent", "TIMEOUT_ERROR")
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(timeout if left is None else min(timeout, left)):
-                result, message = await op()
+            result, message = await _bounded(op, timeout if left is None else min(timeout, left))
         except Exception as exc:
             seconds = time.perf_counter() - started
             self._record(role, None, seconds, type(exc).__name__, first=first, prompt=prompt)
