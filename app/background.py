@@ -4,6 +4,8 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
+from core.tasks import stop_all
+
 
 class BackgroundWork:
     """The app's background tasks: kept while they run, cancelled and awaited at shutdown."""
@@ -29,7 +31,4 @@ class BackgroundWork:
     async def close(self) -> None:
         """Cancel the tasks still running, wait for them to end, and start no more."""
         self._closed = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await stop_all(self._tasks)

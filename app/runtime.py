@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from app.composition import open_deps, page_policy
 from app.settings import Settings
 from app.stores import Stores, open_stores
+from core.tasks import stop_all
 from graph.builder import build_graph
 from service.execution import RunExecutor
 from service.launchers import LocalLauncher
@@ -143,6 +144,4 @@ async def running_worker(
         yield task
     finally:
         await worker.stop()
-        for running in (task, requeuing, scheduling):
-            running.cancel()
-        await asyncio.gather(task, requeuing, scheduling, return_exceptions=True)
+        await stop_all((task, requeuing, scheduling))

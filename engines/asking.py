@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage
 
+from core.tasks import stop
 from engines.base import Engine
 from engines.chat_models import estimated_tokens, text_of
 from engines.llm_config import ModelConfig, ModelPrice, Role
@@ -33,13 +34,6 @@ def reported_model(message: AIMessage | None) -> str | None:
     return str(name) if name else None
 
 
-# How often, and how many times, a timed-out call is cancelled again while it runs on.
-_STOP_POLL_S = 0.02
-_STOP_TRIES = 250
-# Calls that ran on past every cancellation: held so the loop does not drop them mid-run.
-_STRAGGLERS: set[asyncio.Future[Any]] = set()
-
-
 async def _bounded(op: Callable[[], Awaitable[T]], seconds: float) -> T:
     """Return what `op()` gives within `seconds`; else raise TimeoutError, the op stopped.
 
@@ -57,23 +51,9 @@ async def _bounded(op: Callable[[], Awaitable[T]], seconds: float) -> T:
         if bound.expired():  # a cancellation lost on the way still ends the call here
             raise TimeoutError
     except BaseException:
-        await _stop(task)
+        await stop(task)
         raise
     return result
-
-
-async def _stop(task: asyncio.Future[Any]) -> None:
-    """Cancel `task` and wait for its end, cancelling again while it swallows cancellations."""
-    for _ in range(_STOP_TRIES):
-        if task.done():
-            break
-        task.cancel()
-        await asyncio.wait({task}, timeout=_STOP_POLL_S)
-    if not task.done():
-        _STRAGGLERS.add(task)
-        task.add_done_callback(_STRAGGLERS.discard)
-    elif not task.cancelled():
-        task.exception()  # its failure was raised to the caller, or the timeout was: not logged
 
 
 class BudgetSpent(ProviderError):

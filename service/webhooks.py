@@ -19,7 +19,6 @@ receiver's 2xx and its removal) and not re-sent once acknowledged.
 """
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import logging
@@ -28,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
+from core.tasks import stop_all
 from service.errors import Unprocessable
 from service.watches import WatchEntry
 from stores.watches import Delivery, WatchStore
@@ -180,8 +180,5 @@ class WebhookSender:
 
     async def close(self) -> None:
         """Stop deliveries under way and close the client."""
-        for task in list(self._tasks):
-            task.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await stop_all(self._tasks)
         await self._client.aclose()
