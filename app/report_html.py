@@ -1,24 +1,33 @@
-"""The report as a safe HTML fragment: raw HTML escaped, and only its references as links."""
+"""The report as safe HTML: raw HTML escaped, and only its references as links.
+
+As a fragment (the web page shows it) or as a whole document (a download, and what the
+PDF is printed from): the document holds its own style, its title and its language's
+direction, and nothing runs in it.
+"""
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import html
 import json
 import multiprocessing
 import re
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 
 from engines.report_markdown import split_front_matter
+
+T = TypeVar("T")
 
 # A References heading with nothing under it (the report cites nothing).
 _EMPTY_REFERENCES = re.compile(r"^#{1,6}\s*References\s*\Z", re.MULTILINE)
@@ -88,8 +97,13 @@ def _only_references_link(tokens: list[Token]) -> list[Token]:
     return tokens
 
 
-def report_html(markdown: str) -> str:
-    """Return an HTML fragment: a one-line summary, the front matter folded, then the report."""
+def _report_parts(markdown: str, blocks_find_direction: bool = False) -> tuple[list[str], str]:
+    """Return the summary and front matter's HTML, then the report's, and the report's title.
+
+    The title is the text of the first level-1 heading, else the front matter's topic.
+    `blocks_find_direction` marks each paragraph, heading, item and cell `dir="auto"`: a
+    right-to-left line in a left-to-right report (or the other way) reads as written.
+    """
     front, body = split_front_matter(markdown)
     parts = []
     rows = _front_matter_rows(front) if front else []
@@ -105,12 +119,121 @@ def report_html(markdown: str) -> str:
     body = _EMPTY_REFERENCES.sub("", body.rstrip())
     md = _renderer()
     env: dict[str, Any] = {}
-    rendered = md.renderer.render(_only_references_link(md.parse(body, env)), md.options, env)
+    tokens = _only_references_link(md.parse(body, env))
+    if blocks_find_direction:
+        for token in tokens:
+            if token.type in _BLOCKS_WITH_TEXT:
+                token.attrSet("dir", "auto")
+    rendered = md.renderer.render(tokens, md.options, env)
     # External links (http and https) open apart and send no referrer; footnote links stay.
     parts.append(
         rendered.replace('<a href="http', '<a rel="noopener noreferrer" target="_blank" href="http')
     )
-    return "\n".join(parts)
+    return parts, _title(tokens) or dict(rows).get("topic", "") or "Research report"
+
+
+_BLOCKS_WITH_TEXT = {"paragraph_open", "heading_open", "list_item_open", "th_open", "td_open"}
+
+
+def _title(tokens: list[Token]) -> str:
+    """Return the text of the first level-1 heading ("" when there is none)."""
+    for at, token in enumerate(tokens[:-1]):
+        if token.type == "heading_open" and token.tag == "h1":
+            children = tokens[at + 1].children or []
+            return "".join(c.content for c in children if c.type in ("text", "code_inline"))
+    return ""
+
+
+def report_html(markdown: str) -> str:
+    """Return an HTML fragment: a one-line summary, the front matter folded, then the report."""
+    return "\n".join(_report_parts(markdown)[0])
+
+
+# By the first letters of a script found in a title: the language it most likely is. A
+# title in Latin (or another script shared by many languages) names none.
+_SCRIPT_LANGUAGES = [
+    ("ARABIC", "ar"),
+    ("HEBREW", "he"),
+    ("HIRAGANA", "ja"),
+    ("KATAKANA", "ja"),
+    ("HANGUL", "ko"),
+    ("CJK UNIFIED IDEOGRAPH", "zh"),
+    ("THAI", "th"),
+    ("GREEK", "el"),
+    ("CYRILLIC", "ru"),
+    ("DEVANAGARI", "hi"),
+]
+
+
+def language_and_direction(text: str) -> tuple[str | None, str]:
+    """Return the language `text`'s script suggests (None: no telling) and its direction.
+
+    The direction is that of the first letter with one (Unicode's bidirectional class);
+    the language is Japanese when kana is found anywhere, else that of the first script
+    in `_SCRIPT_LANGUAGES` found (Chinese for ideographs alone).
+    """
+    direction = next(
+        (
+            "rtl" if kind in ("R", "AL") else "ltr"
+            for kind in map(unicodedata.bidirectional, text)
+            if kind in ("L", "R", "AL")
+        ),
+        "ltr",
+    )
+    names = [unicodedata.name(c, "") for c in text if c.isalpha()]
+    if any(n.startswith(("HIRAGANA", "KATAKANA")) for n in names):
+        return "ja", direction
+    for name in names:
+        for prefix, language in _SCRIPT_LANGUAGES:
+            if name.startswith(prefix):
+                return language, direction
+    return None, direction
+
+
+DOCUMENT_STYLE = """
+body { font-family: "DejaVu Sans", "WenQuanYi Micro Hei", "Noto Sans CJK SC", sans-serif;
+  line-height: 1.5; max-width: 46em; margin: 2em auto; padding: 0 1em; color: #1b1b1b; }
+h1 { font-size: 1.7em; margin-bottom: 0.2em; }
+h2 { font-size: 1.3em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.1em; }
+.report-summary { color: #555; margin-top: 0; }
+.report-details summary { color: #555; }
+.report-meta { display: grid; grid-template-columns: max-content auto; gap: 0 1em; }
+.report-meta dt { font-weight: bold; }
+.report-meta dd { margin: 0; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; }
+.footnote-ref a, .footnote-backref { text-decoration: none; }
+.footnotes-sep { display: none; }
+.footnote-item a[href^="http"]::after { content: " " attr(href); color: #555;
+  word-break: break-all; }
+@page { size: A4; margin: 2cm; }
+@media print { body { margin: 0; max-width: none; } .footnote-backref { display: none; } }
+""".strip()
+
+# The document's policy: its own style (by hash) and nothing else: no script, no fetch.
+DOCUMENT_POLICY = (
+    "default-src 'none'; style-src 'sha256-"
+    + base64.b64encode(hashlib.sha256(DOCUMENT_STYLE.encode()).digest()).decode()
+    + "'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def report_document(markdown: str) -> str:
+    """Return the report as a whole HTML document: title, summary, sections, references.
+
+    The footnote marks link to the references, whose URLs show after their titles (a
+    printed copy keeps them). `lang` and `dir` follow the title's script.
+    """
+    parts, title = _report_parts(markdown, blocks_find_direction=True)
+    language, direction = language_and_direction(title)
+    lang = f' lang="{language}"' if language else ""
+    return (
+        f'<!DOCTYPE html>\n<html{lang} dir="{direction}">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{DOCUMENT_STYLE}</style>\n</head>\n"
+        '<body>\n<article class="report">\n' + "\n".join(parts) + "\n</article>\n</body>\n</html>\n"
+    )
 
 
 class RenderedReports:
@@ -124,14 +247,22 @@ class RenderedReports:
         self._kept = kept
         self._render = render  # a module's function: it is sent to the renderer by name
         self._renderer = _renderer_process()
-        self._rendered: OrderedDict[str, asyncio.Future[str]] = OrderedDict()
+        self._rendered: OrderedDict[str, asyncio.Future[Any]] = OrderedDict()
 
     async def html(self, markdown: str) -> str:
-        """Return `render(markdown)`, done in the renderer's process or found kept."""
-        key = hashlib.sha256(markdown.encode()).hexdigest()
+        """Return the fragment (`render(markdown)`), done in the renderer's process or found kept."""
+        return await self.rendered(self._render, markdown)
+
+    async def rendered(self, render: Callable[[str], T], markdown: str) -> T:
+        """Return `render(markdown)`, done in the renderer's process or found kept.
+
+        `render` is a module's function (sent to the process by name): the fragment, the
+        HTML document, the Word or the PDF file.
+        """
+        key = f"{render.__module__}.{render.__qualname__} {hashlib.sha256(markdown.encode()).hexdigest()}"
         rendered = self._rendered.get(key)
         if rendered is None:
-            rendered = asyncio.ensure_future(self._rendering(markdown))
+            rendered = asyncio.ensure_future(self._rendering(render, markdown))
             self._rendered[key] = rendered
             while len(self._rendered) > self._kept:
                 self._rendered.popitem(last=False)
@@ -143,13 +274,13 @@ class RenderedReports:
             self._rendered.pop(key, None)  # not kept: the next request tries again
             raise
 
-    async def _rendering(self, markdown: str) -> str:
+    async def _rendering(self, render: Callable[[str], T], markdown: str) -> T:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._renderer, self._render, markdown)
+            return await loop.run_in_executor(self._renderer, render, markdown)
         except BrokenProcessPool:  # the process died (killed, out of memory): a new one
             self._renderer = _renderer_process()
-            return await loop.run_in_executor(self._renderer, self._render, markdown)
+            return await loop.run_in_executor(self._renderer, render, markdown)
 
     def close(self) -> None:
         """Stop the renderer's process (a render under way finishes)."""

@@ -12,7 +12,9 @@ from sse_starlette import EventSourceResponse
 
 from app.dependencies import Manager, Metrics, Owner, Reports, StoredThread, Streams
 from app.edge import StrictJSONRoute
-from app.errors import ERROR_RESPONSES, JSONLine
+from app.errors import ERROR_RESPONSES, ErrorBody, JSONLine
+from app.report_formats import FORMATS, JSON, MARKDOWN, STANDALONE, negotiate
+from app.report_html import DOCUMENT_POLICY, report_document
 from app.sse import event_stream, sse_frame
 from core.models import (
     REPORT_MAX_CHARS,
@@ -235,32 +237,51 @@ async def delete(thread_id: StoredThread, owner: Owner, manager: Manager) -> Res
 
 
 @router.get(
-    "/{thread_id}/report", responses={200: {"content": {"text/markdown": {}, "text/html": {}}}}
+    "/{thread_id}/report",
+    responses={
+        200: {"content": {f.media_type: {} for f in FORMATS}},
+        406: {"model": ErrorBody, "description": "not_acceptable: a format not offered here"},
+    },
 )
 async def report(
-    thread_id: StoredThread, owner: Owner, request: Request, manager: Manager, reports: Reports
+    thread_id: StoredThread,
+    owner: Owner,
+    request: Request,
+    manager: Manager,
+    reports: Reports,
+    standalone: Annotated[
+        bool, Query(description="The whole HTML document, whatever HTML `Accept` asks.")
+    ] = False,
 ) -> Response:
-    """The report: Markdown, JSON with its sources, or a safe HTML fragment, by `Accept`.
+    """The report: Markdown, JSON with its sources, or HTML, by `Accept`.
 
     `application/json` gives the sources too; `text/html` renders the Markdown with raw
-    HTML escaped (the web page shows it as is).
+    HTML escaped (the web page shows it as is); `text/html; profile=standalone` (or
+    `?standalone=1`) is a whole HTML document to keep: title, summary, sections and the
+    references the footnote marks link to. No format the caller accepts is a 406 that
+    lists the formats offered.
     """
+    wanted = negotiate(request.headers.get("accept", ""), standalone)
     found = await manager.report(thread_id)
     if found is None:
         raise InvalidState("there is no report yet: follow the events until 'report'")
-    accept = request.headers.get("accept", "")
-    if "application/json" in accept:
+    if wanted is JSON:
         return JSONLine(
             {"status": found.status, "report": found.markdown, "sources": found.sources}
         )
-    if "text/html" in accept:
-        if len(found.markdown) > REPORT_MAX_CHARS:
-            raise Unprocessable(
-                f"the report is {len(found.markdown)} characters, over the {REPORT_MAX_CHARS} "
-                "rendered as HTML: ask for it as Markdown (Accept: text/markdown)"
-            )
-        return HTMLResponse(await reports.html(found.markdown))
-    return PlainTextResponse(found.markdown, media_type="text/markdown; charset=utf-8")
+    if wanted is MARKDOWN:
+        return PlainTextResponse(found.markdown, media_type="text/markdown; charset=utf-8")
+    if len(found.markdown) > REPORT_MAX_CHARS:
+        raise Unprocessable(
+            f"the report is {len(found.markdown)} characters, over the {REPORT_MAX_CHARS} "
+            "rendered as HTML: ask for it as Markdown (Accept: text/markdown)"
+        )
+    if wanted is STANDALONE:
+        return HTMLResponse(
+            await reports.rendered(report_document, found.markdown),
+            headers={"Content-Security-Policy": DOCUMENT_POLICY},
+        )
+    return HTMLResponse(await reports.html(found.markdown))
 
 
 @router.get("/{thread_id}/notes", response_model=list[ResearchNote])
