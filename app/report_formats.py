@@ -29,7 +29,12 @@ MARKDOWN = ReportFormat("markdown", "text/markdown")
 JSON = ReportFormat("json", "application/json")
 HTML = ReportFormat("html", "text/html")
 STANDALONE = ReportFormat("standalone", "text/html", profile="standalone")
-FORMATS = (MARKDOWN, JSON, HTML, STANDALONE)
+DOCX = ReportFormat(
+    "docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+)
+FORMATS = (MARKDOWN, JSON, HTML, STANDALONE, DOCX)
+# The formats that are files to keep: `research-agent export --format`, the page's downloads.
+FILE_FORMATS = {"html": STANDALONE, "docx": DOCX}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
@@ -66,15 +67,23 @@ def _front_matter_rows(front: str) -> list[tuple[str, str]]:
     return rows
 
 
+_SHOWN = {"sources": "{} sources", "review_score": "review score {}", "engine": "{}"}
+
+
 def _summary(rows: dict[str, str]) -> str:
     """Return one line: the status, then sources, review score and engine."""
     status = html.escape(rows.get("status", ""))
     parts = (
         [f'<span class="report-status" data-status="{status}">{status}</span>'] if status else []
     )
-    shown = {"sources": "{} sources", "review_score": "review score {}", "engine": "{}"}
-    parts += [form.format(html.escape(rows[key])) for key, form in shown.items() if key in rows]
+    parts += [form.format(html.escape(rows[key])) for key, form in _SHOWN.items() if key in rows]
     return f'<p class="report-summary">{" · ".join(parts)}</p>'
+
+
+def summary_text(rows: dict[str, str]) -> str:
+    """Return `_summary`'s line as plain text (a Word file's)."""
+    parts = [rows["status"]] if rows.get("status") else []
+    return " · ".join(parts + [form.format(rows[k]) for k, form in _SHOWN.items() if k in rows])
 
 
 def _only_references_link(tokens: list[Token]) -> list[Token]:
@@ -97,39 +106,70 @@ def _only_references_link(tokens: list[Token]) -> list[Token]:
     return tokens
 
 
-def _report_parts(markdown: str, blocks_find_direction: bool = False) -> tuple[list[str], str]:
-    """Return the summary and front matter's HTML, then the report's, and the report's title.
+@dataclass
+class ParsedReport:
+    """A report read once: its front matter, its body's tokens, its title and script."""
 
-    The title is the text of the first level-1 heading, else the front matter's topic.
+    rows: list[tuple[str, str]]
+    tokens: list[Token]
+    env: dict[str, Any]
+    title: str
+    language: str | None
+    direction: str
+
+    @property
+    def summary(self) -> str:
+        """Return the summary line as plain text ("" without front matter)."""
+        return summary_text(dict(self.rows)) if self.rows else ""
+
+
+def parsed_report(markdown: str) -> ParsedReport:
+    """Return the report parsed: links outside the references and images made text.
+
+    The title is the text of the first level-1 heading, else the front matter's topic;
+    the language and direction are those of the title's script.
+    """
+    front, body = split_front_matter(markdown)
+    rows = _front_matter_rows(front) if front else []
+    body = _EMPTY_REFERENCES.sub("", body.rstrip())
+    env: dict[str, Any] = {}
+    tokens = _only_references_link(_renderer().parse(body, env))
+    title = _title(tokens) or dict(rows).get("topic", "") or "Research report"
+    language, direction = language_and_direction(title)
+    return ParsedReport(rows, tokens, env, title, language, direction)
+
+
+def _report_parts(
+    markdown: str, blocks_find_direction: bool = False
+) -> tuple[list[str], ParsedReport]:
+    """Return the summary and front matter's HTML, then the report's, and the report parsed.
+
     `blocks_find_direction` marks each paragraph, heading, item and cell `dir="auto"`: a
     right-to-left line in a left-to-right report (or the other way) reads as written.
     """
-    front, body = split_front_matter(markdown)
+    report = parsed_report(markdown)
     parts = []
-    rows = _front_matter_rows(front) if front else []
-    if rows:
-        parts.append(_summary(dict(rows)))
+    if report.rows:
+        parts.append(_summary(dict(report.rows)))
         items = "".join(
-            f"<dt>{html.escape(key)}</dt><dd>{html.escape(value)}</dd>" for key, value in rows
+            f"<dt>{html.escape(key)}</dt><dd>{html.escape(value)}</dd>"
+            for key, value in report.rows
         )
         parts.append(
             '<details class="report-details"><summary>How this report was made</summary>'
             f'<dl class="report-meta">{items}</dl></details>'
         )
-    body = _EMPTY_REFERENCES.sub("", body.rstrip())
-    md = _renderer()
-    env: dict[str, Any] = {}
-    tokens = _only_references_link(md.parse(body, env))
     if blocks_find_direction:
-        for token in tokens:
+        for token in report.tokens:
             if token.type in _BLOCKS_WITH_TEXT:
                 token.attrSet("dir", "auto")
-    rendered = md.renderer.render(tokens, md.options, env)
+    md = _renderer()
+    rendered = md.renderer.render(report.tokens, md.options, report.env)
     # External links (http and https) open apart and send no referrer; footnote links stay.
     parts.append(
         rendered.replace('<a href="http', '<a rel="noopener noreferrer" target="_blank" href="http')
     )
-    return parts, _title(tokens) or dict(rows).get("topic", "") or "Research report"
+    return parts, report
 
 
 _BLOCKS_WITH_TEXT = {"paragraph_open", "heading_open", "list_item_open", "th_open", "td_open"}
@@ -225,8 +265,8 @@ def report_document(markdown: str) -> str:
     The footnote marks link to the references, whose URLs show after their titles (a
     printed copy keeps them). `lang` and `dir` follow the title's script.
     """
-    parts, title = _report_parts(markdown, blocks_find_direction=True)
-    language, direction = language_and_direction(title)
+    parts, report = _report_parts(markdown, blocks_find_direction=True)
+    title, language, direction = report.title, report.language, report.direction
     lang = f' lang="{language}"' if language else ""
     return (
         f'<!DOCTYPE html>\n<html{lang} dir="{direction}">\n<head>\n<meta charset="utf-8">\n'

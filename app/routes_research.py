@@ -1,6 +1,7 @@
 """`/v1/research`: the service's own API; a second router serves a run's record (sources, re-runs, diffs, export)."""
 
 import dataclasses
+import re
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -13,7 +14,8 @@ from sse_starlette import EventSourceResponse
 from app.dependencies import Manager, Metrics, Owner, Reports, StoredThread, Streams
 from app.edge import StrictJSONRoute
 from app.errors import ERROR_RESPONSES, ErrorBody, JSONLine
-from app.report_formats import FORMATS, JSON, MARKDOWN, STANDALONE, negotiate
+from app.report_docx import report_docx
+from app.report_formats import DOCX, FORMATS, JSON, MARKDOWN, STANDALONE, negotiate
 from app.report_html import DOCUMENT_POLICY, report_document
 from app.sse import event_stream, sse_frame
 from core.models import (
@@ -281,7 +283,19 @@ async def report(
             await reports.rendered(report_document, found.markdown),
             headers={"Content-Security-Policy": DOCUMENT_POLICY},
         )
+    if wanted is DOCX:
+        return Response(
+            await reports.rendered(report_docx, found.markdown),
+            media_type=DOCX.media_type,
+            headers=_attachment(thread_id, "docx"),
+        )
     return HTMLResponse(await reports.html(found.markdown))
+
+
+def _attachment(thread_id: str, extension: str) -> dict[str, str]:
+    """Return the header that saves a report file as `report-ID.EXT` (the id's unsafe characters as `_`)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", public_id(thread_id))[:100]
+    return {"Content-Disposition": f'attachment; filename="report-{name}.{extension}"'}
 
 
 @router.get("/{thread_id}/notes", response_model=list[ResearchNote])

@@ -2,14 +2,19 @@
 
 import base64
 import hashlib
+import io
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import docx
 import httpx
 import pytest
 from bs4 import BeautifulSoup
+from docx.oxml.ns import qn
 
+from app.report_docx import report_docx
 from app.report_formats import negotiate
 from app.report_html import DOCUMENT_POLICY, report_document
 from app.settings import Settings
@@ -215,3 +220,66 @@ async def test_report_formats_are_refused_clearly_and_another_keys_report_is_not
     assert not_standalone.status_code == 406
     assert "drop ?standalone=1" in not_standalone.json()["error"]["message"]
     assert [r.status_code for r in theirs] == [404, 404, 404]
+
+
+DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+def _cited(markdown: str) -> set[int]:
+    """Return the numbers of the footnotes the report's text cites."""
+    return {int(n) for n in re.findall(r"\[\^(\d+)\](?!:)", markdown)}
+
+
+async def test_the_report_as_word_holds_its_headings_every_citation_and_every_reference_url(
+    tmp_path: Path, corpus_index: Path
+) -> None:
+    async with _served(tmp_path, corpus_index) as (client, _):
+        thread_id = await _researched(client, "印刷术 printing press")
+        url = f"/v1/research/{thread_id}/report"
+        as_json = (await client.get(url, headers={"Accept": "application/json"})).json()
+        answer = await client.get(url, headers={"Accept": DOCX_TYPE})
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == DOCX_TYPE
+    assert (
+        answer.headers["content-disposition"] == f'attachment; filename="report-{thread_id}.docx"'
+    )
+    document = docx.Document(io.BytesIO(answer.content))
+    markdown = as_json["report"]
+    headings = [(p.style.name if p.style is not None else "", p.text) for p in document.paragraphs]
+    wanted = [
+        (
+            "Title" if line.startswith("# ") else f"Heading {line.index(' ') - 1}",
+            line.split(" ", 1)[1],
+        )
+        for line in markdown.splitlines()
+        if re.match(r"#{1,6} ", line)
+    ]
+    assert [h for h in headings if h[0] == "Title" or h[0].startswith("Heading")] == wanted
+    assert document.core_properties.title == "印刷术 printing press"
+    texts = [p.text for p in document.paragraphs]
+    body = "\n".join(texts[: texts.index("References")])
+    cited = _cited(markdown)
+    assert cited and all(f"[{n}]" in body for n in cited), "every citation mark, in the text"
+    links = [h.address for p in document.paragraphs for h in p.hyperlinks]
+    for n in cited:
+        source = _sources(as_json)[n - 1]
+        reference = next(p for p in document.paragraphs if p.text.startswith(f"[{n}] "))
+        if source.startswith("http"):
+            assert source in links and source in reference.text, (n, source)
+        else:
+            assert source in reference.text, (n, source)
+
+
+def test_a_right_to_left_report_is_right_to_left_in_word() -> None:
+    document = docx.Document(
+        io.BytesIO(
+            report_docx("# تاريخ الطباعة\n\nنص.[^1]\n\n[^1]: [مصدر](https://example.org/a)\n")
+        )
+    )
+    assert all(
+        p._p.pPr is not None and p._p.pPr.find(qn("w:bidi")) is not None
+        for p in document.paragraphs
+    )
+    assert [h.address for p in document.paragraphs for h in p.hyperlinks] == [
+        "https://example.org/a"
+    ]
