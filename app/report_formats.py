@@ -32,9 +32,10 @@ STANDALONE = ReportFormat("standalone", "text/html", profile="standalone")
 DOCX = ReportFormat(
     "docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 )
-FORMATS = (MARKDOWN, JSON, HTML, STANDALONE, DOCX)
+PDF = ReportFormat("pdf", "application/pdf")
+FORMATS = (MARKDOWN, JSON, HTML, STANDALONE, DOCX, PDF)
 # The formats that are files to keep: `research-agent export --format`, the page's downloads.
-FILE_FORMATS = {"html": STANDALONE, "docx": DOCX}
+FILE_FORMATS = {"html": STANDALONE, "docx": DOCX, "pdf": PDF}
 
 
 @dataclass(frozen=True)

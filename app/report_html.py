@@ -77,7 +77,7 @@ def _summary(rows: dict[str, str]) -> str:
         [f'<span class="report-status" data-status="{status}">{status}</span>'] if status else []
     )
     parts += [form.format(html.escape(rows[key])) for key, form in _SHOWN.items() if key in rows]
-    return f'<p class="report-summary">{" · ".join(parts)}</p>'
+    return f'<p class="report-summary" dir="ltr">{" · ".join(parts)}</p>'
 
 
 def summary_text(rows: dict[str, str]) -> str:
@@ -139,13 +139,13 @@ def parsed_report(markdown: str) -> ParsedReport:
     return ParsedReport(rows, tokens, env, title, language, direction)
 
 
-def _report_parts(
-    markdown: str, blocks_find_direction: bool = False
-) -> tuple[list[str], ParsedReport]:
+def _report_parts(markdown: str, document: bool = False) -> tuple[list[str], ParsedReport]:
     """Return the summary and front matter's HTML, then the report's, and the report parsed.
 
-    `blocks_find_direction` marks each paragraph, heading, item and cell `dir="auto"`: a
-    right-to-left line in a left-to-right report (or the other way) reads as written.
+    For a `document` the title (and what comes before it) goes first, and each
+    paragraph, heading, item and cell is marked with the direction of its first letter
+    that has one (what `dir="auto"` does in a browser, which the PDF renderer does not
+    do): a right-to-left line in a left-to-right report (or the other way) reads as written.
     """
     report = parsed_report(markdown)
     parts = []
@@ -156,20 +156,29 @@ def _report_parts(
             for key, value in report.rows
         )
         parts.append(
-            '<details class="report-details"><summary>How this report was made</summary>'
+            '<details class="report-details" dir="ltr"><summary>How this report was made</summary>'
             f'<dl class="report-meta">{items}</dl></details>'
         )
-    if blocks_find_direction:
-        for token in report.tokens:
+    tokens, head = report.tokens, 0
+    if document:
+        for at, token in enumerate(tokens):
             if token.type in _BLOCKS_WITH_TEXT:
-                token.attrSet("dir", "auto")
+                text = next((t.content for t in tokens[at + 1 :] if t.type == "inline"), "")
+                token.attrSet("dir", language_and_direction(text)[1])
+        head = next(
+            (at + 1 for at, t in enumerate(tokens) if t.type == "heading_close" and t.tag == "h1"),
+            0,
+        )
     md = _renderer()
-    rendered = md.renderer.render(report.tokens, md.options, report.env)
+    rendered = [
+        md.renderer.render(part, md.options, report.env) for part in (tokens[:head], tokens[head:])
+    ]
     # External links (http and https) open apart and send no referrer; footnote links stay.
-    parts.append(
-        rendered.replace('<a href="http', '<a rel="noopener noreferrer" target="_blank" href="http')
-    )
-    return parts, report
+    opened = [
+        r.replace('<a href="http', '<a rel="noopener noreferrer" target="_blank" href="http')
+        for r in rendered
+    ]
+    return [p for p in [opened[0], *parts, opened[1]] if p], report
 
 
 _BLOCKS_WITH_TEXT = {"paragraph_open", "heading_open", "list_item_open", "th_open", "td_open"}
@@ -248,7 +257,8 @@ th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; }
 .footnote-item a[href^="http"]::after { content: " " attr(href); color: #555;
   word-break: break-all; }
 @page { size: A4; margin: 2cm; }
-@media print { body { margin: 0; max-width: none; } .footnote-backref { display: none; } }
+@media print { body { margin: 0; max-width: none; } .footnote-backref, .report-details {
+  display: none; } }
 """.strip()
 
 # The document's policy: its own style (by hash) and nothing else: no script, no fetch.
@@ -265,7 +275,7 @@ def report_document(markdown: str) -> str:
     The footnote marks link to the references, whose URLs show after their titles (a
     printed copy keeps them). `lang` and `dir` follow the title's script.
     """
-    parts, report = _report_parts(markdown, blocks_find_direction=True)
+    parts, report = _report_parts(markdown, document=True)
     title, language, direction = report.title, report.language, report.direction
     lang = f' lang="{language}"' if language else ""
     return (

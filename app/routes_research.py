@@ -15,8 +15,18 @@ from app.dependencies import Manager, Metrics, Owner, Reports, StoredThread, Str
 from app.edge import StrictJSONRoute
 from app.errors import ERROR_RESPONSES, ErrorBody, JSONLine
 from app.report_docx import report_docx
-from app.report_formats import DOCX, FORMATS, JSON, MARKDOWN, STANDALONE, negotiate
+from app.report_formats import (
+    DOCX,
+    FORMATS,
+    JSON,
+    MARKDOWN,
+    PDF,
+    STANDALONE,
+    negotiate,
+    not_acceptable,
+)
 from app.report_html import DOCUMENT_POLICY, report_document
+from app.report_pdf import RendererMissing, report_pdf
 from app.sse import event_stream, sse_frame
 from core.models import (
     REPORT_MAX_CHARS,
@@ -283,11 +293,16 @@ async def report(
             await reports.rendered(report_document, found.markdown),
             headers={"Content-Security-Policy": DOCUMENT_POLICY},
         )
-    if wanted is DOCX:
+    if wanted in (DOCX, PDF):
+        render = report_docx if wanted is DOCX else report_pdf
+        try:
+            rendered = await reports.rendered(render, found.markdown)
+        except RendererMissing as missing:
+            raise not_acceptable(
+                str(missing), tuple(f for f in FORMATS if f is not wanted)
+            ) from None
         return Response(
-            await reports.rendered(report_docx, found.markdown),
-            media_type=DOCX.media_type,
-            headers=_attachment(thread_id, "docx"),
+            rendered, media_type=wanted.media_type, headers=_attachment(thread_id, wanted.name)
         )
     return HTMLResponse(await reports.html(found.markdown))
 
