@@ -6,8 +6,12 @@ then `*/*`); the highest `q` above 0 wins, ties going to the range listed first,
 the format listed first here. No `Accept` (or `*/*`) is Markdown, as it always was.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from app.report_docx import report_docx
+from app.report_html import report_document
+from app.report_pdf import report_pdf
 from service.errors import NotAcceptable
 
 
@@ -34,8 +38,14 @@ DOCX = ReportFormat(
 )
 PDF = ReportFormat("pdf", "application/pdf")
 FORMATS = (MARKDOWN, JSON, HTML, STANDALONE, DOCX, PDF)
-# The formats that are files to keep: `research-agent export --format`, the page's downloads.
+# The formats that are files to keep, by the name `research-agent export --format` takes
+# (the web page's downloads too), and each one's renderer (run in the renderer's process).
 FILE_FORMATS = {"html": STANDALONE, "docx": DOCX, "pdf": PDF}
+RENDERERS: dict[ReportFormat, Callable[[str], str | bytes]] = {
+    STANDALONE: report_document,
+    DOCX: report_docx,
+    PDF: report_pdf,
+}
 
 
 @dataclass(frozen=True)

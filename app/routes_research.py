@@ -14,19 +14,19 @@ from sse_starlette import EventSourceResponse
 from app.dependencies import Manager, Metrics, Owner, Reports, StoredThread, Streams
 from app.edge import StrictJSONRoute
 from app.errors import ERROR_RESPONSES, ErrorBody, JSONLine
-from app.report_docx import report_docx
 from app.report_formats import (
-    DOCX,
+    FILE_FORMATS,
     FORMATS,
+    HTML,
     JSON,
     MARKDOWN,
-    PDF,
+    RENDERERS,
     STANDALONE,
     negotiate,
     not_acceptable,
 )
-from app.report_html import DOCUMENT_POLICY, report_document
-from app.report_pdf import RendererMissing, report_pdf
+from app.report_html import DOCUMENT_POLICY
+from app.report_pdf import RendererMissing
 from app.sse import event_stream, sse_frame
 from core.models import (
     REPORT_MAX_CHARS,
@@ -286,25 +286,20 @@ async def report(
     if len(found.markdown) > REPORT_MAX_CHARS:
         raise Unprocessable(
             f"the report is {len(found.markdown)} characters, over the {REPORT_MAX_CHARS} "
-            "rendered as HTML: ask for it as Markdown (Accept: text/markdown)"
+            "rendered as HTML, Word or PDF: ask for it as Markdown (Accept: text/markdown)"
         )
+    if wanted is HTML:
+        return HTMLResponse(await reports.html(found.markdown))
+    try:
+        rendered = await reports.rendered(RENDERERS[wanted], found.markdown)
+    except RendererMissing as missing:
+        raise not_acceptable(str(missing), tuple(f for f in FORMATS if f is not wanted)) from None
     if wanted is STANDALONE:
-        return HTMLResponse(
-            await reports.rendered(report_document, found.markdown),
-            headers={"Content-Security-Policy": DOCUMENT_POLICY},
-        )
-    if wanted in (DOCX, PDF):
-        render = report_docx if wanted is DOCX else report_pdf
-        try:
-            rendered = await reports.rendered(render, found.markdown)
-        except RendererMissing as missing:
-            raise not_acceptable(
-                str(missing), tuple(f for f in FORMATS if f is not wanted)
-            ) from None
-        return Response(
-            rendered, media_type=wanted.media_type, headers=_attachment(thread_id, wanted.name)
-        )
-    return HTMLResponse(await reports.html(found.markdown))
+        return HTMLResponse(rendered, headers={"Content-Security-Policy": DOCUMENT_POLICY})
+    extension = next(name for name, f in FILE_FORMATS.items() if f is wanted)
+    return Response(
+        rendered, media_type=wanted.media_type, headers=_attachment(thread_id, extension)
+    )
 
 
 def _attachment(thread_id: str, extension: str) -> dict[str, str]:
