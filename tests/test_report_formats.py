@@ -229,14 +229,21 @@ async def test_report_formats_are_refused_clearly_and_another_keys_report_is_not
             await b.get(url, headers=STANDALONE),
             await b.get(url, params={"standalone": "1"}),
             await b.get(url, headers={"Accept": "image/png"}),
+            await b.get(url, headers={"Accept": DOCX_TYPE}),
+            await b.get(url, headers={"Accept": "application/pdf"}),
         ]
+        mine = await a.get(url, headers={"Accept": "application/pdf"})
     assert refused.status_code == 406, refused.text
     error = refused.json()["error"]
     assert error["code"] == "not_acceptable" and "application/json" in error["details"]["offered"]
     assert "text/html; profile=standalone" in error["message"]
     assert not_standalone.status_code == 406
     assert "drop ?standalone=1" in not_standalone.json()["error"]["message"]
-    assert [r.status_code for r in theirs] == [404, 404, 404]
+    assert [r.status_code for r in theirs] == [404] * 5, "another key's thread, in any format"
+    assert all(r.json()["error"]["code"] == "not_found" for r in theirs)
+    assert mine.status_code in (200, 406), (
+        "the owner gets the PDF (406 only where Pango is missing)"
+    )
 
 
 DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
