@@ -14,6 +14,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 # The dependencies first, at the versions of constraints.txt (a reproducible build), in a
 # layer of their own: a change of the source does not install them again.
+# Pango and fonts for the report as PDF (WeasyPrint): DejaVu for Latin and Arabic,
+# WenQuanYi Micro Hei for CJK.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libpango-1.0-0 libpangoft2-1.0-0 \
+        libharfbuzz-subset0 fonts-dejavu-core fonts-wqy-microhei \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY constraints.txt ./
 RUN pip install -r constraints.txt

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service.errors import (
     BackendUnavailable,
     InvalidState,
+    NotAcceptable,
     NotFound,
     ResearchError,
     TooManyRuns,
@@ -28,6 +29,7 @@ _STATUS: dict[type[ResearchError], tuple[int, str]] = {
     NotFound: (404, "not_found"),
     InvalidState: (409, "invalid_state"),
     Unprocessable: (422, "validation_error"),
+    NotAcceptable: (406, "not_acceptable"),
     TooManyRuns: (429, "too_many_runs"),
     TooManyStreams: (503, "too_many_streams"),
     Unauthorized: (401, "unauthorized"),

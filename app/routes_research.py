@@ -1,6 +1,7 @@
 """`/v1/research`: the service's own API; a second router serves a run's record (sources, re-runs, diffs, export)."""
 
 import dataclasses
+import re
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -12,7 +13,20 @@ from sse_starlette import EventSourceResponse
 
 from app.dependencies import Manager, Metrics, Owner, Reports, StoredThread, Streams
 from app.edge import StrictJSONRoute
-from app.errors import ERROR_RESPONSES, JSONLine
+from app.errors import ERROR_RESPONSES, ErrorBody, JSONLine
+from app.report_formats import (
+    FILE_FORMATS,
+    FORMATS,
+    HTML,
+    JSON,
+    MARKDOWN,
+    RENDERERS,
+    STANDALONE,
+    negotiate,
+    not_acceptable,
+)
+from app.report_html import DOCUMENT_POLICY
+from app.report_pdf import RendererMissing
 from app.sse import event_stream, sse_frame
 from core.models import (
     REPORT_MAX_CHARS,
@@ -235,32 +249,63 @@ async def delete(thread_id: StoredThread, owner: Owner, manager: Manager) -> Res
 
 
 @router.get(
-    "/{thread_id}/report", responses={200: {"content": {"text/markdown": {}, "text/html": {}}}}
+    "/{thread_id}/report",
+    responses={
+        200: {"content": {f.media_type: {} for f in FORMATS}},
+        406: {"model": ErrorBody, "description": "not_acceptable: a format not offered here"},
+    },
 )
 async def report(
-    thread_id: StoredThread, owner: Owner, request: Request, manager: Manager, reports: Reports
+    thread_id: StoredThread,
+    owner: Owner,
+    request: Request,
+    manager: Manager,
+    reports: Reports,
+    standalone: Annotated[
+        bool, Query(description="The whole HTML document, whatever HTML `Accept` asks.")
+    ] = False,
 ) -> Response:
-    """The report: Markdown, JSON with its sources, or a safe HTML fragment, by `Accept`.
+    """The report: Markdown, JSON with its sources, or HTML, by `Accept`.
 
     `application/json` gives the sources too; `text/html` renders the Markdown with raw
-    HTML escaped (the web page shows it as is).
+    HTML escaped (the web page shows it as is); `text/html; profile=standalone` (or
+    `?standalone=1`) is a whole HTML document to keep: title, summary, sections and the
+    references the footnote marks link to. No format the caller accepts is a 406 that
+    lists the formats offered.
     """
+    wanted = negotiate(request.headers.get("accept", ""), standalone)
     found = await manager.report(thread_id)
     if found is None:
         raise InvalidState("there is no report yet: follow the events until 'report'")
-    accept = request.headers.get("accept", "")
-    if "application/json" in accept:
+    if wanted is JSON:
         return JSONLine(
             {"status": found.status, "report": found.markdown, "sources": found.sources}
         )
-    if "text/html" in accept:
-        if len(found.markdown) > REPORT_MAX_CHARS:
-            raise Unprocessable(
-                f"the report is {len(found.markdown)} characters, over the {REPORT_MAX_CHARS} "
-                "rendered as HTML: ask for it as Markdown (Accept: text/markdown)"
-            )
+    if wanted is MARKDOWN:
+        return PlainTextResponse(found.markdown, media_type="text/markdown; charset=utf-8")
+    if len(found.markdown) > REPORT_MAX_CHARS:
+        raise Unprocessable(
+            f"the report is {len(found.markdown)} characters, over the {REPORT_MAX_CHARS} "
+            "rendered as HTML, Word or PDF: ask for it as Markdown (Accept: text/markdown)"
+        )
+    if wanted is HTML:
         return HTMLResponse(await reports.html(found.markdown))
-    return PlainTextResponse(found.markdown, media_type="text/markdown; charset=utf-8")
+    try:
+        rendered = await reports.rendered(RENDERERS[wanted], found.markdown)
+    except RendererMissing as missing:
+        raise not_acceptable(str(missing), tuple(f for f in FORMATS if f is not wanted)) from None
+    if wanted is STANDALONE:
+        return HTMLResponse(rendered, headers={"Content-Security-Policy": DOCUMENT_POLICY})
+    extension = next(name for name, f in FILE_FORMATS.items() if f is wanted)
+    return Response(
+        rendered, media_type=wanted.media_type, headers=_attachment(thread_id, extension)
+    )
+
+
+def _attachment(thread_id: str, extension: str) -> dict[str, str]:
+    """Return the header that saves a report file as `report-ID.EXT` (the id's unsafe characters as `_`)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", public_id(thread_id))[:100]
+    return {"Content-Disposition": f'attachment; filename="report-{name}.{extension}"'}
 
 
 @router.get("/{thread_id}/notes", response_model=list[ResearchNote])

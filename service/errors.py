@@ -4,6 +4,7 @@ ResearchError
 ├── NotFound            unknown thread, or another key's thread        404 not_found
 ├── InvalidState        resume a run that is not paused or waiting    409 invalid_state
 ├── Unprocessable       a Platform run's input that is no topic       422 validation_error
+├── NotAcceptable       a report format not offered, or not installed  406 not_acceptable
 ├── TooManyRuns         the run queue is full                         429 too_many_runs
 ├── TooManyStreams      as many event streams open as served          503 too_many_streams
 ├── Unauthorized        a missing or unknown API key                  401 unauthorized
@@ -32,6 +33,10 @@ class InvalidState(ResearchError):
 
 class Unprocessable(ResearchError):
     """A well-formed request the service cannot act on (a run input that is no topic)."""
+
+
+class NotAcceptable(ResearchError):
+    """No format the caller accepts can be made here (`details["offered"]` lists those that can)."""
 
 
 class TooManyRuns(ResearchError):

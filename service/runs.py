@@ -28,7 +28,7 @@ from service.reproduction import RunArchive, export_archive, rerun_of
 from service.run_diff import RunDiff, diff_runs, side
 from service.runner import is_finished, pending_interrupt, thread_config
 from service.thread_ids import is_client_id, public_id, scoped
-from service.views import ReportView, ThreadView, report_view, thread_view
+from service.views import ReportView, ThreadView, snapshot_report, thread_view
 from stores.batching import committed_together
 from stores.evidence import EvidenceStore
 from stores.registry import ACTIVE, TERMINAL, RunStatus, ThreadExists, ThreadRecord
@@ -372,12 +372,7 @@ class RunManager:
 
     async def report(self, thread_id: str) -> ReportView | None:
         """Return the thread's report (at the report gate, the draft), None before there is one."""
-        snapshot = await self.snapshot(thread_id)
-        values = dict(snapshot.values or {})
-        asked = pending_interrupt(snapshot)
-        if not values.get("final_report") and asked is not None and asked.get("type") == "report":
-            values |= {"final_report": asked.get("report"), "report_status": asked.get("status")}
-        return report_view(values)
+        return snapshot_report(await self.snapshot(thread_id))
 
     async def notes(self, thread_id: str) -> list[ResearchNote]:
         """Return the thread's research notes: one per search query."""

@@ -83,6 +83,15 @@ def rounds_of(values: dict[str, Any]) -> list[RoundRecord]:
     return list(values.get("rounds", []))
 
 
+def snapshot_report(snapshot: StateSnapshot) -> ReportView | None:
+    """Return the report a thread's latest state holds (at the report gate, the draft)."""
+    values = dict(snapshot.values or {})
+    asked = pending_interrupt(snapshot)
+    if not values.get("final_report") and asked is not None and asked.get("type") == "report":
+        values |= {"final_report": asked.get("report"), "report_status": asked.get("status")}
+    return report_view(values)
+
+
 def report_view(values: dict[str, Any]) -> ReportView | None:
     """Return the report a thread's state holds, with its cited sources (None before one)."""
     markdown = values.get("final_report")

@@ -1,6 +1,7 @@
 """The `research-agent` command, run as a real subprocess against the fixture corpus."""
 
 import asyncio
+import io
 import json
 import os
 import re
@@ -14,6 +15,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import docx
 import httpx
 import pytest
 from langgraph.types import StateSnapshot
@@ -68,10 +70,13 @@ def cli_env(tmp_path: Path, data_dir: Path, corpus_index: Path) -> dict[str, str
     return env
 
 
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def cli(
+    env: dict[str, str], *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(CLI), *args],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -713,3 +718,32 @@ def test_ctrl_c_leaves_a_thread_to_resume_or_says_nothing_was_saved(
         assert process.returncode == 0 or f"research-agent resume {found.group(1)}" in rest, rest
         assert shown.returncode == 0, shown.stderr
     assert "Aborted!" not in rest and "Traceback" not in rest, rest
+
+
+def test_export_writes_the_report_as_an_html_document_word_or_pdf(
+    tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    report = tmp_path / "report.md"
+    assert cli(cli_env, "run", TOPIC, "--thread", "t1", "--out", str(report)).returncode == 0
+    markdown = report.read_text(encoding="utf-8")
+    heading = re.search(r"^## (.+)$", markdown, re.M)
+    assert heading
+    written = {}
+    for file_format in ("html", "docx", "pdf"):
+        exported = cli(cli_env, "export", "t1", "--format", file_format, cwd=tmp_path)
+        assert exported.returncode == 0, exported.stderr
+        written[file_format] = (tmp_path / f"report-t1.{file_format}").read_bytes()
+        assert f"report-t1.{file_format}" in exported.stderr
+    assert written["html"].startswith(b"<!DOCTYPE html>")
+    assert f">{heading.group(1)}</h2>".encode() in written["html"]
+    document = docx.Document(io.BytesIO(written["docx"]))
+    assert heading.group(1) in [p.text for p in document.paragraphs]
+    assert written["pdf"].startswith(b"%PDF-")
+    # The whole-thread export is unchanged: JSON that `import` reads.
+    archive = tmp_path / "t1.json"
+    assert cli(cli_env, "export", "t1", "--out", str(archive)).returncode == 0
+    assert json.loads(archive.read_text(encoding="utf-8"))["state"]["final_report"] == markdown
+    unknown = cli(cli_env, "export", "nope", "--format", "pdf", cwd=tmp_path)
+    wrong = cli(cli_env, "export", "t1", "--format", "odt", cwd=tmp_path)
+    assert unknown.returncode != 0 and "nope" in unknown.stderr
+    assert wrong.returncode == 2 and "'odt' is not one of" in wrong.stderr

@@ -4,6 +4,7 @@ The server runs the extractive engine on a fixture corpus that also holds a docu
 title is an XSS probe; the page must show it as text and never run it.
 """
 
+import io
 import json
 import os
 import re
@@ -13,7 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import docx
 import httpx
+import pypdf
 import pytest
 from playwright.async_api import Dialog, Page, Route, async_playwright, expect
 
@@ -647,4 +650,38 @@ async def test_a_question_the_evidence_does_not_answer_offers_a_new_research_tha
     link = item.locator("a.question-run")
     await expect(link).to_have_attribute("href", f"#/runs/{new_id}", timeout=WAIT_MS)
     await expect(item.locator("button.question-research")).to_have_count(0)
+    assert dialogs == []
+
+
+async def test_a_finished_report_downloads_as_pdf_word_and_html(
+    page: Page, server: str, dialogs: list[str], tmp_path: Path
+) -> None:
+    thread_id = await start_run(page, server)
+    await wait_for_status(page, "completed")
+    markdown = httpx.get(f"{server}/v1/research/{thread_id}/report").text
+    heading = re.search(r"^## (.+)$", markdown, re.M)
+    assert heading
+    saved = {}
+    for label, file_format in (("PDF", "pdf"), ("Word", "docx"), ("HTML", "html")):
+        button = page.locator(f'.download-as-file[data-format="{file_format}"]')
+        await expect(button).to_have_text(label)
+        await expect(button).to_be_enabled(timeout=WAIT_MS)
+        async with page.expect_download(timeout=WAIT_MS) as started:
+            await button.click()
+        download = await started.value
+        assert download.suggested_filename == f"report-{thread_id}.{file_format}"
+        path = tmp_path / download.suggested_filename
+        await download.save_as(path)
+        saved[file_format] = path.read_bytes()
+    await page.locator(".report-section .panel-head").screenshot(
+        path=str(SHOTS / "report-downloads.png")
+    )
+    assert saved["pdf"].startswith(b"%PDF-")
+    pdf_text = "\n".join(p.extract_text() for p in pypdf.PdfReader(io.BytesIO(saved["pdf"])).pages)
+    assert heading.group(1) in pdf_text
+    document = docx.Document(io.BytesIO(saved["docx"]))
+    assert heading.group(1) in [p.text for p in document.paragraphs]
+    assert saved["html"].startswith(b"<!DOCTYPE html>")
+    assert f">{heading.group(1)}</h2>".encode() in saved["html"]
+    await expect(page.locator("#report-error")).to_be_hidden()
     assert dialogs == []

@@ -130,19 +130,37 @@ def ask(thread_id: str, question: str, as_json: bool) -> None:
     questions.ask(thread_id, question, as_json)
 
 
-@app.command(short_help="Write a thread whole (report, evidence, events) to a file.")
+@app.command(
+    short_help="Write a thread whole (report, evidence, events), or its report, to a file."
+)
 @click.argument("thread_id")
 @click.option(
     "--out",
     "out_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The file to write (default: research-THREAD_ID.json).",
+    help="The file to write (default: research-THREAD_ID.json, or report-THREAD_ID.FORMAT).",
 )
-def export(thread_id: str, out_file: Path | None) -> None:
-    """Write THREAD_ID's record, state, events and evidence as one JSON file."""
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["json", "html", "docx", "pdf"]),
+    default="json",
+    show_default=True,
+    help="json: the whole thread, for `research-agent import`; html, docx, pdf: its report "
+    "as an HTML document, a Word file or a PDF.",
+)
+def export(thread_id: str, out_file: Path | None, file_format: str) -> None:
+    """Write THREAD_ID's record, state, events and evidence as one JSON file, or its report.
+
+    With --format html, docx or pdf, the report alone, as the service's
+    GET /v1/research/{id}/report gives it in that format.
+    """
     from app.cli import threads
 
-    threads.export(thread_id, out_file)
+    if file_format == "json":
+        threads.export(thread_id, out_file)
+    else:
+        threads.export_report(thread_id, file_format, out_file)
 
 
 @app.command("import", short_help="Register an exported thread here.")

@@ -25,6 +25,8 @@ from app.cli.console import (
     print_report,
 )
 from app.composition import EngineSetupError
+from app.report_formats import FILE_FORMATS, RENDERERS
+from app.report_pdf import RendererMissing
 from app.runtime import Runtime, open_runtime, running_worker
 from app.settings import Settings
 from app.stores import BackendSetupError, Stores, open_stores
@@ -37,7 +39,7 @@ from service.errors import InvalidState, NotFound
 from service.reproduction import RunArchive, export_archive, import_archive
 from service.runner import is_finished, pending_interrupt, remaining_steps, thread_config
 from service.thread_ids import LOCAL_OWNER, check_client_id, public_id, scoped
-from service.views import rounds_of
+from service.views import rounds_of, snapshot_report
 from stores.registry import ThreadExists
 from tools.local_corpus import CorpusMissingError
 
@@ -455,6 +457,38 @@ def export(thread_id: str, out_file: Path | None) -> None:
     _require_data(settings, thread_id)
     target = out_file or Path(f"research-{thread_id}.json")
     asyncio.run(_export(settings, thread_id, target))
+
+
+async def _report_file(settings: Settings, thread_id: str, file_format: str) -> str | bytes:
+    async with _stores_and_graph(settings) as (graph, stores):
+        record = await stores.registry.get(thread_id)
+        if record is None or record.owner != LOCAL_OWNER:
+            _unknown_thread(thread_id)
+        found = snapshot_report(await graph.aget_state(thread_config(thread_id)))
+    if found is None:
+        fail(
+            f"thread {thread_id} has no report yet: `research-agent resume {thread_id}` finishes it"
+        )
+    try:
+        return RENDERERS[FILE_FORMATS[file_format]](found.markdown)
+    except RendererMissing as missing:
+        fail(f"cannot write the report as {file_format}: {missing}")
+
+
+def export_report(thread_id: str, file_format: str, out_file: Path | None) -> None:
+    """Write a thread's report as an HTML document, a Word file or a PDF (default: report-<id>.<format>)."""
+    settings = load_settings()
+    _require_data(settings, thread_id)
+    target = out_file or Path(f"report-{thread_id}.{file_format}")
+    rendered = asyncio.run(_report_file(settings, thread_id, file_format))
+    data = rendered.encode() if isinstance(rendered, str) else rendered
+    try:
+        target.write_bytes(data)
+    except OSError as exc:
+        fail(f"cannot write {target}: {exc.strerror or exc}")
+    err.print(
+        f"report of thread {escape(thread_id)} written to {escape(str(target))} ({file_format})"
+    )
 
 
 def _read_archive(path: Path) -> RunArchive:

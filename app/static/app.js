@@ -336,6 +336,7 @@ import { createWatches } from "./watches.js";
     $("#approval-panel").hidden = true;
     $("#copy-report").disabled = true;
     $("#download-report").disabled = true;
+    for (const button of document.querySelectorAll(".download-as-file")) button.disabled = true;
     setBadge($("#run-status"), "");
     records.reset();
     questions.reset();
@@ -845,6 +846,7 @@ import { createWatches } from "./watches.js";
       $("#report-empty").hidden = true;
       $("#copy-report").disabled = false;
       $("#download-report").disabled = false;
+      for (const button of document.querySelectorAll(".download-as-file")) button.disabled = false;
       showText($("#report-error"), "");
     } catch (err) {
       view.report = "none"; // the next trigger (a `completed` status) tries again
@@ -893,19 +895,50 @@ import { createWatches } from "./watches.js";
     if (!ok) throw new Error("this browser refused to copy");
   }
 
+  /** Save `blob` as a file named `name` (a link to it, clicked). */
+  function saveFile(blob, name) {
+    const url = URL.createObjectURL(blob);
+    const link = el("a", "offscreen");
+    link.href = url;
+    link.download = name;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+
   async function downloadReport() {
     const view = state.view;
     await busy($("#download-report"), async () => {
       try {
         const markdown = await reportMarkdown(view);
-        const url = URL.createObjectURL(new Blob([markdown], { type: "text/markdown;charset=utf-8" }));
-        const link = el("a", "offscreen");
-        link.href = url;
-        link.download = `${view.id}.md`;
-        document.body.append(link);
-        link.click();
-        link.remove();
-        setTimeout(() => URL.revokeObjectURL(url), 1000);
+        saveFile(new Blob([markdown], { type: "text/markdown;charset=utf-8" }), `${view.id}.md`);
+      } catch (err) {
+        showText($("#report-error"), `Could not download: ${err.message}`);
+      }
+    });
+  }
+
+  // The report's files, by the button's data-format: what to ask for (Accept).
+  const REPORT_FILES = {
+    pdf: "application/pdf",
+    docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    html: "text/html; profile=standalone",
+  };
+
+  /** Download the report as a PDF, Word file or HTML document, rendered by the service. */
+  async function downloadReportAs(event) {
+    const button = event.currentTarget;
+    const format = button.dataset.format;
+    const view = state.view;
+    await busy(button, async () => {
+      try {
+        const response = await fetch(runPath(view.id, "/report"), {
+          headers: authHeaders({ Accept: REPORT_FILES[format] }),
+        });
+        if (!response.ok) throw await toApiError(response);
+        saveFile(await response.blob(), `report-${view.id}.${format}`);
+        showText($("#report-error"), "");
       } catch (err) {
         showText($("#report-error"), `Could not download: ${err.message}`);
       }
@@ -1034,6 +1067,9 @@ import { createWatches } from "./watches.js";
     $("#add-query").addEventListener("click", () => addPlanInput("query").focus());
     $("#copy-report").addEventListener("click", copyReport);
     $("#download-report").addEventListener("click", downloadReport);
+    for (const button of document.querySelectorAll(".download-as-file")) {
+      button.addEventListener("click", downloadReportAs);
+    }
     $("#report").addEventListener("click", followInPageLink);
     window.addEventListener("hashchange", () => route());
     loadThreads();
