@@ -1,8 +1,8 @@
 """The report as a PDF: its HTML document printed by WeasyPrint.
 
-WeasyPrint is a Python package, but it draws text with Pango, a system library: where
-Pango is missing, importing it fails, and the report's other formats are still served
-(the route answers 406 saying what to install). CJK text needs a font that covers it
+WeasyPrint is the `pdf` extra (`pip install 'research-agent[pdf]'`), and it draws text
+with Pango, a system library: where either is missing, importing it fails, and the
+report's other formats are still served (the route answers 406 saying what to install). CJK text needs a font that covers it
 (`fonts-wqy-microhei`, or any Noto CJK font); DejaVu covers Latin, Greek, Cyrillic and
 Arabic.
 """
@@ -12,8 +12,9 @@ from typing import Any
 from app.report_html import report_document
 
 INSTALL = (
-    "the PDF renderer (WeasyPrint) cannot load Pango here: install it with "
-    "`apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0` (Debian/Ubuntu; "
+    "the PDF renderer (WeasyPrint) cannot run here: install the PDF extra "
+    "(`pip install 'research-agent[pdf]'`) and Pango "
+    "(`apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0` on Debian/Ubuntu; "
     "fonts-dejavu-core and fonts-wqy-microhei for Latin, Arabic and CJK text), or ask for "
     "another format"
 )

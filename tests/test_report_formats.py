@@ -377,6 +377,7 @@ async def test_without_pango_the_service_runs_and_a_pdf_is_a_406_saying_what_to_
     error = pdf.json()["error"]
     assert error["code"] == "not_acceptable"
     assert "apt-get install libpango-1.0-0" in error["message"]
+    assert "pip install 'research-agent[pdf]'" in error["message"]
     assert "application/pdf" not in error["details"]["offered"]
     assert DOCX_TYPE in error["details"]["offered"]
     assert word.status_code == 200 and ready.status_code == 200
