@@ -2,7 +2,9 @@
 
 import io
 import re
+import sqlite3
 import zipfile
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -118,6 +120,13 @@ def test_a_search_hit_in_a_pdf_or_docx_names_its_page_or_heading(
     horn = corpus.search_sync("fog horn twice a minute", 1)[0]
     assert horn.title == "Keeper's handbook (handbook.docx, Fog signals)"
     corpus.close()
+    # Each passage keeps its file, page and heading in the index.
+    with closing(sqlite3.connect(tmp_path / "index.sqlite")) as db:
+        rows = db.execute("SELECT file, page, heading, body FROM passages").fetchall()
+    where = {(Path(f).name, p, h) for f, p, h, _ in rows}
+    assert {("report.pdf", 2, None), ("handbook.docx", None, "Fog signals")} <= where
+    assert ("notes.md", None, None) in where
+    assert all("Cordouan" not in b for f, p, _, b in rows if f.endswith(".pdf") and p != 2)
 
 
 @needs_weasyprint
@@ -188,6 +197,7 @@ def test_unreadable_files_are_listed_with_reasons_and_the_rest_indexed(
     (documents / "renamed.pdf").write_text("Just text, named as a PDF.")
     empty_word = docx.Document()
     empty_word.save(str(documents / "empty.docx"))
+    (documents / "locked.docx").write_bytes(corpus_documents.OLE_MAGIC + b"\0" * 504)
     with zipfile.ZipFile(documents / "other.docx", "w") as archive:
         archive.writestr("content.xml", "<not-word/>")
     big = documents / "big.pdf"
@@ -206,6 +216,7 @@ def test_unreadable_files_are_listed_with_reasons_and_the_rest_indexed(
         "scanned.pdf",
         "renamed.pdf",
         "empty.docx",
+        "locked.docx",
         "other.docx",
         "big.pdf",
     }
@@ -215,6 +226,7 @@ def test_unreadable_files_are_listed_with_reasons_and_the_rest_indexed(
     assert "no text layer" in reasons["scanned.pdf"]
     assert "not a PDF" in reasons["renamed.pdf"] and "%PDF-" in reasons["renamed.pdf"]
     assert "empty document" in reasons["empty.docx"]
+    assert reasons["locked.docx"].startswith("an encrypted Word file")
     assert "not a DOCX" in reasons["other.docx"] and "word/document.xml" in reasons["other.docx"]
     assert "too large" in reasons["big.pdf"] and "MAX_DOCUMENT_BYTES" in reasons["big.pdf"]
     assert {Path(d.file or "").name for d in read} == {"report.pdf", "handbook.docx", "notes.md"}

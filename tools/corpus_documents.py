@@ -27,6 +27,8 @@ MAX_PDF_PAGES = 2000
 
 PDF_MAGIC = b"%PDF-"
 ZIP_MAGIC = b"PK\x03\x04"
+# An OLE compound file: what Word writes for a password-protected file, and an old .doc.
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _SENTENCE_END = re.compile(r"[.!?:;\"')\]]$")
 
 
@@ -45,6 +47,12 @@ def sniff(path: Path) -> str | None:
         if "word/document.xml" in names:
             return "docx"
     return None
+
+
+def is_ole(path: Path) -> bool:
+    """Return whether the file is an OLE compound file (an encrypted Word file, a .doc)."""
+    with path.open("rb") as file:
+        return file.read(len(OLE_MAGIC)) == OLE_MAGIC
 
 
 def read_pdf(path: Path) -> Iterator[Document]:

@@ -89,6 +89,11 @@ def _read_document_file(path: Path, suffix: str) -> list[Document] | None:
     if size == 0 and suffix in _DOCUMENT_SUFFIXES:
         raise UnreadableFileError("empty file")
     kind = documents.sniff(path) if size else None
+    if kind is None and suffix == ".docx" and documents.is_ole(path):
+        raise UnreadableFileError(
+            "an encrypted Word file or an old binary .doc, not a .docx zip (save it as .docx "
+            "without a password)"
+        )
     if kind is None and suffix in _DOCUMENT_SUFFIXES:
         expected = "%PDF-" if suffix == ".pdf" else "a zip holding word/document.xml"
         raise UnreadableFileError(
