@@ -197,6 +197,13 @@ def test_unreadable_files_are_listed_with_reasons_and_the_rest_indexed(
     (documents / "renamed.pdf").write_text("Just text, named as a PDF.")
     empty_word = docx.Document()
     empty_word.save(str(documents / "empty.docx"))
+    with (
+        zipfile.ZipFile(documents / "handbook.docx") as good,
+        zipfile.ZipFile(documents / "garbled.docx", "w") as garbled,
+    ):
+        for part in good.infolist():
+            xml = b"<w:document><<<" if part.filename == "word/document.xml" else None
+            garbled.writestr(part, xml or good.read(part))
     (documents / "locked.docx").write_bytes(corpus_documents.OLE_MAGIC + b"\0" * 504)
     with zipfile.ZipFile(documents / "other.docx", "w") as archive:
         archive.writestr("content.xml", "<not-word/>")
@@ -216,6 +223,7 @@ def test_unreadable_files_are_listed_with_reasons_and_the_rest_indexed(
         "scanned.pdf",
         "renamed.pdf",
         "empty.docx",
+        "garbled.docx",
         "locked.docx",
         "other.docx",
         "big.pdf",
@@ -226,6 +234,7 @@ def test_unreadable_files_are_listed_with_reasons_and_the_rest_indexed(
     assert "no text layer" in reasons["scanned.pdf"]
     assert "not a PDF" in reasons["renamed.pdf"] and "%PDF-" in reasons["renamed.pdf"]
     assert "empty document" in reasons["empty.docx"]
+    assert reasons["garbled.docx"].startswith("malformed .docx (XMLSyntaxError")
     assert reasons["locked.docx"].startswith("an encrypted Word file")
     assert "not a DOCX" in reasons["other.docx"] and "word/document.xml" in reasons["other.docx"]
     assert "too large" in reasons["big.pdf"] and "MAX_DOCUMENT_BYTES" in reasons["big.pdf"]

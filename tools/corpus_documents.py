@@ -7,10 +7,17 @@ PDF without a text layer is refused, as are encrypted, malformed, empty and over
 and a .docx whose parts would unpack past `MAX_DOCX_UNPACKED_BYTES` (a zip bomb).
 """
 
+import logging
 import re
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
+
+import docx
+import pypdf
+from docx.opc.exceptions import PackageNotFoundError
+from docx.table import Table
+from lxml.etree import LxmlError
+from pypdf.errors import PyPdfError
 
 from tools.corpus_files import Document, UnreadableFileError
 
@@ -55,11 +62,20 @@ def is_ole(path: Path) -> bool:
         return file.read(len(OLE_MAGIC)) == OLE_MAGIC
 
 
-def read_pdf(path: Path) -> Iterator[Document]:
-    """Yield one document per PDF page with text; raise `UnreadableFileError` saying why not."""
-    import pypdf
-    from pypdf.errors import PyPdfError
+def read_pdf(path: Path) -> list[Document]:
+    """Return one document per PDF page with text; raise `UnreadableFileError` saying why not."""
+    # pypdf logs what it repairs (a missing EOF marker...) as warnings: the reason a file
+    # is skipped is reported instead, once.
+    pypdf_log = logging.getLogger("pypdf")
+    level = pypdf_log.level
+    pypdf_log.setLevel(logging.ERROR)
+    try:
+        return _read_pdf(path)
+    finally:
+        pypdf_log.setLevel(level)
 
+
+def _read_pdf(path: Path) -> list[Document]:
     try:
         reader = pypdf.PdfReader(path)
         if reader.is_encrypted and not reader.decrypt(""):
@@ -81,16 +97,17 @@ def read_pdf(path: Path) -> Iterator[Document]:
         raise UnreadableFileError("no text layer (a scanned PDF? OCR is not supported)")
     title = str(meta_title).strip()
     uri = path.resolve().as_uri()
-    for number, text in enumerate(texts, start=1):
-        if text:
-            where = f"{path.name}, p. {number}"
-            yield Document(
-                title=f"{title} ({where})" if title else where,
-                url=f"{uri}#page={number}",
-                text=text,
-                file=str(path),
-                page=number,
-            )
+    return [
+        Document(
+            title=f"{title} ({path.name}, p. {number})" if title else f"{path.name}, p. {number}",
+            url=f"{uri}#page={number}",
+            text=text,
+            file=str(path),
+            page=number,
+        )
+        for number, text in enumerate(texts, start=1)
+        if text
+    ]
 
 
 def _pdf_paragraphs(text: str) -> str:
@@ -140,12 +157,8 @@ def check_docx_archive(path: Path) -> None:
             )
 
 
-def read_docx(path: Path) -> Iterator[Document]:
-    """Yield one document per heading's section of a .docx; raise `UnreadableFileError`."""
-    import docx
-    from docx.opc.exceptions import PackageNotFoundError
-    from docx.table import Table
-
+def read_docx(path: Path) -> list[Document]:
+    """Return one document per heading's section of a .docx; raise `UnreadableFileError`."""
     check_docx_archive(path)
     try:
         document = docx.Document(str(path))
@@ -166,21 +179,21 @@ def read_docx(path: Path) -> Iterator[Document]:
                 sections.append((text, []))
             else:
                 sections[-1][1].append(text)
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+    except (PackageNotFoundError, zipfile.BadZipFile, LxmlError, KeyError, ValueError) as exc:
         raise UnreadableFileError(f"malformed .docx ({type(exc).__name__}: {exc})") from exc
     uri = path.resolve().as_uri()
-    found = False
-    for number, (heading, paragraphs) in enumerate(sections):
-        if not paragraphs:
-            continue
-        found = True
-        where = f"{path.name}, {heading}" if heading else path.name
-        yield Document(
+    found = [
+        Document(
             title=f"{title} ({where})" if title else where,
             url=f"{uri}#section={number}" if heading else uri,
             text="\n\n".join(paragraphs),
             file=str(path),
             heading=heading,
         )
+        for number, (heading, paragraphs) in enumerate(sections)
+        if paragraphs
+        for where in [f"{path.name}, {heading}" if heading else path.name]
+    ]
     if not found:
         raise UnreadableFileError("no text (an empty document)")
+    return found

@@ -105,9 +105,9 @@ def _read_document_file(path: Path, suffix: str) -> list[Document] | None:
             "(MAX_DOCUMENT_BYTES)"
         )
     if kind == "pdf":
-        return list(documents.read_pdf(path))
+        return documents.read_pdf(path)
     if kind == "docx":
-        return list(documents.read_docx(path))
+        return documents.read_docx(path)
     return None
 
 

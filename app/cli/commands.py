@@ -249,10 +249,15 @@ def corpus_index(path: Path) -> None:
         fail(f"no readable {formats} documents under {path}")
     stats = build_index(documents, settings.corpus_index_path)
     files = len({d.file for d in documents})
+
+    def count(n: int, noun: str) -> str:
+        return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
     err.print(
-        f"indexed {files} files ({stats.documents} documents, {stats.passages} passages) "
-        f"in {stats.seconds:.2f} s into {settings.corpus_index_path}"
-        + (f"; skipped {len(skipped)} files (listed above)" if skipped else ""),
+        f"indexed {count(files, 'file')} ({count(stats.documents, 'document')}, "
+        f"{count(stats.passages, 'passage')}) in {stats.seconds:.2f} s into "
+        f"{settings.corpus_index_path}"
+        + (f"; skipped {count(len(skipped), 'file')} (listed above)" if skipped else ""),
         markup=False,
     )
 
