@@ -262,3 +262,22 @@ def test_a_pdf_is_known_by_its_content_not_its_name(tmp_path: Path) -> None:
     skipped: list[SkippedFile] = []
     assert list(iter_documents(tmp_path, skipped)) == []
     assert [s.reason for s in skipped] == ["no text layer (a scanned PDF? OCR is not supported)"]
+
+
+@needs_weasyprint
+def test_a_reader_failing_on_one_file_leaves_the_others_indexed(
+    documents: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def deep(path: Path) -> list[object]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(corpus_documents, "read_pdf", deep)
+    skipped: list[SkippedFile] = []
+    read = list(iter_documents(documents, skipped))
+    assert [(s.path.name, s.reason) for s in skipped] == [
+        (
+            "report.pdf",
+            "could not be read as PDF (RecursionError: maximum recursion depth exceeded)",
+        )
+    ]
+    assert {Path(d.file or "").name for d in read} == {"handbook.docx", "notes.md"}

@@ -104,11 +104,16 @@ def _read_document_file(path: Path, suffix: str) -> list[Document] | None:
             f"too large: {size:,} bytes, more than {documents.MAX_DOCUMENT_BYTES:,} "
             "(MAX_DOCUMENT_BYTES)"
         )
-    if kind == "pdf":
-        return documents.read_pdf(path)
-    if kind == "docx":
-        return documents.read_docx(path)
-    return None
+    if kind is None:
+        return None
+    try:
+        return documents.read_pdf(path) if kind == "pdf" else documents.read_docx(path)
+    except UnreadableFileError:
+        raise
+    except Exception as exc:  # a reader's bug on one odd file must not stop the others
+        raise UnreadableFileError(
+            f"could not be read as {kind.upper()} ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _read_jsonl(path: Path) -> Iterator[Document]:
