@@ -83,6 +83,10 @@ def iter_documents(root: Path, skipped: list[SkippedFile] | None = None) -> Iter
 
 def _read_document_file(path: Path, suffix: str) -> list[Document] | None:
     """Read a PDF or .docx (by content, whatever its name); None for the other formats."""
+    if suffix not in _DOCUMENT_SUFFIXES:
+        with path.open("rb") as file:
+            if not file.read(5).startswith((b"%PDF-", b"PK")):
+                return None  # text: no need to load the PDF and Word readers
     from tools import corpus_documents as documents
 
     size = path.stat().st_size
