@@ -42,20 +42,28 @@ async def collect(
     headers: dict[str, str] | None = None,
     limit: int | None = None,
     connected: asyncio.Event | None = None,
+    within: float = 300.0,
 ) -> list[Frame]:
     """Stream `url` until an event named `until` (or `limit` frames), then disconnect.
 
-    `connected` is set once the first event arrived.
+    `connected` is set once the first event arrived. Heartbeats keep a stream open for
+    ever, so a run that never ends fails the test after `within` seconds (a bound on a
+    hang, not a timing check) and says what was seen.
     """
     seen: list[Frame] = []
-    async with client.stream("GET", url, headers=headers) as response:
-        assert response.status_code == 200, await response.aread()
-        async for frame in frames(response):
-            seen.append(frame)
-            if connected is not None:
-                connected.set()
-            if frame.event == until or (limit is not None and len(seen) >= limit):
-                break
+    try:
+        async with asyncio.timeout(within):
+            async with client.stream("GET", url, headers=headers) as response:
+                assert response.status_code == 200, await response.aread()
+                async for frame in frames(response):
+                    seen.append(frame)
+                    if connected is not None:
+                        connected.set()
+                    if frame.event == until or (limit is not None and len(seen) >= limit):
+                        break
+    except TimeoutError:
+        told = [f"{f.id}:{f.event}" for f in seen]
+        raise AssertionError(f"{url}: no {until!r} after {within} s; seen {told}") from None
     return seen
 
 
