@@ -24,7 +24,9 @@ def normalize_url(url: str) -> str:
     """Return the key under which two spellings of one URL compare equal.
 
     Scheme and host lower-cased; default ports, fragment, tracking parameters and a
-    trailing slash dropped; the path's percent-encoding made canonical.
+    trailing slash dropped; the path's percent-encoding made canonical. A local file's
+    fragment is kept: it names a part of the file (a PDF's `#page=12`, a line), and two
+    pages of one PDF are two sources.
     """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
@@ -39,7 +41,8 @@ def normalize_url(url: str) -> str:
     query = urlencode(
         [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _is_tracking(k)]
     )
-    return urlunsplit((scheme, host, path, query, ""))
+    fragment = parts.fragment if scheme == "file" else ""
+    return urlunsplit((scheme, host, path, query, fragment))
 
 
 def markdown_url(url: str) -> str:

@@ -36,6 +36,7 @@ from .redis_server import redis_server
 from .servers import free_port, serve_port
 from .sse import frames
 from .support import TOPIC
+from .test_corpus_documents import PAGES, encrypted_pdf, needs_weasyprint, pdf_bytes, write_docx
 from .test_questions import ANSWERABLE, UNANSWERABLE
 
 CLI = Path(sys.executable).parent / "research-agent"
@@ -622,6 +623,35 @@ def test_corpus_search_says_when_nothing_is_found(cli_env: dict[str, str]) -> No
     nothing = cli(cli_env, "corpus", "search", "zyxwvut qqqq")
     assert nothing.returncode == 0 and nothing.stdout == ""
     assert "no results for 'zyxwvut qqqq'" in nothing.stderr and "corpus index" in nothing.stderr
+
+
+@needs_weasyprint
+def test_corpus_index_reads_pdf_and_docx_and_lists_the_files_it_cannot_read(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    (folder / "report.pdf").write_bytes(pdf_bytes(PAGES))
+    write_docx(folder / "handbook.docx")
+    (folder / "locked.pdf").write_bytes(encrypted_pdf())
+    (folder / "bad.docx").write_text("not a zip")
+    env = cli_env | {"RESEARCH_CORPUS_INDEX": str(tmp_path / "own.sqlite")}
+    indexed = cli(env, "corpus", "index", str(folder))
+    assert indexed.returncode == 0, indexed.stderr
+    assert f"skipped {folder / 'locked.pdf'}: encrypted PDF (it needs a password)" in (
+        indexed.stderr
+    )
+    assert f"skipped {folder / 'bad.docx'}: not a DOCX file" in indexed.stderr
+    assert "indexed 2 files (6 documents" in indexed.stderr and "skipped 2 files" in indexed.stderr
+    found = cli(env, "corpus", "search", "Fresnel lens Cordouan")
+    assert found.stdout.startswith("1.00  Annual report 2025 (report.pdf, p. 2)  file://")
+    assert "report.pdf#page=2" in found.stdout.splitlines()[0]
+    # Nothing readable at all is an error that still lists why.
+    (folder / "report.pdf").unlink()
+    (folder / "handbook.docx").unlink()
+    nothing = cli(env, "corpus", "index", str(folder))
+    assert nothing.returncode != 0 and "locked.pdf: encrypted PDF" in nothing.stderr
+    assert "no readable" in nothing.stderr
 
 
 def test_workers_and_no_worker_need_redis_and_say_so(cli_env: dict[str, str]) -> None:

@@ -1,4 +1,7 @@
-"""Read a folder of documents (.md, .txt, .html, JSON lines) into indexable documents."""
+"""Read a folder of documents (.md, .txt, .html, JSON lines, PDF, .docx) into indexable documents.
+
+PDF and Word files are read by `tools.corpus_documents`, recognised by their content.
+"""
 
 import json
 import re
@@ -21,23 +24,100 @@ class Document:
     url: str
     text: str
     published_date: str | None = None
+    # Where it came from: the file read, the PDF page, the .docx heading above it.
+    file: str | None = None
+    page: int | None = None
+    heading: str | None = None
 
 
 class CorpusFormatError(ValueError):
     """A corpus file could not be read; the message names the file and line."""
 
 
-def iter_documents(root: Path) -> Iterator[Document]:
-    """Yield the documents of a file or of every supported file under a folder, in path order."""
+class UnreadableFileError(ValueError):
+    """A document file cannot be read (encrypted, malformed, empty, ...); the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file left out of the corpus, and why."""
+
+    path: Path
+    reason: str
+
+
+_TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+_HTML_SUFFIXES = (".html", ".htm")
+_DOCUMENT_SUFFIXES = (".pdf", ".docx")
+SUPPORTED_SUFFIXES = (".jsonl", *_HTML_SUFFIXES, *_TEXT_SUFFIXES, *_DOCUMENT_SUFFIXES)
+
+
+def iter_documents(root: Path, skipped: list[SkippedFile] | None = None) -> Iterator[Document]:
+    """Yield the documents of a file or of every supported file under a folder, in path order.
+
+    A PDF or .docx file that cannot be read is added to `skipped` with the reason, and the
+    rest are read; without a `skipped` list it raises `CorpusFormatError`.
+    """
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
     for path in files:
         suffix = path.suffix.lower()
+        if suffix not in SUPPORTED_SUFFIXES:
+            continue
+        try:
+            documents = _read_document_file(path, suffix)
+        except UnreadableFileError as exc:
+            if skipped is None:
+                raise CorpusFormatError(f"{path}: {exc}") from exc
+            skipped.append(SkippedFile(path, str(exc)))
+            continue
+        if documents is not None:
+            yield from documents
+            continue
         if suffix == ".jsonl":
             yield from _read_jsonl(path)
-        elif suffix in (".html", ".htm"):
+        elif suffix in _HTML_SUFFIXES:
             yield _read_html(path)
-        elif suffix in (".md", ".markdown", ".txt"):
+        else:
             yield _read_text(path)
+
+
+def _read_document_file(path: Path, suffix: str) -> list[Document] | None:
+    """Read a PDF or .docx (by content, whatever its name); None for the other formats."""
+    if suffix not in _DOCUMENT_SUFFIXES:
+        with path.open("rb") as file:
+            if not file.read(5).startswith((b"%PDF-", b"PK")):
+                return None  # text: no need to load the PDF and Word readers
+    from tools import corpus_documents as documents
+
+    size = path.stat().st_size
+    if size == 0 and suffix in _DOCUMENT_SUFFIXES:
+        raise UnreadableFileError("empty file")
+    kind = documents.sniff(path) if size else None
+    if kind is None and suffix == ".docx" and documents.is_ole(path):
+        raise UnreadableFileError(
+            "an encrypted Word file or an old binary .doc, not a .docx zip (save it as .docx "
+            "without a password)"
+        )
+    if kind is None and suffix in _DOCUMENT_SUFFIXES:
+        expected = "%PDF-" if suffix == ".pdf" else "a zip holding word/document.xml"
+        raise UnreadableFileError(
+            f"not a {suffix[1:].upper()} file (its content is not {expected})"
+        )
+    if kind is not None and size > documents.MAX_DOCUMENT_BYTES:
+        raise UnreadableFileError(
+            f"too large: {size:,} bytes, more than {documents.MAX_DOCUMENT_BYTES:,} "
+            "(MAX_DOCUMENT_BYTES)"
+        )
+    if kind is None:
+        return None
+    try:
+        return documents.read_pdf(path) if kind == "pdf" else documents.read_docx(path)
+    except UnreadableFileError:
+        raise
+    except Exception as exc:  # a reader's bug on one odd file must not stop the others
+        raise UnreadableFileError(
+            f"could not be read as {kind.upper()} ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _read_jsonl(path: Path) -> Iterator[Document]:
@@ -58,6 +138,7 @@ def _read_jsonl(path: Path) -> Iterator[Document]:
                     url=str(url),
                     text=str(text),
                     published_date=row.get("published_date"),
+                    file=str(path),
                 )
 
 
@@ -83,6 +164,7 @@ def _read_text(path: Path) -> Document:
         url=meta.get("url") or path.resolve().as_uri(),
         text=raw,
         published_date=meta.get("date") or meta.get("published"),
+        file=str(path),
     )
 
 
@@ -102,4 +184,6 @@ def _read_html(path: Path) -> Document:
         block.get_text(" ", strip=True)
         for block in body.find_all(["h1", "h2", "h3", "h4", "p", "li", "blockquote", "pre"])
     )
-    return Document(title=title, url=str(href) if href else path.resolve().as_uri(), text=text)
+    return Document(
+        title=title, url=str(href) if href else path.resolve().as_uri(), text=text, file=str(path)
+    )

@@ -21,6 +21,7 @@ PASSAGE_CHARS = 1500
 _SCHEMA = """
 CREATE VIRTUAL TABLE passages USING fts5(
     title, body, url UNINDEXED, published UNINDEXED,
+    file UNINDEXED, page UNINDEXED, heading UNINDEXED,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -94,8 +95,17 @@ def build_index(documents: Iterable[Document], index_path: Path) -> IndexStats:
             for passage in split_passages(doc.text):
                 passages += 1
                 db.execute(
-                    "INSERT INTO passages (title, body, url, published) VALUES (?, ?, ?, ?)",
-                    (doc.title, passage, doc.url, doc.published_date),
+                    "INSERT INTO passages (title, body, url, published, file, page, heading) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        doc.title,
+                        passage,
+                        doc.url,
+                        doc.published_date,
+                        doc.file,
+                        doc.page,
+                        doc.heading,
+                    ),
                 )
         db.execute("INSERT INTO passages (passages) VALUES ('optimize')")
         db.executemany(

@@ -227,9 +227,10 @@ def corpus() -> None:
 @corpus.command("index")
 @click.argument("path", type=click.Path(path_type=Path))
 def corpus_index(path: Path) -> None:
-    """Index PATH (a folder or file of .md, .txt, .html, .jsonl) as the local corpus.
+    """Index PATH (a folder or file of .md, .txt, .html, .jsonl, .pdf, .docx) as the local corpus.
 
-    The current index is replaced.
+    The current index is replaced. PDF is read from its text layer (no OCR), page by page;
+    a file that cannot be read is listed with the reason and the rest are indexed.
     """
     from app.cli import commands
 

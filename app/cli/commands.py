@@ -227,22 +227,38 @@ async def _work(settings: Settings) -> None:
 
 
 def corpus_index(path: Path) -> None:
-    """Index documents as the local search corpus (replacing the current index)."""
+    """Index documents as the local search corpus (replacing the current index).
+
+    A PDF or .docx that cannot be read is listed with the reason; the rest are indexed.
+    """
+    formats = ".md, .txt, .html, .jsonl, .pdf or .docx"
     if not path.exists():
-        fail(f"{path} does not exist: give a folder of .md, .txt, .html or .jsonl files")
-    from tools.corpus_files import CorpusFormatError, iter_documents
+        fail(f"{path} does not exist: give a folder of {formats} files")
+    from tools.corpus_files import CorpusFormatError, SkippedFile, iter_documents
     from tools.local_corpus import build_index
 
     settings = load_settings()
+    skipped: list[SkippedFile] = []
     try:
-        documents = list(iter_documents(path))
+        documents = list(iter_documents(path, skipped))
     except CorpusFormatError as exc:
         fail(str(exc))
+    for left_out in skipped:
+        err.print(f"skipped {left_out.path}: {left_out.reason}", markup=False)
     if not documents:
-        fail(f"no .md, .txt, .html or .jsonl documents under {path}")
+        fail(f"no readable {formats} documents under {path}")
     stats = build_index(documents, settings.corpus_index_path)
+    files = len({d.file for d in documents})
+
+    def count(n: int, noun: str) -> str:
+        return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
     err.print(
-        f"indexed {stats.documents} documents ({stats.passages} passages) in {stats.seconds:.2f} s into {settings.corpus_index_path}"
+        f"indexed {count(files, 'file')} ({count(stats.documents, 'document')}, "
+        f"{count(stats.passages, 'passage')}) in {stats.seconds:.2f} s into "
+        f"{settings.corpus_index_path}"
+        + (f"; skipped {count(len(skipped), 'file')} (listed above)" if skipped else ""),
+        markup=False,
     )
 
 
