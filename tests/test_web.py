@@ -513,6 +513,11 @@ async def test_members_work_side_by_side_live_and_a_finished_run_shows_their_rec
         await wait_for_status(page, "completed")
         await expect(page.locator(MEMBER_LANES)).to_have_count(len(recorded), timeout=WAIT_MS)
         await expect(page.locator("#timeline li.step[data-kind=members]")).to_have_count(1)
+        # The replayed events draw the lanes; the rounds' record, read once the run is shown
+        # done, then gives each its type.
+        await expect(page.locator(f"{MEMBER_LANES} .member-type:not([hidden])")).to_have_count(
+            len(recorded), timeout=WAIT_MS
+        )
         assert await lanes_of(page) == lanes
 
         # An event log that no longer holds the member events (a capped stream): the lanes
