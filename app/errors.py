@@ -1,7 +1,7 @@
 """The one place that maps the service's failures (`service.errors`) to HTTP answers."""
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -132,9 +132,15 @@ async def _research_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    fields = [_field_error(e) for e in exc.errors()]
+    message, details = validation_failure(exc.errors())
+    return error_response(request.url.path, 422, "validation_error", message, details)
+
+
+def validation_failure(errors: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """Return a `validation_error`'s message and details from pydantic's errors (HTTP and MCP)."""
+    fields = [_field_error(e) for e in errors]
     message = "; ".join(f"{f['field'] or 'body'}: {f['message']}" for f in fields)
-    return error_response(request.url.path, 422, "validation_error", message, {"fields": fields})
+    return message, {"fields": fields}
 
 
 def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
