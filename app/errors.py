@@ -136,10 +136,15 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(request.url.path, 422, "validation_error", message, details)
 
 
-def validation_failure(errors: Sequence[Mapping[str, Any]]) -> tuple[str, dict[str, Any]]:
-    """Return a `validation_error`'s message and details from pydantic's errors (HTTP and MCP)."""
+def validation_failure(
+    errors: Sequence[Mapping[str, Any]], whole: str = "body"
+) -> tuple[str, dict[str, Any]]:
+    """Return a `validation_error`'s message and details from pydantic's errors (HTTP and MCP).
+
+    `whole` names what an error of no one field is about: the body, a tool's arguments.
+    """
     fields = [_field_error(e) for e in errors]
-    message = "; ".join(f"{f['field'] or 'body'}: {f['message']}" for f in fields)
+    message = "; ".join(f"{f['field'] or whole}: {f['message']}" for f in fields)
     return message, {"fields": fields}
 
 

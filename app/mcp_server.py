@@ -192,10 +192,8 @@ class ResearchServer(MCPServer[Any]):
             if isinstance(failure, ResearchError):
                 return tool_error(error_code(failure), failure.message, failure.details)
             if isinstance(failure, ValidationError):
-                message, details = validation_failure(failure.errors())
+                message, details = validation_failure(failure.errors(), "arguments")
                 return tool_error("validation_error", message, details)
-            if failure is None and str(exc).startswith("Unknown tool"):
-                return tool_error("not_found", str(exc))
             raise
 
     async def read_resource(

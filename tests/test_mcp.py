@@ -187,9 +187,11 @@ async def test_a_plan_waits_for_approve_plan_and_the_result_says_how(served: Ser
         assert "approve_plan" in outcome["next_step"] and thread_id in outcome["next_step"]
         assert messages[-1] == "waiting for approval of the plan"
         # A malformed decision is a validation error, and leaves the run waiting.
-        refused(
-            await client.call_tool("approve_plan", {"thread_id": thread_id, "decision": "reject"}),
-            "validation_error",
+        rejected = await client.call_tool(
+            "approve_plan", {"thread_id": thread_id, "decision": "reject"}
+        )
+        assert refused(rejected, "validation_error") == (
+            "arguments: decision 'reject' needs 'feedback' saying what to change"
         )
         approved = await client.call_tool(
             "approve_plan", {"thread_id": thread_id, "decision": "approve"}
