@@ -41,7 +41,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from app.auth import KeyAuth
-from app.errors import error_body, error_code, validation_failure
+from app.errors import error_body, error_code, store_failure_answer, validation_failure
 from app.report_formats import RENDERERS, STANDALONE
 from app.report_html import RenderedReports
 from app.routes_research import (
@@ -194,6 +194,9 @@ class ResearchServer(MCPServer[Any]):
             if isinstance(failure, ValidationError):
                 message, details = validation_failure(failure.errors(), "arguments")
                 return tool_error("validation_error", message, details)
+            stored = store_failure_answer(failure) if failure is not None else None
+            if stored is not None:
+                return tool_error(*stored[1:])
             raise
 
     async def read_resource(

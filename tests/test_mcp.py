@@ -22,6 +22,8 @@ from app.settings import Settings
 
 from .servers import bearer, serve_port
 from .support import TOPIC
+from .test_full_disk import _fill
+from .test_full_disk import small_disk as disk  # noqa: F401 (a fixture: a 16 MB tmpfs)
 
 KEYS = ["key-a", "key-b"]
 CLI = Path(sys.executable).parent / "research-agent"
@@ -357,6 +359,28 @@ async def test_a_client_that_disconnects_mid_run_leaves_the_run_going(served: Se
     async with served.client() as client:
         report = structured(await client.call_tool("get_report", {"thread_id": thread_id}))
     assert report["content"] == detail["report"]
+
+
+async def test_a_full_disk_is_a_tool_error_with_the_rest_apis_code(
+    disk: Path,  # noqa: F811 (the fixture imported above)
+    corpus_index: Path,
+) -> None:
+    settings = Settings(data_dir=disk / "data", corpus_index=corpus_index, search_provider="local")
+    with serve_port(create_app(settings), lifespan="on") as port:
+        async with mcp_client(f"http://127.0.0.1:{port}/mcp", None) as client:
+            filler = _fill(disk)
+            try:
+                # A few writes may still fit in the room the database's log holds.
+                results = []
+                while len(results) < 40 and not any(r.is_error for r in results):
+                    results.append(await client.call_tool("start_research", {"topic": TOPIC}))
+            finally:
+                filler.unlink()
+            page = await client.call_tool("list_threads", {})
+    message = refused(results[-1], "insufficient_storage")
+    assert message.startswith("the disk holding the data file is full")
+    assert all(not r.is_error for r in results[:-1])
+    assert len(structured(page)["items"]) == len(results) - 1  # reads go on, nothing half-made
 
 
 # -- stdio --------------------------------------------------------------------------------
