@@ -4,8 +4,9 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ from .support import TOPIC
 from .test_full_disk import _fill
 from .test_full_disk import small_disk as disk  # noqa: F401 (a fixture: a 16 MB tmpfs)
 
-KEYS = ["key-a", "key-b"]
 CLI = Path(sys.executable).parent / "research-agent"
 # Polls of a run's status before a test gives up (each a tool call, not a timed wait).
 POLLS = 2000
@@ -45,29 +45,47 @@ async def mcp_client(url: str, key: str | None, **options: Any) -> AsyncIterator
 class Served:
     """A live service (REST and MCP on one port) with these settings."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, keys: list[str]) -> None:
         self.base = base
         self.mcp = f"{base}/mcp"
+        self.keys = keys
 
-    def client(self, key: str = KEYS[0], **options: Any) -> Any:
-        return mcp_client(self.mcp, key, **options)
+    def client(self, which: int = 0, **options: Any) -> Any:
+        """An SDK client presenting key `which` (0 or 1)."""
+        return mcp_client(self.mcp, self.keys[which], **options)
 
-    async def rest(self, path: str, key: str = KEYS[0]) -> httpx.Response:
-        async with httpx.AsyncClient(base_url=self.base, headers=bearer(key)) as http:
+    async def rest(
+        self, path: str, which: int = 0, body: dict[str, Any] | None = None
+    ) -> httpx.Response:
+        """GET `path` over REST with key `which` (POST `body` when there is one)."""
+        headers = bearer(self.keys[which])
+        async with httpx.AsyncClient(base_url=self.base, headers=headers) as http:
+            if body is not None:
+                return await http.post(path, json=body)
             return await http.get(path)
 
 
-@pytest.fixture
-async def served(tmp_path: Path, corpus_index: Path) -> AsyncIterator[Served]:
+@contextmanager
+def serving(tmp_path: Path, corpus_index: Path, **overrides: Any) -> Iterator[Served]:
+    """The service with two keys of its own (a Redis is shared by the tests: no key is reused)."""
+    keys = [f"key-{name}-{uuid.uuid4().hex}" for name in "ab"]
     settings = Settings(
         data_dir=tmp_path / "data",
         corpus_index=corpus_index,
         search_provider="local",
-        api_keys=KEYS,
+        api_keys=keys,
         max_body_bytes=64_000,
+        **overrides,
     )
     with serve_port(create_app(settings), lifespan="on") as port:
-        yield Served(f"http://127.0.0.1:{port}")
+        yield Served(f"http://127.0.0.1:{port}", keys)
+
+
+@pytest.fixture
+def served(tmp_path: Path, corpus_index: Path, stores: dict[str, Any]) -> Iterator[Served]:
+    """The service on the embedded stores, and on Redis with its run queue and a worker."""
+    with serving(tmp_path, corpus_index, **stores) as live:
+        yield live
 
 
 def structured(result: CallToolResult) -> dict[str, Any]:
@@ -232,7 +250,7 @@ async def test_research_asks_for_the_plan_through_elicitation_where_the_client_c
 async def test_one_key_cannot_name_another_keys_thread_in_any_tool_or_resource(
     served: Served,
 ) -> None:
-    async with served.client(KEYS[0]) as owner, served.client(KEYS[1]) as other:
+    async with served.client(0) as owner, served.client(1) as other:
         started = structured(
             await owner.call_tool(
                 "start_research", {"topic": TOPIC, "options": {"approval": "plan"}}
@@ -265,7 +283,7 @@ async def test_one_key_cannot_name_another_keys_thread_in_any_tool_or_resource(
     # The same answer as for a thread nobody has, with the id the caller gave.
     assert messages == [unknown.replace("no-such-thread", thread_id)] * 5
     assert listed["items"] == [] and mine["status"] == "waiting_for_approval"
-    assert (await served.rest(f"/v1/research/{thread_id}", KEYS[1])).status_code == 404
+    assert (await served.rest(f"/v1/research/{thread_id}", 1)).status_code == 404
 
 
 async def test_no_key_or_an_oversized_body_is_refused_before_mcp_reads_it(served: Served) -> None:
@@ -275,7 +293,7 @@ async def test_no_key_or_an_oversized_body_is_refused_before_mcp_reads_it(served
         large = await http.post(
             served.mcp,
             content=b"x" * 100_000,
-            headers=bearer(KEYS[0]) | {"content-type": "application/json"},
+            headers=bearer(served.keys[0]) | {"content-type": "application/json"},
         )
     assert keyless.status_code == wrong.status_code == 401
     assert keyless.json()["error"]["code"] == "unauthorized"
@@ -359,6 +377,24 @@ async def test_a_client_that_disconnects_mid_run_leaves_the_run_going(served: Se
     async with served.client() as client:
         report = structured(await client.call_tool("get_report", {"thread_id": thread_id}))
     assert report["content"] == detail["report"]
+
+
+async def test_run_admission_is_the_rest_apis_too_many_runs(
+    tmp_path: Path, corpus_index: Path
+) -> None:
+    limits = {"search_delay_ms": 2000, "max_concurrent_runs": 1, "max_queued_runs": 0}
+    with serving(tmp_path, corpus_index, **limits) as served:
+        async with served.client() as client:
+            first = structured(await client.call_tool("start_research", {"topic": TOPIC}))
+            second = await client.call_tool("research", {"topic": TOPIC})
+            third = await client.call_tool("start_research", {"topic": TOPIC})
+            over_rest = await served.rest("/v1/research", body={"topic": TOPIC})
+            structured(await client.call_tool("cancel", {"thread_id": first["thread_id"]}))
+            page = structured(await client.call_tool("list_threads", {}))
+    assert over_rest.status_code == 429
+    message = over_rest.json()["error"]["message"]
+    assert refused(second, "too_many_runs") == refused(third, "too_many_runs") == message
+    assert [t["status"] for t in page["items"]] == ["cancelled"]
 
 
 async def test_a_full_disk_is_a_tool_error_with_the_rest_apis_code(
