@@ -10,6 +10,7 @@ from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
 from app.errors import JSONLine, install_error_handlers
+from app.mcp_server import mount_mcp
 from app.metrics import ServiceMetrics
 from app.platform import assistants, runs, threads
 from app.report_html import RenderedReports
@@ -46,6 +47,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(runtime.manager.shutdown)
         app.state.background = background = BackgroundWork()
         stack.push_async_callback(background.close)
+        # MCP's sessions end first: a tool following a run stops before the runs do.
+        await stack.enter_async_context(app.state.mcp.session_manager.run())
         await runtime.manager.recover()
         background.start(keep_evidence_within(runtime.stores.evidence, settings))
         if runtime.queue is None:  # embedded: this process schedules watches (on Redis, workers)
@@ -76,6 +79,7 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.state.mcp = mount_mcp(app, auth, settings)
     mount_web(app)
     app.include_router(routes_ops.router)
     return app

@@ -22,7 +22,7 @@ from service.errors import TooManyStreams
 T = TypeVar("T")
 
 # Paths that need a key when keys are set (the web page, health and docs do not).
-API_PREFIXES = ("/v1/", *PLATFORM_PREFIXES)
+API_PREFIXES = ("/v1/", "/mcp", *PLATFORM_PREFIXES)
 
 
 class RequestGate:

@@ -1,7 +1,7 @@
 """The one place that maps the service's failures (`service.errors`) to HTTP answers."""
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -132,9 +132,20 @@ async def _research_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    fields = [_field_error(e) for e in exc.errors()]
-    message = "; ".join(f"{f['field'] or 'body'}: {f['message']}" for f in fields)
-    return error_response(request.url.path, 422, "validation_error", message, {"fields": fields})
+    message, details = validation_failure(exc.errors())
+    return error_response(request.url.path, 422, "validation_error", message, details)
+
+
+def validation_failure(
+    errors: Sequence[Mapping[str, Any]], whole: str = "body"
+) -> tuple[str, dict[str, Any]]:
+    """Return a `validation_error`'s message and details from pydantic's errors (HTTP and MCP).
+
+    `whole` names what an error of no one field is about: the body, a tool's arguments.
+    """
+    fields = [_field_error(e) for e in errors]
+    message = "; ".join(f"{f['field'] or whole}: {f['message']}" for f in fields)
+    return message, {"fields": fields}
 
 
 def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
@@ -155,42 +166,53 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(request.url.path, exc.status_code, code, str(exc.detail), headers=headers)
 
 
-async def _store_down(request: Request, exc: Exception) -> JSONResponse:
-    # Redis is down or restarting: the client may retry; the pool reconnects by itself.
-    message = f"the store does not answer ({type(exc).__name__}); retry in a few seconds"
-    return error_response(request.url.path, 503, "backend_unavailable", message)
+STORE_FAILURES = (RedisConnectionError, RedisTimeoutError, sqlite3.DatabaseError)
 
 
-async def _data_file_failed(request: Request, exc: Exception) -> JSONResponse:
-    """Answer a failure of the SQLite data file: a full disk, a damaged file, I/O, a lock."""
+def store_failure_answer(exc: BaseException) -> tuple[int, str, str] | None:
+    """Return the status, code and message of a store's failure (HTTP and MCP), None for another error.
+
+    Redis down or restarting, or the SQLite data file full, damaged, failing or locked.
+    """
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError):
+        # The client may retry; the pool reconnects by itself.
+        message = f"the store does not answer ({type(exc).__name__}); retry in a few seconds"
+        return 503, "backend_unavailable", message
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
     kind = storage_failure(exc)
-    path = request.url.path
     if kind == "full":
         message = (
             "the disk holding the data file is full: free space on it, then retry "
             "(nothing stored was lost)"
         )
-        return error_response(path, 507, "insufficient_storage", message)
+        return 507, "insufficient_storage", message
     if kind == "damaged":
-        # Readiness goes down with it: a damaged file does not mend while the service runs.
-        request.app.state.data_file_damage = str(exc)
         message = (
             f"the data file cannot be read or written ({exc}): stop the service and restore "
             "the file from a backup"
         )
-        return error_response(path, 503, "backend_unavailable", message)
-    if kind == "io":
+    elif kind == "io":
         message = f"the disk failed a read or write of the data file ({exc}): check the disk"
     else:
         message = f"the data file does not answer ({exc}); retry in a few seconds"
-    return error_response(path, 503, "backend_unavailable", message)
+    return 503, "backend_unavailable", message
+
+
+async def _store_failed(request: Request, exc: Exception) -> JSONResponse:
+    """Answer a store's failure: Redis away, or the data file full, damaged, failing or locked."""
+    answer = store_failure_answer(exc)
+    assert answer is not None
+    if isinstance(exc, sqlite3.DatabaseError) and storage_failure(exc) == "damaged":
+        # Readiness goes down with it: a damaged file does not mend while the service runs.
+        request.app.state.data_file_damage = str(exc)
+    return error_response(request.url.path, *answer)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every expected failure as `{"error": {code, message, details}}`."""
-    app.add_exception_handler(RedisConnectionError, _store_down)
-    app.add_exception_handler(RedisTimeoutError, _store_down)
-    app.add_exception_handler(sqlite3.DatabaseError, _data_file_failed)
+    for failure in STORE_FAILURES:
+        app.add_exception_handler(failure, _store_failed)
     app.add_exception_handler(ResearchError, _research_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

@@ -129,18 +129,20 @@ def _started(record: ThreadRecord, response: Response) -> StartAnswer:
     return StartAnswer(thread_id=public_id(record.thread_id), status=record.status, links=found)
 
 
-def _summary(record: ThreadRecord) -> ThreadSummary:
+def thread_summary(record: ThreadRecord) -> ThreadSummary:
+    """Return a thread as a listing shows it (the REST API's and the MCP tools')."""
     summary = record.model_dump(include=set(ThreadSummary.model_fields))
     return ThreadSummary(
         **summary | {"thread_id": public_id(record.thread_id), "report_status": record.report}
     )
 
 
-def _detail(view: ThreadView) -> ThreadDetail:
+def thread_detail(view: ThreadView) -> ThreadDetail:
+    """Return everything known about a thread (the REST API's and the MCP tools')."""
     found = {f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != "record"}
     record = view.record
     return ThreadDetail(
-        **_summary(record).model_dump() | found, options=record.options, error=record.error
+        **thread_summary(record).model_dump() | found, options=record.options, error=record.error
     )
 
 
@@ -176,13 +178,13 @@ async def list_threads(
         records, next_cursor = await manager.threads(owner, limit, cursor)
     except ValueError:
         raise Unprocessable("cursor: not one this server gave out; start without it") from None
-    return ThreadPage(items=[_summary(r) for r in records], next_cursor=next_cursor)
+    return ThreadPage(items=[thread_summary(r) for r in records], next_cursor=next_cursor)
 
 
 @router.get("/{thread_id}", response_model=ThreadDetail)
 async def get_thread(thread_id: StoredThread, owner: Owner, manager: Manager) -> ThreadDetail:
     """Status, plan, pending approval, progress, usage and the report once there is one."""
-    return _detail(await manager.view(await manager.get(owner, thread_id)))
+    return thread_detail(await manager.view(await manager.get(owner, thread_id)))
 
 
 @router.get("/{thread_id}/events", response_class=EventSourceResponse)
@@ -219,7 +221,7 @@ async def stream_events(
 @router.post("/{thread_id}/pause", response_model=ThreadSummary)
 async def pause(thread_id: StoredThread, owner: Owner, manager: Manager) -> ThreadSummary:
     """Stop the run at its next node boundary."""
-    return _summary(await manager.pause(owner, thread_id))
+    return thread_summary(await manager.pause(owner, thread_id))
 
 
 @router.post("/{thread_id}/resume", response_model=ThreadSummary)
@@ -232,13 +234,13 @@ async def resume(
     """An empty body continues a paused run; a decision answers a pending approval."""
     # Resolved here, not by a dependency: a malformed decision is 422 for any id.
     stored = await manager.resolve(owner, thread_id)
-    return _summary(await manager.resume(owner, stored, decision))
+    return thread_summary(await manager.resume(owner, stored, decision))
 
 
 @router.post("/{thread_id}/cancel", response_model=ThreadSummary)
 async def cancel(thread_id: StoredThread, owner: Owner, manager: Manager) -> ThreadSummary:
     """Stop the run now."""
-    return _summary(await manager.cancel(owner, thread_id))
+    return thread_summary(await manager.cancel(owner, thread_id))
 
 
 @router.delete("/{thread_id}", status_code=204)

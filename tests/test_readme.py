@@ -106,3 +106,19 @@ def test_the_python_sdk_snippet_runs_as_pasted(live: tuple[str, dict[str, str]])
     )
     assert done.returncode == 0, done.stderr
     assert "metadata" in done.stdout and "[^1]" in done.stdout
+
+
+def test_the_mcp_client_snippet_runs_as_pasted(live: tuple[str, dict[str, str]]) -> None:
+    port, env = live
+    (snippet,) = blocks(section("### MCP (Model Context Protocol)"), "python")
+    done = subprocess.run(
+        [sys.executable, "-c", on_port(snippet, port)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr
+    tools, *progress = done.stdout.splitlines()[:3]
+    assert "'research'" in tools and progress[0].endswith(": started")
+    assert "[^1]" in done.stdout and '"n":1' in done.stdout

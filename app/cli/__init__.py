@@ -206,6 +206,19 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     commands.serve(host, port, no_worker)
 
 
+@app.command(short_help="Serve the research tools over MCP on stdio (for desktop MCP clients).")
+def mcp() -> None:
+    """Serve the Model Context Protocol on stdin and stdout, on the embedded defaults.
+
+    A desktop MCP client starts it as `research-agent mcp`; its runs execute in this
+    process (they stop with it and `research-agent resume ID` continues them). `serve`
+    offers the same tools over HTTP at /mcp.
+    """
+    from app.cli import commands
+
+    commands.mcp()
+
+
 @app.command(short_help="Execute queued runs from Redis.")
 def worker() -> None:
     """Execute queued research runs from Redis (RESEARCH_REDIS_URL) until stopped.

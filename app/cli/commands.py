@@ -1,9 +1,10 @@
-"""`research-agent run` and `demo` up to their first line, `serve`, `worker` and `corpus`.
+"""`research-agent run` and `demo` up to their first line, `serve`, `mcp`, `worker` and `corpus`.
 
 Nothing here imports LangGraph, LangChain or the stores at load: they take a moment.
 """
 
 import asyncio
+import contextlib
 import threading
 import uuid
 from collections.abc import Coroutine
@@ -149,6 +150,16 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     server.run()
     if not server.started:  # as uvicorn.run: a start-up that failed is not a clean exit
         raise SystemExit(3)
+
+
+def mcp() -> None:
+    """Serve MCP on stdio: stdout carries the protocol alone, whatever is said goes to stderr."""
+    settings = load_settings()
+    _check_before_start(settings)
+    from app.mcp_server import serve_stdio
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_stdio(settings))
 
 
 def _check_port(host: str, port: int) -> None:
