@@ -2,6 +2,7 @@
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from importlib.util import find_spec
 
 from fastapi import FastAPI
 
@@ -9,8 +10,7 @@ from app import routes_ops, routes_questions, routes_research, routes_watches
 from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
-from app.errors import JSONLine, install_error_handlers
-from app.mcp_server import mount_mcp
+from app.errors import JSONLine, error_body, install_error_handlers
 from app.metrics import ServiceMetrics
 from app.platform import assistants, runs, threads
 from app.report_html import RenderedReports
@@ -48,13 +48,25 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.background = background = BackgroundWork()
         stack.push_async_callback(background.close)
         # MCP's sessions end first: a tool following a run stops before the runs do.
-        await stack.enter_async_context(app.state.mcp.session_manager.run())
+        if app.state.mcp is not None:
+            await stack.enter_async_context(app.state.mcp.session_manager.run())
         await runtime.manager.recover()
         background.start(keep_evidence_within(runtime.stores.evidence, settings))
         if runtime.queue is None:  # embedded: this process schedules watches (on Redis, workers)
             await runtime.watches.tick()  # refreshes that fell due while it was down start now
             background.start(runtime.watches.run(settings.watch_poll_seconds))
         yield
+
+
+MCP_MISSING = (
+    "the MCP face needs the mcp extra, not installed here: "
+    "pip install 'research-agent[mcp]' (the official MCP SDK)"
+)
+
+
+async def mcp_not_installed() -> JSONLine:
+    """Answer /mcp where the SDK is not installed: 501, saying what to install."""
+    return JSONLine(error_body("not_installed", MCP_MISSING), 501)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -79,7 +91,15 @@ def create_app(settings: Settings) -> FastAPI:
     install_error_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
-    app.state.mcp = mount_mcp(app, auth, settings)
+    app.state.mcp = None
+    if find_spec("mcp") is None:  # the `mcp` extra is not installed: /mcp says so
+        app.add_api_route(
+            "/mcp", mcp_not_installed, methods=["GET", "POST", "DELETE"], include_in_schema=False
+        )
+    else:
+        from app.mcp_server import mount_mcp
+
+        app.state.mcp = mount_mcp(app, auth, settings)
     mount_web(app)
     app.include_router(routes_ops.router)
     return app

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -464,3 +465,46 @@ async def test_stdio_research_approval_report_and_source(stdio_env: dict[str, st
     assert waiting["status"] == "waiting_for_approval" and "approve_plan" in waiting["next_step"]
     assert done["report"]
     assert refused(bad, "validation_error").startswith("options.min_sources: ")
+
+
+# -- without the mcp extra --------------------------------------------------------------
+
+
+async def test_without_the_extra_mcp_is_a_501_naming_it_and_the_rest_goes_on(
+    tmp_path: Path, corpus_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as where the SDK is not installed
+    with serving(tmp_path, corpus_index) as live:
+        headers = bearer(live.keys[0])
+        async with httpx.AsyncClient(base_url=live.base, headers=headers) as http:
+            answer = await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            anonymous = await http.post("/mcp", headers={"Authorization": ""}, json={})
+            started = await http.post("/v1/research", json={"topic": TOPIC})
+            schema = (await http.get("/openapi.json")).json()
+    assert answer.status_code == 501, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "not_installed"
+    assert "pip install 'research-agent[mcp]'" in error["message"]
+    assert anonymous.status_code == 401  # the key is checked first, as for /v1/
+    assert started.status_code == 202
+    assert "/mcp" not in schema["paths"]
+
+
+def test_without_the_extra_research_agent_mcp_says_what_to_install(
+    tmp_path: Path, stdio_env: dict[str, str]
+) -> None:
+    hidden = tmp_path / "no_mcp"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text("import sys\nsys.modules['mcp'] = None\n")
+    env = stdio_env | {"PYTHONPATH": os.pathsep.join([str(hidden), *sys.path])}
+    done = subprocess.run(
+        [str(CLI), "mcp"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done
+    assert "pip install 'research-agent[mcp]'" in done.stderr
+    assert done.stdout == ""  # stdout is the protocol's: nothing else goes there

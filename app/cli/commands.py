@@ -154,6 +154,12 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
 
 def mcp() -> None:
     """Serve MCP on stdio: stdout carries the protocol alone, whatever is said goes to stderr."""
+    from importlib.util import find_spec
+
+    if find_spec("mcp") is None:
+        from app.api import MCP_MISSING
+
+        fail(MCP_MISSING)
     settings = load_settings()
     _check_before_start(settings)
     from app.mcp_server import serve_stdio
