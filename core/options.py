@@ -3,11 +3,23 @@
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from core.models import non_blank
 
 TOPIC_MAX_CHARS = 2000
+# The most collections a run may search, and how a collection is named (an id or a name).
+MAX_RUN_COLLECTIONS = 10
+COLLECTION_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$"
+CollectionRef = Annotated[str, Field(pattern=COLLECTION_NAME_PATTERN)]
 # A letter or a digit in any script (Python's `re`, as the schema's generators read it).
 _WORDS = r"[^\W_]"
 
@@ -60,6 +72,21 @@ class RunOptions(BaseModel):
     max_cost_usd: float | None = Field(
         None, gt=0, description="Estimated model cost budget of the run in US dollars."
     )
+    collections: list[CollectionRef] = Field(
+        default_factory=list,
+        max_length=MAX_RUN_COLLECTIONS,
+        description="The caller's document collections (ids or names) the run searches, "
+        "beside the server's search providers (`/v1/collections`).",
+    )
+    collections_only: bool = Field(
+        False, description="Search only `collections`, not the server's search providers."
+    )
+
+    @model_validator(mode="after")
+    def _collections_named(self) -> "RunOptions":
+        if self.collections_only and not self.collections:
+            raise ValueError("collections_only needs the collections to search: name them")
+        return self
 
     @field_validator(
         "max_iterations",

@@ -135,7 +135,12 @@ async def read_top_pages(
     reading never spends more than the run's time budget.
     """
     reading = Reading(list(results))
-    targets = [i for i, r in enumerate(results) if normalize_url(r.url) not in known][:count]
+    # Only web pages are read: a local file's or an uploaded document's passage is whole.
+    targets = [
+        i
+        for i, r in enumerate(results)
+        if r.url.startswith(("http://", "https://")) and normalize_url(r.url) not in known
+    ][:count]
     if not targets:
         return reading
     tasks = {i: reads.read(results[i].url) for i in targets}
