@@ -10,7 +10,6 @@ from pydantic import (
     Field,
     WithJsonSchema,
     field_validator,
-    model_validator,
 )
 
 from core.models import non_blank
@@ -79,14 +78,10 @@ class RunOptions(BaseModel):
         "beside the server's search providers (`/v1/collections`).",
     )
     collections_only: bool = Field(
-        False, description="Search only `collections`, not the server's search providers."
+        False,
+        description="Search only `collections`, not the server's search providers "
+        "(without collections it changes nothing).",
     )
-
-    @model_validator(mode="after")
-    def _collections_named(self) -> "RunOptions":
-        if self.collections_only and not self.collections:
-            raise ValueError("collections_only needs the collections to search: name them")
-        return self
 
     @field_validator(
         "max_iterations",

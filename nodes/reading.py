@@ -135,11 +135,11 @@ async def read_top_pages(
     reading never spends more than the run's time budget.
     """
     reading = Reading(list(results))
-    # Only web pages are read: a local file's or an uploaded document's passage is whole.
+    # An uploaded document's passage (`service.collections`) is whole: there is no page to read.
     targets = [
         i
         for i, r in enumerate(results)
-        if r.url.startswith(("http://", "https://")) and normalize_url(r.url) not in known
+        if not r.url.startswith("collection://") and normalize_url(r.url) not in known
     ][:count]
     if not targets:
         return reading

@@ -258,6 +258,9 @@ class RunManager:
         """
         thread_id = run.thread_id
         await self.get(owner, thread_id)
+        if admission.request is not None and admission.request.options.collections:
+            checked = await self._collections_checked(owner, admission.request)
+            admission = admission.model_copy(update={"request": checked})
         # A new topic holds a place until its run is launched (after the lock).
         async with contextlib.AsyncExitStack() as place:
             async with self.signals.admission(thread_id):

@@ -108,6 +108,10 @@ class CollectionStore(Protocol):
         ...
 
 
+# A collection's id, as `service.collections` makes them.
+COLLECTION_ID = re.compile(r"col_[0-9a-f]{16}")
+
+
 def owner_folder(owner: str) -> str:
     """Return a folder name for an owner id (they are `key-<hex>` or `local`)."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", owner)[:80] or "_"
@@ -130,6 +134,8 @@ class FileCollectionStore:
         return self.root / owner_folder(owner) / collection_id
 
     def _load(self, owner: str, collection_id: str) -> dict | None:  # type: ignore[type-arg]
+        if not COLLECTION_ID.fullmatch(collection_id):  # a name, or a path's ".."
+            return None
         path = self.folder(owner, collection_id) / "collection.json"
         try:
             data: dict = json.loads(path.read_text(encoding="utf-8"))  # type: ignore[type-arg]

@@ -239,6 +239,17 @@ async def test_another_keys_collections_are_not_found_on_every_route(
         assert refused.status_code == 404, refused.text
         assert "options.collections" in refused.json()["error"]["message"]
         assert (await bob.get("/v1/research")).json()["items"] == []  # nothing was started
+        # Nor through the LangGraph Platform API.
+        thread = (await bob.post("/threads", json={})).json()["thread_id"]
+        platform = await bob.post(
+            f"/threads/{thread}/runs",
+            json={
+                "assistant_id": "research",
+                "input": {"topic": "secrets", "options": {"collections": [collection]}},
+            },
+        )
+        assert platform.status_code == 404, platform.text
+        assert "options.collections" in platform.json()["detail"]
         # The name is Bob's to use too: it is another collection.
         assert await create(bob, "private") != collection
         duplicate = await alice.post("/v1/collections", json={"name": "private"})
@@ -252,10 +263,6 @@ async def test_another_keys_collections_are_not_found_on_every_route(
             json={"topic": "x", "options": {"collections": [f"c{i}" for i in range(11)]}},
         )
         assert too_many.status_code == 422
-        alone = await alice.post(
-            "/v1/research", json={"topic": "x", "options": {"collections_only": True}}
-        )
-        assert alone.status_code == 422 and "collections_only" in alone.text
 
 
 async def test_reupload_replaces_delete_removes_and_a_replay_still_reads_the_old_text(
@@ -297,3 +304,29 @@ async def test_reupload_replaces_delete_removes_and_a_replay_still_reads_the_old
         refresh = await alice.post(f"/v1/research/{original}/rerun", json={"mode": "refresh"})
         assert refresh.status_code == 404
         assert (await alice.get(f"/v1/collections/{collection}")).status_code == 404
+
+
+async def test_on_redis_a_collection_uploaded_to_one_replica_is_searched_by_another(
+    tmp_path: Path, corpus_index: Path, redis_url: str
+) -> None:
+    async with (
+        service(tmp_path / "api", corpus_index, redis_url=redis_url, in_process_worker=False) as (
+            api,
+            _,
+        ),
+        service(tmp_path / "worker", corpus_index, redis_url=redis_url) as (other, _),
+    ):
+        name = unique("shared")
+        collection = await create(api, name)
+        assert (await upload(api, collection, ("report.pdf", pdf_bytes(PAGES)))).is_success
+        # The other replica lists it, and its worker (the only one) runs over it.
+        assert (await other.get(f"/v1/collections/{name}")).json()["id"] == collection
+        thread_id = await research(api, TOPIC, collections=[name], collections_only=True)
+        sources = (await report_of(other, thread_id))["sources"]
+        assert any("(report.pdf, p. " in s["title"] for s in sources), sources
+        # Nothing of it is kept under the API's data directory: the worker built its index.
+        assert not (tmp_path / "api" / "data" / "collections").exists()
+        assert list((tmp_path / "worker" / "data" / "collections").rglob("index-*.sqlite"))
+        # A deletion on one replica is seen by the other.
+        assert (await other.delete(f"/v1/collections/{collection}")).status_code == 204
+        assert (await api.get(f"/v1/collections/{collection}")).status_code == 404
