@@ -13,13 +13,14 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
 
 from app.dependencies import Owner
 from app.edge import StrictJSONRoute
 from app.errors import ERROR_RESPONSES
 from core.options import COLLECTION_NAME_PATTERN
 from service.collections import Collections, Upload, file_name
-from service.errors import InvalidState, UnsupportedDocument
+from service.errors import InvalidState, LimitReached, UnsupportedDocument
 from stores.collections import CollectionRecord, DocumentRecord
 
 
@@ -214,13 +215,24 @@ async def upload(
         )
     await collections.get(owner, collection)  # another key's collection: 404 before reading
     limits = collections.limits
-    async with request.form(max_files=limits.max_files, max_fields=limits.max_files) as form:
+    try:
+        form = await request.form(max_files=limits.max_files, max_fields=limits.max_files)
+    except HTTPException as exc:
+        if "Too many files" not in str(exc.detail):
+            raise
+        raise LimitReached(
+            f"more than {limits.max_files} files in one upload: send them in several uploads",
+            {"limit": limits.max_files},
+        ) from None
+    try:
         files = [f for f in form.getlist("file") if isinstance(f, UploadFile)]
         with _spooled() as folder:
             uploads = [
                 await asyncio.to_thread(_spool, folder / str(n), f) for n, f in enumerate(files)
             ]
             stored = await collections.add(owner, collection, uploads)
+    finally:
+        await form.close()
     return UploadAnswer(
         documents=[UploadedDocument(**s.document.model_dump(), replaced=s.replaced) for s in stored]
     )

@@ -162,7 +162,9 @@ async def test_unreadable_uploads_are_clear_errors_and_leave_the_collection_inta
 ) -> None:
     good = pdf_bytes(PAGES)
     limit = 200_000  # over the zip bomb's compressed size, under the big PDF's
-    async with service(tmp_path, corpus_index, collection_max_file_bytes=limit) as (alice, _):
+    async with service(
+        tmp_path, corpus_index, collection_max_file_bytes=limit, collection_max_documents=2
+    ) as (alice, _):
         collection = await create(alice, "intact")
         assert (await upload(alice, collection, ("report.pdf", good))).status_code == 201
         before = (await alice.get(f"/v1/collections/{collection}/documents")).json()
@@ -199,6 +201,12 @@ async def test_unreadable_uploads_are_clear_errors_and_leave_the_collection_inta
         # One unreadable file refuses the upload whole: the readable one beside it is not kept.
         mixed = await upload(alice, collection, ("new.md", b"# New\n\nNew text."), cases[0][0])
         assert mixed.status_code == 422
+        # Too many files at once, or for the collection: refused whole.
+        many = [(f"n{i}.md", f"# N{i}\n\nText {i}.".encode()) for i in range(11)]
+        refused = await upload(alice, collection, *many)
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "limit_reached"
+        refused = await upload(alice, collection, *many[:2])
+        assert refused.status_code == 409 and "more than 2" in refused.json()["error"]["message"]
         # Not multipart: refused by its content type.
         posted = await alice.post(f"/v1/collections/{collection}/documents", json={"file": "x"})
         assert posted.status_code == 415 and posted.json()["error"]["code"] == (
@@ -330,3 +338,23 @@ async def test_on_redis_a_collection_uploaded_to_one_replica_is_searched_by_anot
         # A deletion on one replica is seen by the other.
         assert (await other.delete(f"/v1/collections/{collection}")).status_code == 204
         assert (await api.get(f"/v1/collections/{collection}")).status_code == 404
+
+
+async def test_a_run_searches_its_collections_beside_the_servers_corpus(
+    tmp_path: Path, corpus_index: Path
+) -> None:
+    async with service(tmp_path, corpus_index) as (alice, _):
+        collection = await create(alice, "beside")
+        assert (await upload(alice, collection, ("report.pdf", pdf_bytes(PAGES)))).is_success
+        thread_id = await research(
+            alice, "lighthouses and the printing press", collections=[collection]
+        )
+        notes = (await alice.get(f"/v1/research/{thread_id}/notes")).json()
+        found = {url.split(":", 1)[0] for note in notes for url in note["sources"]}
+        # The uploaded report's pages and the server's local corpus, in one run.
+        assert "collection" in found and found - {"collection"}, notes
+        # Without the collection, only the server's corpus is searched.
+        alone = await research(alice, "lighthouses and the printing press")
+        notes = (await alice.get(f"/v1/research/{alone}/notes")).json()
+        found = {url.split(":", 1)[0] for note in notes for url in note["sources"]}
+        assert found and "collection" not in found, notes
