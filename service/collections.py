@@ -27,6 +27,7 @@ from service.errors import (
     InvalidState,
     LimitReached,
     NotFound,
+    Unprocessable,
     UnreadableDocument,
     UnsupportedDocument,
 )
@@ -182,14 +183,15 @@ class Collections:
         """
         record = await self.get(owner, ref)
         if not uploads:
-            raise UnreadableDocument("the upload holds no file: send one as the 'file' field")
+            raise Unprocessable("the upload holds no file: send one as the 'file' field")
         if len(uploads) > self.limits.max_files:
             raise LimitReached(
                 f"{len(uploads)} files in one upload, more than {self.limits.max_files}: send "
                 "them in several uploads",
                 {"limit": self.limits.max_files},
             )
-        new = [await self._read(record.id, upload) for upload in uploads]
+        read = [await self._read(record.id, upload) for upload in uploads]
+        new = list({d.id: (d, parts) for d, parts in read}.values())  # a name twice: the last
         existing = {d.id for d in await self.store.documents(owner, record.id)}
         incoming = {d.id for d, _ in new}
         if len(existing | incoming) > self.limits.max_documents:

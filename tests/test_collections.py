@@ -207,6 +207,10 @@ async def test_unreadable_uploads_are_clear_errors_and_leave_the_collection_inta
         assert refused.status_code == 409 and refused.json()["error"]["code"] == "limit_reached"
         refused = await upload(alice, collection, *many[:2])
         assert refused.status_code == 409 and "more than 2" in refused.json()["error"]["message"]
+        # No file in the 'file' field.
+        url = f"/v1/collections/{collection}/documents"
+        nothing = await alice.post(url, files={"other": ("a.md", b"# A\n\nText.")})
+        assert nothing.status_code == 422 and "'file'" in nothing.json()["error"]["message"]
         # Not multipart: refused by its content type.
         posted = await alice.post(f"/v1/collections/{collection}/documents", json={"file": "x"})
         assert posted.status_code == 415 and posted.json()["error"]["code"] == (
