@@ -259,9 +259,10 @@ class Collections:
     async def index(self, owner: str, collection_id: str) -> Path | None:
         """Return the collection's search index of its current version, built if need be (None: gone)."""
         version = await self.store.version(owner, collection_id)
-        if version is None:
-            return None
         folder = self._folder(owner, collection_id)
+        if version is None:  # deleted, perhaps by another replica: its index goes too
+            await asyncio.to_thread(_remove_indexes, folder, None)
+            return None
         path = folder / f"index-{version}.sqlite"
         if path.is_file():
             return path
