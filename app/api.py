@@ -6,7 +6,7 @@ from importlib.util import find_spec
 
 from fastapi import FastAPI
 
-from app import routes_ops, routes_questions, routes_research, routes_watches
+from app import routes_collections, routes_ops, routes_questions, routes_research, routes_watches
 from app.auth import KeyAuth
 from app.background import BackgroundWork
 from app.edge import RequestGate, StreamSlots
@@ -25,6 +25,8 @@ ROUTERS = (
     routes_research.records_router,
     routes_questions.router,
     routes_watches.router,
+    routes_collections.router,
+    routes_collections.upload_router,
     assistants.router,
     threads.router,
     runs.router,
@@ -86,7 +88,12 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.metrics = ServiceMetrics()
     app.state.streams = StreamSlots(settings.max_streams)
     app.state.reports = RenderedReports()
-    app.add_middleware(RequestGate, auth=auth, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestGate,
+        auth=auth,
+        max_body_bytes=settings.max_body_bytes,
+        max_upload_bytes=settings.collection_max_upload_bytes,
+    )
     app.add_middleware(HTMLPolicy)
     install_error_handlers(app)
     for router in ROUTERS:

@@ -6,6 +6,7 @@ cannot hold (lone surrogates, deep nesting), and answers 415 for another content
 """
 
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -28,10 +29,14 @@ API_PREFIXES = ("/v1/", "/mcp", *PLATFORM_PREFIXES)
 class RequestGate:
     """Pure ASGI middleware: no key, a 401 at once; a body over the cap, a 413 while read."""
 
-    def __init__(self, app: ASGIApp, auth: KeyAuth, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, auth: KeyAuth, max_body_bytes: int, max_upload_bytes: int = 0
+    ) -> None:
         self.app = app
         self.auth = auth
         self.max_body_bytes = max_body_bytes
+        # A file upload's cap (`POST /v1/collections/{c}/documents`); 0: the body's.
+        self.max_upload_bytes = max_upload_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, or answer without reading its body."""
@@ -40,23 +45,30 @@ class RequestGate:
             return
         path = scope.get("path", "")
         request = Request(scope)
+        cap = self._cap(scope.get("method", ""), path)
         refusal: tuple[int, str, str] | None = None
         if path.startswith(API_PREFIXES) and self.auth.owner(request) is None:
             refusal = (401, "unauthorized", self.auth.REFUSAL)
-        elif _declared_length(request) > self.max_body_bytes:
-            refusal = (413, "payload_too_large", too_large(self.max_body_bytes))
+        elif _declared_length(request) > cap:
+            refusal = (413, "payload_too_large", too_large(cap))
         if refusal is not None:
             # A large body is not read (the connection closes); a small one is read and
             # dropped, so a client still sending it gets this answer, not a reset.
-            large = _declared_length(request) > _DRAIN_FACTOR * self.max_body_bytes
+            large = _declared_length(request) > _DRAIN_FACTOR * cap
             headers = {"Connection": "close"} if large or refusal[0] == 401 else {}
             if refusal[0] == 401:
                 headers["WWW-Authenticate"] = "Bearer"
             await error_response(path, *refusal, headers=headers)(scope, receive, send)
             return
-        await self.app(scope, self._counting(receive), send)
+        await self.app(scope, self._counting(receive, cap), send)
 
-    def _counting(self, receive: Receive) -> Receive:
+    def _cap(self, method: str, path: str) -> int:
+        """Return the body cap of a request: an upload's, or every other body's."""
+        if self.max_upload_bytes and method == "POST" and _UPLOAD_PATH.match(path):
+            return self.max_upload_bytes
+        return self.max_body_bytes
+
+    def _counting(self, receive: Receive, cap: int) -> Receive:
         """Wrap `receive` to raise a 413 once the body read passes the cap (chunked bodies)."""
         seen = 0
 
@@ -65,13 +77,14 @@ class RequestGate:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_body_bytes:
-                    raise HTTPException(413, too_large(self.max_body_bytes))
+                if seen > cap:
+                    raise HTTPException(413, too_large(cap))
             return message
 
         return counted
 
 
+_UPLOAD_PATH = re.compile(r"^/v1/collections/[^/]+/documents$")
 # A refused body up to this many times the cap is read and dropped, not cut off.
 _DRAIN_FACTOR = 4
 

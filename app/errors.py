@@ -14,7 +14,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.errors import (
     BackendUnavailable,
+    DocumentTooLarge,
     InvalidState,
+    LimitReached,
     NotAcceptable,
     NotFound,
     ResearchError,
@@ -22,10 +24,17 @@ from service.errors import (
     TooManyStreams,
     Unauthorized,
     Unprocessable,
+    UnreadableDocument,
+    UnsupportedDocument,
 )
 from stores.data_file import storage_failure
 
+# Subclasses first: the first kind a failure is decides its answer.
 _STATUS: dict[type[ResearchError], tuple[int, str]] = {
+    UnreadableDocument: (422, "unreadable_document"),
+    UnsupportedDocument: (415, "unsupported_media_type"),
+    DocumentTooLarge: (413, "payload_too_large"),
+    LimitReached: (409, "limit_reached"),
     NotFound: (404, "not_found"),
     InvalidState: (409, "invalid_state"),
     Unprocessable: (422, "validation_error"),

@@ -13,6 +13,7 @@ from app.settings import Settings
 from app.stores import Stores, open_stores
 from core.tasks import stop_all
 from graph.builder import build_graph
+from service.collections import CollectionLimits, Collections
 from service.execution import RunExecutor
 from service.launchers import LocalLauncher
 from service.runs import RunManager
@@ -62,6 +63,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         deps = await stack.enter_async_context(open_deps(settings))
         stores = await stack.enter_async_context(open_stores(settings))
         graph = build_graph(stores.saver)
+        collections = _collections(settings, stores)
         # Webhooks obey the scraper's SSRF rules (`page_allow_private`, `page_allowed_ports`).
         webhooks = WebhookSender(
             page_policy(settings), stores.watches, settings.watch_webhook_retry_s
@@ -69,7 +71,14 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         stack.push_async_callback(webhooks.close)
         if stores.redis is None:
             executor = RunExecutor(
-                graph, deps, stores.events, stores.registry, MemorySignals(), (), stores.evidence
+                graph,
+                deps,
+                stores.events,
+                stores.registry,
+                MemorySignals(),
+                (),
+                stores.evidence,
+                collections,
             )
             launcher = LocalLauncher(
                 executor, settings.max_concurrent_runs, settings.max_queued_runs
@@ -90,7 +99,14 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         stack.push_async_callback(signals.aclose)
         transient = (RedisConnectionError, RedisTimeoutError)
         executor = RunExecutor(
-            graph, deps, stores.events, stores.registry, signals, transient, stores.evidence
+            graph,
+            deps,
+            stores.events,
+            stores.registry,
+            signals,
+            transient,
+            stores.evidence,
+            collections,
         )
         # saq's own clients: one for its commands, and one whose connections block waiting
         # for jobs (one per worker slot), with a socket timeout that allows for the wait.
@@ -107,6 +123,19 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         queued = QueueLauncher(queue, capacity, settings.worker_lease_seconds)
         manager = RunManager(executor, queued, stores.saver.adelete_thread, sole_writer=False)
         yield Runtime(settings, stores, executor, manager, queue, queued, webhooks)
+
+
+def _collections(settings: Settings, stores: Stores) -> Collections | None:
+    """Return the keys' collections, searched through indexes under the data directory."""
+    if stores.collections is None:
+        return None
+    limits = CollectionLimits(
+        max_file_bytes=settings.collection_max_file_bytes,
+        max_files=settings.collection_max_files,
+        max_documents=settings.collection_max_documents,
+        max_collections=settings.collection_max_collections,
+    )
+    return Collections(stores.collections, settings.collections_dir, limits)
 
 
 async def _disconnect(queue: "Queue") -> None:

@@ -238,6 +238,22 @@ class Settings(BaseSettings):
         "evidence goes first; 0: no cap.",
     )
 
+    collection_max_file_bytes: int = Field(
+        20 * 1024 * 1024,
+        ge=1024,
+        le=50 * 1024 * 1024,
+        description="Largest file uploaded to a collection (413 beyond it).",
+    )
+    collection_max_files: int = Field(
+        10, ge=1, le=100, description="Files one upload to a collection may hold."
+    )
+    collection_max_documents: int = Field(
+        200, ge=1, le=10_000, description="Documents one collection may hold."
+    )
+    collection_max_collections: int = Field(
+        50, ge=1, le=10_000, description="Collections one API key may hold."
+    )
+
     redis_url: str | None = Field(
         None,
         description="Redis (or Valkey; no module needed) for the "
@@ -443,6 +459,16 @@ class Settings(BaseSettings):
     def corpus_index_path(self) -> Path:
         """The corpus index in effect."""
         return self.corpus_index or self.data_dir / "corpus" / "index.sqlite"
+
+    @property
+    def collection_max_upload_bytes(self) -> int:
+        """The body cap of an upload: its files at their largest, and the form around them."""
+        return self.collection_max_files * self.collection_max_file_bytes + 64 * 1024
+
+    @property
+    def collections_dir(self) -> Path:
+        """Where collections live (without Redis) and their search indexes are built."""
+        return self.data_dir / "collections"
 
     @property
     def checkpoint_path(self) -> Path:

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from app.settings import Settings
+from stores.collections import CollectionStore, FileCollectionStore
 from stores.events import EventLog
 from stores.evidence import EvidenceStore
 from stores.registry import Registry, SqliteRegistry
@@ -34,6 +35,8 @@ class Stores:
     watches: WatchStore  # watched threads and their refreshes' diffs (`stores.watches`)
     # The Redis stores' client, through the pipelines they share: for signals and leases.
     redis: "RedisBatches | None" = None
+    # The keys' document collections (`stores.collections`).
+    collections: CollectionStore | None = None
 
 
 class BackendSetupError(ValueError):
@@ -101,10 +104,12 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
                 open_sqlite(path, SqliteEvidenceStore, writer)
             )
             watches = await stack.enter_async_context(open_sqlite(path, SqliteWatchStore, writer))
-            yield Stores(saver, events, registry, evidence, watches)
+            collections = FileCollectionStore(settings.collections_dir)
+            yield Stores(saver, events, registry, evidence, watches, collections=collections)
         else:
             redis_saver = await stack.enter_async_context(_redis_saver(settings.redis_url))
             from stores.redis_batches import RedisBatches
+            from stores.redis_collections import RedisCollectionStore
             from stores.redis_connection import redis_client
             from stores.redis_events import FOLLOW_BLOCK_S, RedisEventLog
             from stores.redis_evidence import RedisEvidenceStore
@@ -128,5 +133,11 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
             registry = RedisRegistry(client, batches=batches)
             redis_watches = RedisWatchStore(client)
             yield Stores(
-                redis_saver, redis_events, registry, redis_evidence, redis_watches, batches
+                redis_saver,
+                redis_events,
+                registry,
+                redis_evidence,
+                redis_watches,
+                batches,
+                RedisCollectionStore(client),
             )

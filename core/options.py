@@ -3,11 +3,22 @@
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
 
 from core.models import non_blank
 
 TOPIC_MAX_CHARS = 2000
+# The most collections a run may search, and how a collection is named (an id or a name).
+MAX_RUN_COLLECTIONS = 10
+COLLECTION_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$"
+CollectionRef = Annotated[str, Field(pattern=COLLECTION_NAME_PATTERN)]
 # A letter or a digit in any script (Python's `re`, as the schema's generators read it).
 _WORDS = r"[^\W_]"
 
@@ -59,6 +70,17 @@ class RunOptions(BaseModel):
     )
     max_cost_usd: float | None = Field(
         None, gt=0, description="Estimated model cost budget of the run in US dollars."
+    )
+    collections: list[CollectionRef] = Field(
+        default_factory=list,
+        max_length=MAX_RUN_COLLECTIONS,
+        description="The caller's document collections (ids or names) the run searches, "
+        "beside the server's search providers (`/v1/collections`).",
+    )
+    collections_only: bool = Field(
+        False,
+        description="Search only `collections`, not the server's search providers "
+        "(without collections it changes nothing).",
     )
 
     @field_validator(

@@ -22,9 +22,9 @@ _FOOTNOTE_DEF = re.compile(r"\[\^(\d+)\]:\s*(.+)$", re.MULTILINE)
 # A definition's URL: the destination of the link that ends it (which may hold balanced
 # parentheses, and whose text may hold anything), an autolink that starts it, or a bare URL.
 _LINK_URLS = (
-    re.compile(r"\]\(((?:https?|file)://(?:[^()\s]|\([^()\s]*\))+)\)\s*$"),
+    re.compile(r"\]\(((?:https?|file|collection)://(?:[^()\s]|\([^()\s]*\))+)\)\s*$"),
     re.compile(r"^<([^>]+)>"),
-    re.compile(r"((?:https?|file)://\S+)"),
+    re.compile(r"((?:https?|file|collection)://\S+)"),
 )
 _CLAIM_END = re.compile(r"((?:\[\^\d+\])+)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*$", re.MULTILINE)

@@ -135,7 +135,12 @@ async def read_top_pages(
     reading never spends more than the run's time budget.
     """
     reading = Reading(list(results))
-    targets = [i for i, r in enumerate(results) if normalize_url(r.url) not in known][:count]
+    # An uploaded document's passage (`service.collections`) is whole: there is no page to read.
+    targets = [
+        i
+        for i, r in enumerate(results)
+        if not r.url.startswith("collection://") and normalize_url(r.url) not in known
+    ][:count]
     if not targets:
         return reading
     tasks = {i: reads.read(results[i].url) for i in targets}

@@ -15,7 +15,7 @@ from core.models import SearchResult
 from core.urls import normalize_url
 from engines.report_markdown import cited_sentences, footnote_urls, split_front_matter
 from engines.sentences import split_sentences
-from stores.evidence import PageRead, Record, SearchCall, content_hash
+from stores.evidence import Hit, PageRead, Record, SearchCall, content_hash
 from tools.text import stems
 
 # A quote spans at most this many sentences of the source.
@@ -48,6 +48,10 @@ class SourceView(BaseModel):
     kept: bool = Field(description="Whether the evidence store still keeps the text.")
     text: str
     quotes: list[Quote] = Field(default_factory=list)
+    document: str | None = Field(
+        None, description="The uploaded file the passage came from (a collection's)."
+    )
+    page: int | None = Field(None, description="Its page in that file (a PDF's).")
 
 
 class FootnoteMissing(LookupError):
@@ -92,17 +96,21 @@ def closest_passage(sentence: str, text: str) -> Quote:
 
 def _provenance(
     source: SearchResult, digest: str, records: Sequence[Record]
-) -> tuple[str, str, str | None, datetime | None]:
-    """Return (kind, provider, query, read_at) of the text, from the run's evidence if it has it."""
+) -> tuple[str, str, str | None, datetime | None, Hit | None]:
+    """Return (kind, provider, query, read_at, search hit) of the text, from the run's evidence if it has it."""
     for record in records:
         if isinstance(record, PageRead) and record.content_hash == digest:
-            return "page", source.source, source.query, record.at
+            return "page", source.source, source.query, record.at, None
     for record in records:
-        if isinstance(record, SearchCall) and any(h.content_hash == digest for h in record.hits):
-            kind = "passage" if record.provider == "local" else "snippet"
-            return kind, record.provider, record.query, record.at
+        if not isinstance(record, SearchCall):
+            continue
+        hit = next((h for h in record.hits if h.content_hash == digest), None)
+        if hit is not None:
+            # A local corpus's or a collection's passage, not a web page's snippet.
+            kind = "passage" if record.provider == "local" or hit.document else "snippet"
+            return kind, record.provider, record.query, record.at, hit
     kind = "passage" if source.source == "local" else "snippet"
-    return kind, source.source, source.query, None
+    return kind, source.source, source.query, None, None
 
 
 def numbered_sources(values: dict[str, Any]) -> tuple[dict[int, SearchResult], set[int]]:
@@ -149,7 +157,7 @@ def source_view(values: dict[str, Any], n: int, records: Sequence[Record]) -> So
         raise FootnoteMissing(f"footnote {n} names a source the run did not collect")
     source: SearchResult = numbered[n]
     digest = content_hash(source.content)
-    kind, provider, query, read_at = _provenance(source, digest, records)
+    kind, provider, query, read_at, hit = _provenance(source, digest, records)
     citing = [s for s, refs in cited_sentences(body) if n in refs] if n in footnotes else []
     return SourceView(
         n=n,
@@ -163,4 +171,6 @@ def source_view(values: dict[str, Any], n: int, records: Sequence[Record]) -> So
         kept=False,
         text=source.content,
         quotes=[closest_passage(s, source.content) for s in citing],
+        document=hit.document if hit else None,
+        page=hit.page if hit else None,
     )

@@ -24,6 +24,7 @@ from graph.builder import ResearchGraph
 from nodes.context import Deps
 from nodes.members import PauseRequested
 from nodes.progress import ExecutionProgress
+from service.collections import Collections
 from service.errors import InvalidState
 from service.evidence import run_deps
 from service.platform_runs import STREAM_MODES as PLATFORM_MODES
@@ -104,6 +105,7 @@ class RunExecutor:
         signals: RunSignals,
         transient: tuple[type[Exception], ...] = (),
         evidence: EvidenceStore | None = None,
+        collections: Collections | None = None,
     ) -> None:
         self.graph = graph
         self.platform = PlatformRuns(events)
@@ -116,6 +118,8 @@ class RunExecutor:
         self.deps = deps
         # Where runs' evidence is recorded (None: it is not, and nothing can be re-run).
         self.evidence = evidence
+        # The keys' document collections a run may search (None: there are none).
+        self.collections = collections
         # Failures of a store away for a moment: the run is left `running` for a retry.
         self._transient = transient
 
@@ -149,7 +153,7 @@ class RunExecutor:
                 await self.set_status(thread_id, "paused")
                 return True
             payload, rerun = await self._payload(record, run_input)
-            deps = await run_deps(self.deps, self.evidence, thread_id, rerun)
+            deps = await run_deps(self._tools(record, rerun), self.evidence, thread_id, rerun)
             progress = ExecutionProgress(
                 functools.partial(self._emit, thread_id), run_input.after or ""
             )
@@ -198,6 +202,16 @@ class RunExecutor:
             if ended and run_input.run_id is not None:
                 await self._close_platform_runs(thread_id)
         return True
+
+    def _tools(self, record: ThreadRecord, rerun: Rerun | None) -> Deps:
+        """Return the run's tools: the server's, with the collections its options name.
+
+        A replay answers from the evidence, whatever became of the collections since.
+        """
+        if self.collections is None or (rerun is not None and rerun.mode == "replay"):
+            return self.deps
+        options = RunOptions.model_validate(record.options)
+        return self.collections.run_deps(record.owner, options, self.deps)
 
     async def _payload(self, record: ThreadRecord, run_input: RunInput) -> tuple[Any, Rerun | None]:
         """Return the graph input (a first state, an answer, or None) and the thread's re-run."""

@@ -85,13 +85,18 @@ class RunManager:
         thread_id: str | None = None,
         seed: Callable[[str], Awaitable[None]] | None = None,
         stored_id: str | None = None,
+        replay: bool = False,
     ) -> ThreadRecord:
         """Register a new thread and queue its run (TooManyRuns when no place is left).
 
         `thread_id`: a name the caller chose (ThreadExists if taken). `seed` writes what
         the run starts from (a re-run's first state) before it is queued. `stored_id`: the
-        id the service chose (a watch's refresh; ThreadExists if registered).
+        id the service chose (a watch's refresh; ThreadExists if registered). The
+        collections the options name must be the owner's (NotFound), unless the run
+        replays another's evidence (`replay`).
         """
+        if request.options.collections and not replay:
+            request = await self._collections_checked(owner, request)
         stored = stored_id or (uuid.uuid4().hex if thread_id is None else scoped(owner, thread_id))
         if thread_id is not None and (await self.snapshot(stored)).values:
             raise ThreadExists(stored)
@@ -113,6 +118,15 @@ class RunManager:
             self.executor.notify(record)
             await self.launcher.launch(record.thread_id, RunInput())
         return record
+
+    async def _collections_checked(self, owner: str, request: ResearchRequest) -> ResearchRequest:
+        """Return the request with its collections named by id; NotFound for one not the owner's."""
+        collections = self.executor.collections
+        if collections is None:
+            raise Unprocessable("options.collections: this server keeps no collections")
+        ids = await collections.resolve(owner, request.options.collections)
+        options = request.options.model_copy(update={"collections": ids})
+        return request.model_copy(update={"options": options})
 
     async def get(self, owner: str, thread_id: str) -> ThreadRecord:
         """Return the caller's thread, or raise NotFound (also for another owner's thread)."""
@@ -244,6 +258,9 @@ class RunManager:
         """
         thread_id = run.thread_id
         await self.get(owner, thread_id)
+        if admission.request is not None and admission.request.options.collections:
+            checked = await self._collections_checked(owner, admission.request)
+            admission = admission.model_copy(update={"request": checked})
         # A new topic holds a place until its run is launched (after the lock).
         async with contextlib.AsyncExitStack() as place:
             async with self.signals.admission(thread_id):
@@ -453,7 +470,9 @@ class RunManager:
         if stored_id is not None and await self.registry.get(stored_id) is not None:
             raise ThreadExists(stored_id)
         request, seed = await rerun_of(self.graph, store, thread_id, mode)
-        return await self.start(owner, request, seed=seed, stored_id=stored_id)
+        return await self.start(
+            owner, request, seed=seed, stored_id=stored_id, replay=mode == "replay"
+        )
 
     async def source(self, thread_id: str, n: int) -> SourceView:
         """Return footnote `n` of the thread's report: the text the run read, and the quotes."""

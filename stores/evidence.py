@@ -58,6 +58,8 @@ class Hit(BaseModel):
     content_hash: str
     score: float = 0.0
     published_date: str | None = None
+    document: str | None = Field(None, description="The uploaded file it came from, if one.")
+    page: int | None = Field(None, description="Its page in that file (a PDF's).")
 
 
 class SearchCall(_Record):

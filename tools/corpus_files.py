@@ -187,3 +187,62 @@ def _read_html(path: Path) -> Document:
     return Document(
         title=title, url=str(href) if href else path.resolve().as_uri(), text=text, file=str(path)
     )
+
+
+class UnsupportedFileError(ValueError):
+    """A file whose content is none of the formats read (whatever its name says)."""
+
+
+# The formats an uploaded file may be, told by its content.
+UPLOAD_KINDS = ("pdf", "docx", "html", "text")
+_HTML_START = re.compile(rb"^\s*(<!doctype html|<html|<head|<body)", re.IGNORECASE)
+
+
+def upload_kind(path: Path) -> str:
+    """Return the kind of a file by its content: pdf, docx, html or text.
+
+    Raise `UnreadableFileError` for an empty file or an encrypted Word file, and
+    `UnsupportedFileError` for anything else that is neither a PDF, a .docx nor UTF-8 text.
+    """
+    from tools import corpus_documents as documents
+
+    if path.stat().st_size == 0:
+        raise UnreadableFileError("empty file")
+    kind = documents.sniff(path)
+    if kind is not None:
+        return kind
+    if documents.is_ole(path):
+        raise UnreadableFileError(
+            "an encrypted Word file or an old binary .doc, not a .docx zip (save it as .docx "
+            "without a password)"
+        )
+    with path.open("rb") as file:
+        head = file.read(64 * 1024)
+    if head.startswith(documents.ZIP_MAGIC):
+        raise UnsupportedFileError("a zip archive that is not a .docx (no word/document.xml)")
+    try:
+        (head[: len(head) - 3] if len(head) == 64 * 1024 else head).decode("utf-8")
+    except UnicodeDecodeError:
+        raise UnsupportedFileError(
+            "its content is not a PDF, a .docx or UTF-8 text (the name does not decide)"
+        ) from None
+    if b"\x00" in head:
+        raise UnsupportedFileError("binary content, not a PDF, a .docx or UTF-8 text")
+    return "html" if _HTML_START.match(head) else "text"
+
+
+def read_upload(path: Path) -> tuple[str, list[Document]]:
+    """Return a file's kind (told by its content) and its documents, read as `corpus index` reads them.
+
+    Raise `UnreadableFileError` (malformed, encrypted, empty, oversized, a zip bomb) or
+    `UnsupportedFileError` (not a format read).
+    """
+    kind = upload_kind(path)
+    if kind in ("pdf", "docx"):
+        found = _read_document_file(path, f".{kind}")
+        assert found is not None  # a PDF or .docx by content is read, or refused
+        return kind, found
+    document = _read_html(path) if kind == "html" else _read_text(path)
+    if not document.text.strip():
+        raise UnreadableFileError("no text (an empty document)")
+    return kind, [document]

@@ -15,6 +15,9 @@ class SearchHit(BaseModel):
     content: str
     score: float = Field(0.0, ge=0.0)
     published_date: str | None = None
+    # An uploaded document's passage: the file it came from, and its page (a PDF's).
+    document: str | None = None
+    page: int | None = None
 
 
 class SearchError(Exception):
