@@ -12,6 +12,7 @@ Reads run on the event loop too (`SqliteReader`): a WAL reader never waits for t
 
 import asyncio
 import logging
+import shutil
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
@@ -32,6 +33,8 @@ BUSY_TIMEOUT_S = 30.0  # other connections (readers) may wait; the writer never 
 _LOCKED_RETRY_S = (0.001, 0.05)
 # Copy the WAL back into the database at most this often (seconds) while writes go on.
 _WAL_CHECKPOINT_EVERY_S = 1.0
+# Free space after a full disk before readiness returns: room for a few batches of writes.
+ROOM_BYTES = 1 << 20
 
 
 class StoreClosed(ValueError):
@@ -61,8 +64,9 @@ class SqliteWriter:
         self._wal_checkpoint: asyncio.Task[None] | None = None
         self._last_wal_checkpoint = time.monotonic()
         self._closed = False
-        # Why the last commit failed, when its storage did (a full disk): cleared by the
-        # next commit that succeeds. `check_writable` tells readiness.
+        # Why a commit failed, when its storage did (a full disk): kept until readiness
+        # (`check_writable`) finds room again. A commit that succeeds meanwhile does not
+        # clear it: a nearly full disk takes some small writes in the room the WAL holds.
         self._storage_failure: BaseException | None = None
 
     def submit(
@@ -107,22 +111,25 @@ class SqliteWriter:
         self._closed = True
 
     async def check_writable(self) -> None:
-        """Raise the storage failure of the last commit, until a write succeeds again.
+        """Raise the last storage failure (a full disk) until there is room again.
 
-        After a failure (a full disk) it tries a small real write, so readiness returns
-        once there is room.
+        Room: the file system has `ROOM_BYTES` free for the data file, and a small real
+        write succeeds.
         """
-        if self._storage_failure is not None:
-            await self.run(_probe_write)
+        if self._storage_failure is None:
+            return
+        if shutil.disk_usage(self.path.parent).free < ROOM_BYTES:
+            raise self._storage_failure
+        await self.run(_probe_write)
+        self._storage_failure = None
 
     async def _write(self, batch: list[_Work]) -> None:
         try:
             outcomes = await self._commit_when_unlocked(batch)
         except Exception as exc:  # the commit failed: so did every write in it
             outcomes = [exc] * len(batch)
-        self._storage_failure = next(
-            (o for o in outcomes if isinstance(o, BaseException) and storage_failure(o)), None
-        )
+        failed = (o for o in outcomes if isinstance(o, BaseException) and storage_failure(o))
+        self._storage_failure = next(failed, self._storage_failure)
         for work, outcome in zip(batch, outcomes, strict=True):
             if work.then is not None:
                 work.then(outcome)

@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 import errno
 import logging
+import os
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +21,12 @@ import pytest
 
 from app.api import create_app
 from app.settings import Settings
+from stores.sqlite_writer import open_sqlite_writer
 
 from .servers import serve_port
 from .sse import collect
 from .support import TOPIC
+from .test_sqlite_writer import SCHEMA, insert
 
 DISK_BYTES = 16 * 1024 * 1024
 RUN_STEP_MS = 150  # a simulated run's steps: long enough to fill the disk during one
@@ -131,3 +135,24 @@ async def test_a_full_disk_answers_507_and_the_service_recovers_when_space_retur
                 assert thread["status"] not in ("queued", "running"), thread
     leaked = [r for r in caplog.records if "never retrieved" in r.getMessage()]
     assert not leaked, [r.getMessage() for r in leaked]
+
+
+async def test_readiness_waits_for_room_not_for_one_write_that_fits(small_disk: Path) -> None:
+    """A nearly full disk takes small writes in the room the WAL holds: not ready for that."""
+    db = small_disk / "data.sqlite"
+    async with open_sqlite_writer(db) as writer:
+        await writer.run(lambda conn: conn.execute(SCHEMA))
+        filler = _fill(small_disk)
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            for n in range(10_000):  # until the WAL has no room either
+                await writer.run(insert(f"{n}", b"\0" * 65536))
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            await writer.check_writable()
+        # A little room back: a small write fits, but the disk is as good as full.
+        os.truncate(filler, filler.stat().st_size - 256 * 1024)
+        await writer.run(insert("small"))
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            await writer.check_writable()
+        filler.unlink()
+        await writer.check_writable()  # room again: ready
+        await writer.check_writable()
