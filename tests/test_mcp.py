@@ -25,7 +25,7 @@ from app.settings import Settings
 from .servers import bearer, serve_port
 from .support import TOPIC
 from .test_full_disk import _fill
-from .test_full_disk import small_disk as disk  # noqa: F401 (a fixture: a 16 MB tmpfs)
+from .test_full_disk import small_disk as disk  # noqa: F401 (a fixture: a small tmpfs)
 
 CLI = Path(sys.executable).parent / "research-agent"
 # Polls of a run's status before a test gives up (each a tool call, not a timed wait).
