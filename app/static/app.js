@@ -4,6 +4,7 @@
 // which the server renders with raw HTML escaped. A module: records.js (sources behind
 // footnotes, re-runs and comparisons) and members.js (a research step's member lanes)
 // are imported and handed the helpers below.
+import { createCollections } from "./collections.js";
 import { createMembers } from "./members.js";
 import { createQuestions } from "./questions.js";
 import { createRecords } from "./records.js";
@@ -113,10 +114,12 @@ import { createWatches } from "./watches.js";
     return new ApiError(response.status, error.code || "http_error", message, error.details);
   }
 
-  /** One API call: JSON in, JSON (or text for other `accept` types) out; errors throw ApiError. */
+  /** One API call: JSON (or FormData, sent as multipart) in, JSON (or text for other `accept` types) out; errors throw ApiError. */
   async function api(path, { method = "GET", body, accept = "application/json", signal } = {}) {
     const init = { method, headers: authHeaders({ Accept: accept }), signal };
-    if (body !== undefined) {
+    if (body instanceof FormData) {
+      init.body = body; // the browser writes the multipart Content-Type and its boundary
+    } else if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers["Content-Type"] = "application/json";
     }
@@ -149,6 +152,7 @@ import { createWatches } from "./watches.js";
     $("#api-key").value = "";
     $("#key-panel").hidden = true;
     loadThreads();
+    collections.load();
     route(true);
   }
 
@@ -158,6 +162,7 @@ import { createWatches } from "./watches.js";
   const FIELD_INPUTS = {
     topic: "#topic", "options.max_iterations": "#max-iterations",
     "options.min_sources": "#min-sources", "options.approval": "#approval",
+    "options.collections": "#source-collections",
   };
 
   function numberOrNull(input) {
@@ -182,6 +187,7 @@ import { createWatches } from "./watches.js";
         max_iterations: numberOrNull($("#max-iterations")),
         min_sources: numberOrNull($("#min-sources")),
         approval: $("#approval").value,
+        ...collections.runOptions(),
       },
     };
     await busy($("#start"), async () => {
@@ -790,8 +796,9 @@ import { createWatches } from "./watches.js";
 
   /** Once the report is in: the sources it cites first, the rest folded under them. */
   function arrangeSources(view) {
-    const links = [...$("#report").querySelectorAll("a[href^='http']")];
-    view.cited = new Set(links.map((a) => sameUrl(a.href)));
+    const links = [...$("#report").querySelectorAll("a[href^='http']")].map((a) => a.href);
+    const passages = [...$("#report").querySelectorAll(".collection-source[data-url]")].map((p) => p.dataset.url);
+    view.cited = new Set([...links, ...passages].map(sameUrl));
     for (const li of [...$("#sources").children]) {
       if (!view.cited.has(li.dataset.url)) $("#sources-other").append(li);
     }
@@ -857,6 +864,21 @@ import { createWatches } from "./watches.js";
   /** Insert the server's (already escaped) fragment; wide tables get their own scroller. */
   function showReportHtml(container, html) {
     container.innerHTML = html;
+    // A collection passage's reference (`collection://...`) is no address a browser opens:
+    // in the report it opens the source dialog of its footnote, elsewhere it is text.
+    for (const link of container.querySelectorAll("a[href^='collection:']")) {
+      const footnote = link.closest("li.footnote-item[id^='fn']");
+      const shown = footnote && container.id === "report"
+        ? el("button", "link-button collection-source", link.textContent)
+        : el("span", "collection-source", link.textContent);
+      if (shown.tagName === "BUTTON") {
+        shown.type = "button";
+        shown.dataset.footnote = footnote.id;
+      }
+      shown.title = `${link.getAttribute("href")}: a passage of your collection`;
+      shown.dataset.url = link.getAttribute("href");
+      link.replaceWith(shown);
+    }
     for (const table of container.querySelectorAll("table")) {
       const scroller = el("div", "table-scroll");
       table.replaceWith(scroller);
@@ -950,6 +972,11 @@ import { createWatches } from "./watches.js";
    * footnote mark in the text also opens the panel with the source it cites.
    */
   function followInPageLink(event) {
+    const passage = event.target.closest("button.collection-source");
+    if (passage && state.view) {
+      records.openSource(state.view, passage, Number(passage.dataset.footnote.slice(2)));
+      return;
+    }
     const link = event.target.closest("a[href^='#']");
     if (!link || link.getAttribute("href").startsWith("#/")) return;
     event.preventDefault();
@@ -1073,6 +1100,7 @@ import { createWatches } from "./watches.js";
     $("#report").addEventListener("click", followInPageLink);
     window.addEventListener("hashchange", () => route());
     loadThreads();
+    collections.init();
     route(true);
   }
 
@@ -1094,6 +1122,7 @@ import { createWatches } from "./watches.js";
       location.hash = `#/runs/${encodeURIComponent(id)}`;
     },
   });
+  const collections = createCollections({ api, el, showText, busy, plural });
   const watches = createWatches({ api, runPath, el, isCurrent });
 
   const members = createMembers({ api, runPath, el, showText, addStep, plural, numbers, isCurrent });

@@ -75,9 +75,8 @@ export function createRecords(ctx) {
     return (await labels.promise)[k - 1] ?? k;
   }
 
-  /** Open the panel for a footnote mark (`#fnK`) and fill it with what the run read. */
-  async function openSource(view, link) {
-    const k = Number(/^#fn(\d+)$/.exec(link.getAttribute("href") || "")?.[1]);
+  /** Open the panel for a footnote mark (`#fnK`), or footnote `k`, and fill it with what the run read. */
+  async function openSource(view, link, k = Number(/^#fn(\d+)$/.exec(link.getAttribute("href") || "")?.[1])) {
     if (!k) return;
     await showSource(view, link, `Source [${k}]`, () => footnoteLabel(view, k));
   }
@@ -118,7 +117,9 @@ export function createRecords(ctx) {
     const facts = el("dl", "source-facts");
     const fact = (name, value) => facts.append(el("dt", "", name), el("dd", "", value));
     fact("Address", sourceLink(source.url));
-    fact("Kind", KIND_LABELS[source.kind] || source.kind);
+    const ofCollection = String(source.url || "").startsWith("collection://");
+    fact("Kind", ofCollection ? "passage of your collection" : KIND_LABELS[source.kind] || source.kind);
+    if (source.document) fact("Document", source.page ? `${source.document}, page ${source.page}` : source.document);
     fact("Provider", source.provider);
     fact("Query", source.query || "unknown");
     const when = source.read_at ? el("time", "", new Date(source.read_at).toLocaleString()) : "unknown";
