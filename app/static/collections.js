@@ -93,9 +93,15 @@ export function createCollections(ctx) {
       const page = await api("/v1/collections");
       listed = await Promise.all(page.items.map((c) => api(path(c.id))));
     } catch (err) {
-      if (err.status !== 401) showText($("#collections-error"), err.message);
+      // A server that keeps no collections (409 invalid_state) has no panel to show.
+      const none = err.code === "invalid_state";
+      $("#collections-panel").hidden = none;
+      $(".source-choice").hidden = none;
+      if (err.status !== 401 && !none) showText($("#collections-error"), err.message);
       return;
     }
+    $("#collections-panel").hidden = false;
+    $(".source-choice").hidden = false;
     known = listed;
     showText($("#collections-error"), "");
     $("#collections").replaceChildren(...known.map(collectionItem));
