@@ -2,8 +2,9 @@
 // Plain DOM code, no framework. Everything that came from a user, a source or a model is
 // inserted with textContent / .value; the only innerHTML is the server's report fragment,
 // which the server renders with raw HTML escaped. A module: records.js (sources behind
-// footnotes, re-runs and comparisons) and members.js (a research step's member lanes)
-// are imported and handed the helpers below.
+// footnotes, re-runs and comparisons), members.js (a research step's member lanes) and
+// collections.js (the key's uploaded files, and a run's sources) are imported and handed
+// the helpers below.
 import { createCollections } from "./collections.js";
 import { createMembers } from "./members.js";
 import { createQuestions } from "./questions.js";
