@@ -114,6 +114,11 @@ class WatchView(BaseModel):
         None, description="The last completed refresh, which the next one is compared with."
     )
     skipped: int = Field(0, description="Due times that passed while a refresh still ran.")
+    refused: str | None = Field(
+        None,
+        description="Why the last due refresh could not start (e.g. a collection it searches "
+        "was deleted); tried again at the next due time.",
+    )
 
 
 class WatchEntry(BaseModel):
@@ -142,6 +147,7 @@ def view(watch: WatchRecord) -> WatchView:
         in_flight=public_id(watch.current) if watch.current else None,
         last_refresh=public_id(watch.previous) if watch.previous != watch.thread_id else None,
         skipped=watch.skipped,
+        refused=watch.refused,
     )
 
 
@@ -410,6 +416,23 @@ class Watches:
             )
         except ThreadExists:  # another process started it first
             return
+        except (NotFound, InvalidState, Unprocessable) as exc:
+            # The request cannot start as stored: no thread is made, the claim is released
+            # and the refresh of this number tried again when the watch is next due.
+            logger.warning(
+                "watch of %s: refresh %d cannot start (%s): next due %s",
+                watch.thread_id,
+                watch.tick,
+                exc.message,
+                watch.next_due.isoformat(),
+            )
+            released = {"tick": watch.tick - 1, "current": None, "claimed_at": None}
+            await self.store.replace(
+                watch, watch.model_copy(update={**released, "refused": exc.message})
+            )
+            return
+        if watch.refused is not None:
+            await self.store.replace(watch, watch.model_copy(update={"refused": None}))
         logger.info(
             "watch of %s: refresh %d started as %s", watch.thread_id, watch.tick, watch.current
         )

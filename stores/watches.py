@@ -38,6 +38,9 @@ class WatchRecord(BaseModel):
     claimed_at: datetime | None = None
     previous: str  # what the next refresh is compared with: the last completed one
     skipped: int = 0  # due times passed while a refresh was still running
+    # Why the last due refresh could not start (its options name a collection since
+    # deleted): it is tried again at the next due time, not at every tick.
+    refused: str | None = None
     version: int = 0
 
     @field_validator("created_at", "next_due", "claimed_at")

@@ -7,6 +7,7 @@ its start leaves behind.
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
@@ -18,8 +19,9 @@ import pytest
 from app.runtime import Runtime, open_runtime, running_worker
 from app.settings import Settings
 from core.options import ResearchRequest
+from service.collections import Upload
 from service.thread_ids import LOCAL_OWNER
-from service.watches import Watches, refresh_id
+from service.watches import Watches, refresh_id, view
 from stores.registry import TERMINAL
 
 from .support import TOPIC
@@ -134,3 +136,35 @@ async def test_a_refresh_claimed_but_never_started_is_started_once_after_the_gra
     await patient.tick(later)
     entries = await store.entries(watched)
     assert [(e.seq, e.status) for e in entries] == [(1, "completed")]
+
+
+async def test_a_refresh_that_cannot_start_waits_for_the_next_due_time_and_says_why(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    manager, store = runtime.manager, runtime.stores.watches
+    collections = runtime.executor.collections
+    assert collections is not None
+    shelf = await collections.create(LOCAL_OWNER, f"shelf-{uuid.uuid4().hex[:8]}")
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Printing\n\nThe printing press spread movable type across Europe.\n")
+    await collections.add(LOCAL_OWNER, shelf.id, [Upload("notes.md", notes)])
+    request = ResearchRequest.model_validate(
+        {"topic": TOPIC, "options": {"collections": [shelf.id]}}
+    )
+    watched = (await manager.start(LOCAL_OWNER, request)).thread_id
+    WATCHED[:] = [watched]
+    await finished(runtime, watched)
+    watch = await runtime.watches.watch(LOCAL_OWNER, watched, timedelta(seconds=60))
+    await collections.delete(LOCAL_OWNER, shelf.id)
+
+    due = watch.next_due + timedelta(seconds=1)
+    scheduler = Watches(manager, store)
+    await scheduler.tick(due)
+    refused = await store.get(watched)
+    assert refused is not None and refused.current is None and refused.tick == 0
+    assert refused.refused is not None and "collection" in refused.refused
+    assert refused.next_due > due  # tried again when next due, not at every tick
+    await scheduler.tick(due + timedelta(seconds=1))
+    assert await store.get(watched) == refused
+    assert await threads(runtime) == [watched]
+    assert view(await runtime.watches.get(LOCAL_OWNER, watched)).refused == refused.refused
