@@ -37,13 +37,14 @@ from .test_corpus_documents import (
 pytestmark = needs_weasyprint
 
 
-def docx_bytes() -> bytes:
+def docx_bytes(fog: str = "fog horn") -> bytes:
+    """A keeper's handbook in two headed sections, the second on sounding the `fog`."""
     document = docx.Document()
     document.add_paragraph("Keeper's handbook", style="Title")
     document.add_heading("Lamp care", level=1)
     document.add_paragraph("Trim the wick of the lighthouse lamp every four hours at night.")
     document.add_heading("Fog signals", level=1)
-    document.add_paragraph("Sound the lighthouse fog horn twice a minute while the fog lasts.")
+    document.add_paragraph(f"Sound the lighthouse {fog} twice a minute while the fog lasts.")
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()

@@ -94,9 +94,10 @@ def test_the_curl_session_runs_as_pasted_with_a_second_shell_streaming(
     assert "event: approval_required" in watcher.stdout and "event: done" in watcher.stdout
 
 
-def test_the_python_sdk_snippet_runs_as_pasted(live: tuple[str, dict[str, str]]) -> None:
+def run_python_block(heading: str, live: tuple[str, dict[str, str]]) -> str:
+    """Run the Python block of the README's section `heading` as pasted; its output."""
     port, env = live
-    (snippet,) = blocks(section("### LangGraph Platform API"), "python")
+    (snippet,) = blocks(section(heading), "python")
     done = subprocess.run(
         [sys.executable, "-c", on_port(snippet, port)],
         env=env,
@@ -105,20 +106,16 @@ def test_the_python_sdk_snippet_runs_as_pasted(live: tuple[str, dict[str, str]])
         timeout=TIMEOUT_S,
     )
     assert done.returncode == 0, done.stderr
-    assert "metadata" in done.stdout and "[^1]" in done.stdout
+    return done.stdout
+
+
+def test_the_python_sdk_snippet_runs_as_pasted(live: tuple[str, dict[str, str]]) -> None:
+    printed = run_python_block("### LangGraph Platform API", live)
+    assert "metadata" in printed and "[^1]" in printed
 
 
 def test_the_mcp_client_snippet_runs_as_pasted(live: tuple[str, dict[str, str]]) -> None:
-    port, env = live
-    (snippet,) = blocks(section("### MCP (Model Context Protocol)"), "python")
-    done = subprocess.run(
-        [sys.executable, "-c", on_port(snippet, port)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-    )
-    assert done.returncode == 0, done.stderr
-    tools, *progress = done.stdout.splitlines()[:3]
+    printed = run_python_block("### MCP (Model Context Protocol)", live)
+    tools, *progress = printed.splitlines()[:3]
     assert "'research'" in tools and progress[0].endswith(": started")
-    assert "[^1]" in done.stdout and '"n":1' in done.stdout
+    assert "[^1]" in printed and '"n":1' in printed

@@ -4,16 +4,15 @@ The server asks for a key, so every call the panel makes (the multipart upload t
 send the one the page stores.
 """
 
-import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import docx
 import httpx
 import pytest
 from playwright.async_api import FilePayload, Locator, Page, expect
 
+from .test_collections import docx_bytes
 from .test_web import (  # noqa: F401
     KEY,
     SHOTS,
@@ -32,23 +31,11 @@ NOTES = (
 )
 
 
-def handbook_docx() -> bytes:
-    document = docx.Document()
-    document.add_paragraph("Keeper's handbook", style="Title")
-    document.add_heading("Lamp care", level=1)
-    document.add_paragraph("Trim the wick of the lighthouse lamp every four hours at night.")
-    document.add_heading("Fog signals", level=1)
-    document.add_paragraph("Sound the lighthouse fog signal twice a minute while the fog lasts.")
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
-
-
 FILES: list[FilePayload] = [
     {
         "name": "handbook.docx",
         "mimeType": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        "buffer": handbook_docx(),
+        "buffer": docx_bytes("fog signal"),
     },
     {"name": "notes.txt", "mimeType": "text/plain", "buffer": NOTES.encode()},
 ]
