@@ -4,6 +4,8 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from core.models import ResearchPlan, SearchResult
 from core.options import RunOptions
 from core.state import initial_state
@@ -18,6 +20,24 @@ FIXTURE_CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 TOPIC = "history of the printing press"
 TAVILY_KEY = "tvly-secret-key-123"
 BRAVE_KEY = "brave-secret-key-456"
+
+
+def _weasyprint_missing() -> str | None:
+    """Return why WeasyPrint cannot load here (None: it can)."""
+    try:
+        import weasyprint  # noqa: F401
+    except (ImportError, OSError) as exc:
+        return str(exc)
+    return None
+
+
+# The tests that print PDFs (the report as PDF, PDFs to index) need WeasyPrint and Pango.
+needs_weasyprint = pytest.mark.skipif(
+    _weasyprint_missing() is not None,
+    reason="WeasyPrint cannot load Pango, so the tests cannot make PDFs: `apt-get install "
+    "libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core fonts-wqy-microhei` "
+    "(.ci/run installs them)",
+)
 
 
 def page(title: str, content: str) -> SearchResult:

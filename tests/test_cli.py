@@ -35,8 +35,8 @@ from .processes import server as serve_process
 from .redis_server import redis_server
 from .servers import free_port, serve_port
 from .sse import frames
-from .support import TOPIC
-from .test_corpus_documents import PAGES, encrypted_pdf, needs_weasyprint, pdf_bytes, write_docx
+from .support import TOPIC, needs_weasyprint
+from .test_corpus_documents import PAGES, encrypted_pdf, pdf_bytes, write_docx
 from .test_questions import ANSWERABLE, UNANSWERABLE
 
 CLI = Path(sys.executable).parent / "research-agent"

@@ -23,13 +23,13 @@ from engines.report_markdown import cited_sentences, footnote_urls, split_front_
 from tools import corpus_documents
 
 from .servers import two_key_clients
+from .support import needs_weasyprint
 from .test_api import wait_for_status
 from .test_corpus_documents import (
     PAGES,
     TOPIC,
     blank_pdf,
     encrypted_pdf,
-    needs_weasyprint,
     pdf_bytes,
     zip_of,
 )

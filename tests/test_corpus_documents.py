@@ -20,22 +20,7 @@ from tools import corpus_documents
 from tools.corpus_files import CorpusFormatError, SkippedFile, iter_documents
 from tools.local_corpus import LocalCorpus, build_index
 
-from .support import run_graph, start
-
-
-def _weasyprint_missing() -> str | None:
-    try:
-        import weasyprint  # noqa: F401
-    except (ImportError, OSError) as exc:
-        return str(exc)
-    return None
-
-
-needs_weasyprint = pytest.mark.skipif(
-    _weasyprint_missing() is not None,
-    reason="WeasyPrint cannot load Pango, so the tests cannot make PDFs: `apt-get install "
-    "libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core` (.ci/run installs them)",
-)
+from .support import needs_weasyprint, run_graph, start
 
 # Known text on known pages of the report the tests print.
 PAGES = [

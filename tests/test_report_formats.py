@@ -7,6 +7,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import docx
 import httpx
@@ -23,25 +24,9 @@ from service.errors import NotAcceptable
 
 from .servers import KEY_A, KEY_B, two_key_clients
 from .sse import collect
-from .support import TOPIC
+from .support import TOPIC, needs_weasyprint
 
 STANDALONE = {"Accept": "text/html; profile=standalone"}
-
-
-def _pango_missing() -> str | None:
-    """Return why WeasyPrint cannot load here (None: it can)."""
-    try:
-        import weasyprint  # noqa: F401
-    except (ImportError, OSError) as exc:
-        return str(exc)
-    return None
-
-
-needs_pango = pytest.mark.skipif(
-    _pango_missing() is not None,
-    reason="WeasyPrint cannot load Pango: `apt-get install libpango-1.0-0 libpangoft2-1.0-0 "
-    "fonts-dejavu-core fonts-wqy-microhei` to run the PDF tests (.ci/run installs them)",
-)
 
 
 @asynccontextmanager
@@ -66,6 +51,23 @@ async def _researched(client: httpx.AsyncClient, topic: str) -> str:
     thread_id = str(started.json()["thread_id"])
     await collect(client, f"/v1/research/{thread_id}/events")
     return thread_id
+
+
+async def _exported(
+    tmp_path: Path, corpus_index: Path, media_type: str, suffix: str
+) -> tuple[dict[str, Any], httpx.Response]:
+    """Research a topic with a CJK title; its report as JSON, and as `media_type`, checked
+    to come as an attachment named `report-{id}.{suffix}`."""
+    async with _served(tmp_path, corpus_index) as (client, _):
+        thread_id = await _researched(client, "印刷术 printing press")
+        url = f"/v1/research/{thread_id}/report"
+        as_json = (await client.get(url, headers={"Accept": "application/json"})).json()
+        answer = await client.get(url, headers={"Accept": media_type})
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == media_type
+    disposition = f'attachment; filename="report-{thread_id}.{suffix}"'
+    assert answer.headers["content-disposition"] == disposition
+    return as_json, answer
 
 
 def _sources(client_json: dict[str, object]) -> list[str]:
@@ -257,16 +259,7 @@ def _cited(markdown: str) -> set[int]:
 async def test_the_report_as_word_holds_its_headings_every_citation_and_every_reference_url(
     tmp_path: Path, corpus_index: Path
 ) -> None:
-    async with _served(tmp_path, corpus_index) as (client, _):
-        thread_id = await _researched(client, "印刷术 printing press")
-        url = f"/v1/research/{thread_id}/report"
-        as_json = (await client.get(url, headers={"Accept": "application/json"})).json()
-        answer = await client.get(url, headers={"Accept": DOCX_TYPE})
-    assert answer.status_code == 200, answer.text
-    assert answer.headers["content-type"] == DOCX_TYPE
-    assert (
-        answer.headers["content-disposition"] == f'attachment; filename="report-{thread_id}.docx"'
-    )
+    as_json, answer = await _exported(tmp_path, corpus_index, DOCX_TYPE, "docx")
     document = docx.Document(io.BytesIO(answer.content))
     markdown = as_json["report"]
     headings = [(p.style.name if p.style is not None else "", p.text) for p in document.paragraphs]
@@ -325,18 +318,11 @@ def _pdf_text(content: bytes) -> tuple[str, list[str], set[str]]:
     return text, uris, fonts
 
 
-@needs_pango
+@needs_weasyprint
 async def test_the_report_as_pdf_holds_its_headings_every_citation_and_every_reference_url(
     tmp_path: Path, corpus_index: Path
 ) -> None:
-    async with _served(tmp_path, corpus_index) as (client, _):
-        thread_id = await _researched(client, "印刷术 printing press")
-        url = f"/v1/research/{thread_id}/report"
-        as_json = (await client.get(url, headers={"Accept": "application/json"})).json()
-        answer = await client.get(url, headers={"Accept": "application/pdf"})
-    assert answer.status_code == 200, answer.text
-    assert answer.headers["content-type"] == "application/pdf"
-    assert answer.headers["content-disposition"] == f'attachment; filename="report-{thread_id}.pdf"'
+    as_json, answer = await _exported(tmp_path, corpus_index, "application/pdf", "pdf")
     text, uris, fonts = _pdf_text(answer.content)
     markdown = as_json["report"]
     lines = [line.strip() for line in text.splitlines()]
