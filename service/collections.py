@@ -16,7 +16,6 @@ import tempfile
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import chain, zip_longest
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -38,7 +37,7 @@ from stores.collections import (
     NewDocument,
     owner_folder,
 )
-from tools.combined import CombinedProvider
+from tools.combined import CombinedProvider, by_rank
 from tools.corpus_files import Document, UnreadableFileError, UnsupportedFileError, read_upload
 from tools.local_corpus import LocalCorpus, build_index, split_passages
 from tools.search import Depth, SearchHit
@@ -332,8 +331,7 @@ def _search(paths: list[Path], query: str, max_results: int) -> list[SearchHit]:
             lists.append(corpus.search_sync(query, max_results))
         finally:
             corpus.close()
-    merged = [h for h in chain.from_iterable(zip_longest(*lists)) if h is not None]
-    return merged[:max_results]
+    return by_rank(lists)[:max_results]
 
 
 def _read_named(path: Path, name: str) -> tuple[str, list[Document], str]:

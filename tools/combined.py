@@ -11,6 +11,11 @@ from tools.search import Depth, SearchHit, SearchProvider
 logger = logging.getLogger(__name__)
 
 
+def by_rank(lists: Sequence[Sequence[SearchHit]]) -> list[SearchHit]:
+    """Interleave ranked lists rank by rank: each one's first, then each one's second, ..."""
+    return [hit for hit in chain.from_iterable(zip_longest(*lists)) if hit is not None]
+
+
 class CombinedProvider:
     """Query every provider at once; one provider failing only loses its own results."""
 
@@ -38,7 +43,6 @@ class CombinedProvider:
         if not lists:
             raise errors[0]
         merged: dict[str, SearchHit] = {}
-        for hit in chain.from_iterable(zip_longest(*lists)):
-            if hit is not None:
-                merged.setdefault(normalize_url(hit.url), hit)
+        for hit in by_rank(lists):
+            merged.setdefault(normalize_url(hit.url), hit)
         return list(merged.values())[:max_results]
