@@ -56,7 +56,12 @@ async def finished_thread(client: httpx.AsyncClient) -> str:
 
 async def in_flight_and_running(client: httpx.AsyncClient, watched: str) -> bool:
     current = (await watch(client, watched))["in_flight"]
-    return current is not None and await status(client, current) == "running"
+    if current is None:
+        return False
+    # Claimed a moment before its thread is made: a 404 until then, not yet running.
+    answer = await client.get(f"/v1/research/{current}")
+    assert answer.status_code in (200, 404), answer.text
+    return answer.status_code == 200 and answer.json()["status"] == "running"
 
 
 async def assert_each_refresh_once(client: httpx.AsyncClient, watched: str) -> list[str]:
