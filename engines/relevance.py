@@ -4,6 +4,7 @@ The grades run from the subject's own article through titles, links and repeated
 down to a passing mention, which lends only the sentences that name the subject.
 """
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -35,7 +36,16 @@ from engines.naming import (
 )
 from engines.sentences import first_sentence, split_sentences
 from engines.subject import match_frame, verbs_of, without_setting
-from tools.text import STOPWORDS, cosine, folded, stems, words
+from tools.text import (
+    FORM_WORDS,
+    STOPWORDS,
+    cosine,
+    folded,
+    stems,
+    topic_parts,
+    words,
+    written_words,
+)
 
 # How much a source is about the subject (Relevance.of).
 OWN = 1.0  # the subject's own article
@@ -50,6 +60,8 @@ _CREATORS: frozenset[Kind | None] = frozenset({"work", "person", "concept", "org
 # Cosine of two articles' word counts above which they share a matter (Forest and
 # Deforestation 0.57; Europe and Renaissance 0.05).
 SHARED_MATTER = 0.3
+# Of a source the subject's article names, whose text uses a word of the subject's name.
+LINKED_MATTER = 0.2
 
 
 def _significant(text: str) -> list[str]:
@@ -129,24 +141,41 @@ def _nearest_article(subject: str, sources: Sequence[SearchResult]) -> SearchRes
     """When no title names the subject ("nuclear reactors"), the article that stands in.
 
     Its title shares a word with the subject and its text uses every word of it ("Nuclear
-    power": "... Reactors producing ..."); among several, the one that uses them most, then
-    the best ranked. A subject of one word has no stand-in.
+    power": "... Reactors producing ..."). A subject of one part (not "X and Y") may also
+    stand in an article half of whose title is the subject's, with no number of its own,
+    whose text uses most of the subject's words, two at least ("Solar power" for "cheap
+    solar panels home", whose panels it names; not "World War II" for "World War I").
+    Among several, the one that uses the most of them, then the one whose title names the
+    most ("Printing press" before "Printing" for "printing press changed"), then the one
+    that uses them most often, then the best ranked. A subject of one word has no stand-in.
     """
-    wanted = set(_significant(subject))
+    one_part = len(topic_parts(subject)) < 2
+    wanted = _content_words(subject) if one_part else set(_significant(subject))
     if len(wanted) < 2:
         return None
-    best: tuple[int, int] | None = None
+    enough = max(2, math.ceil(len(wanted) / 2)) if one_part else len(wanted)
+    best: tuple[int, int, int, int] | None = None
     found: SearchResult | None = None
     for rank, source in enumerate(sources):
-        if not wanted & set(_significant(source.title)):
+        title = set(_significant(source.title))
+        if not wanted & title or spans_parts(source.title, subject):
             continue
         text = Counter(_significant(f"{source.title} {source.content}"))
-        if not all(text[w] for w in wanted):
+        used = sum(1 for w in wanted if text[w])
+        own = title - wanted  # the words of the title the subject does not give
+        if used < len(wanted) and (
+            used < enough or 2 * len(own) > len(title) or any(_NUMBER.fullmatch(t) for t in own)
+        ):
             continue
-        uses = sum(text[w] for w in wanted)
-        if best is None or (uses, -rank) > best:
-            best, found = (uses, -rank), source
+        key = (used, len(title & wanted), sum(text[w] for w in wanted), -rank)
+        if best is None or key > best:
+            best, found = key, source
     return found
+
+
+def _content_words(subject: str) -> set[str]:
+    """Return the subject's significant words, without those that shape a question."""
+    return set(_significant(" ".join(w for w in words(subject) if w not in FORM_WORDS)))
 
 
 # A plural noun of a role: "painters", "philosophers", "scientists", "musicians".
@@ -202,13 +231,44 @@ def matching_phrase(subject: str, article: SearchResult | None) -> str:
     "Heart" for "human heart", "Shakespeare" for "William Shakespeare"; the subject itself
     when no article of it was collected. Where the subject gives only the name inside the
     title, that name: "Titanic" for "what sank the Titanic" and "Sinking of the Titanic".
+    A stand-in for part of the subject (`stands_in`) is named by the longest run of the
+    subject's words its text writes too: "solar panels" for "cheap solar panels home".
     """
     if article is None:
         return subject
     title = article.title
+    if stands_in(article, subject):
+        return _shared_phrase(subject, article.content) or title
     if len(words(title)) < len(words(subject)):
         return title
     return _name_given(bare_title(title), subject) or subject
+
+
+def stands_in(article: SearchResult, subject: str) -> bool:
+    """Whether the article stands in for part of the subject (`_nearest_article`).
+
+    Its title is not made of the subject's words, and its text leaves some of them unsaid:
+    "Solar power" for "cheap solar panels home"; not "Nuclear power" for "nuclear
+    reactors", whose text says both, nor "Global Positioning System" for "GPS".
+    """
+    title, said = set(_significant(article.title)), _content_words(subject)
+    text = set(_significant(f"{article.title} {article.content}"))
+    return not title <= said and not said <= text
+
+
+def _shared_phrase(subject: str, text: str) -> str | None:
+    """Return the longest run of two or more of the subject's words that `text` writes too."""
+    said = written_words(subject)  # as written, word for word with `tokens`
+    tokens = subject_tokens(subject)
+    written = subject_tokens(text)
+    for n in range(len(tokens), 1, -1):
+        for start in range(len(tokens) - n + 1):
+            run = tokens[start : start + n]
+            if run[0] in STOPWORDS or run[-1] in STOPWORDS:
+                continue
+            if phrase_count(written, run):
+                return " ".join(said[start : start + n])
+    return None
 
 
 def _name_given(title: str, subject: str) -> str | None:
@@ -337,6 +397,17 @@ class Relevance:
             # by "Ancient Greek philosophy".
             heads = (own, written)
             titles = {t for t in titles if not any(modifies(t, h, self.topic) for h in heads)}
+            if stands_in(self.article, self.subject):
+                # What the topic names beside the subject a stand-in stands for is no part
+                # of it: "home" in "cheap solar panels home", which "Solar power" never says.
+                used = set(subject_tokens(self.article.content))
+                beside = {t for t in titles if not set(subject_tokens(t)) <= used}
+                titles -= beside
+                self._topical = frozenset(
+                    normalize_url(s.url)
+                    for s in self.sources
+                    if normalize_url(s.url) in self._topical and bare_title(s.title) not in beside
+                )
             titles |= {own}
         self._alternatives = [(_title_tokens(t), t) for t in sorted(titles) if words(t)]
         self._as_is = {t for tokens, t in self._alternatives if tokens != folded(t)}
@@ -505,7 +576,16 @@ class Relevance:
             return RELATED  # who and what made a person known; the people a lead names
         if linked or naming:  # and it shares the subject's matter: satellites for GPS
             matter = Counter(stems(f"{source.title} {source.content}"))
-            if cosine(self._matter, matter) >= SHARED_MATTER:
+            shared = cosine(self._matter, matter)
+            if shared >= SHARED_MATTER:
+                return RELATED
+            # Less of it where its text uses a word of the subject's name: the tropical
+            # rainforest of the Amazon rainforest, the nuclear weapon of the atomic bombings.
+            if (
+                linked
+                and shared >= LINKED_MATTER
+                and set(stems(" ".join(self.phrase))) & matter.keys()
+            ):
                 return RELATED
         return MENTIONS if naming else OFF
 

@@ -12,6 +12,7 @@ from engines.extractive import FOLLOW_UPS, ExtractiveEngine
 from engines.extractive_candidates import quotable
 from engines.keyphrases import key_terms, link_queries, linked_phrases
 from engines.kinds import kind_of
+from engines.naming import subject_tokens
 from engines.relevance import (
     DEVOTED,
     LINKED,
@@ -435,6 +436,74 @@ def test_a_subject_without_an_article_of_its_own_gets_the_nearest_stand_in() -> 
     # One word of the subject is not enough to stand in for it.
     assert subject_article("nuclear reactors", [weapon]) is None
     assert subject_article("volcanoes", [page("Volcanic rock", "Volcanoes make it.")]) is None
+
+
+def test_a_keyword_topic_gets_the_stand_in_that_uses_most_of_its_words() -> None:
+    """Half its title is the subject's and it uses most of the subject's words."""
+    wind = page(
+        "Wind power",
+        "Wind power is the use of wind energy to generate electricity. Wind turbines of "
+        "many sizes turn it into current.",
+    )
+    garden = page("Garden", "A garden is a planned space, usually outdoors, set aside for plants.")
+    storm = page("Windstorm", "A windstorm is a storm with high winds and little rain.")
+    # "small" and "garden" are said by no article on wind: most words still are.
+    assert subject_article("small wind turbines garden", [storm, garden, wind]) is wind
+    # It is named by the words it shares with the topic, and what the topic names beside
+    # them is another thing: a garden is no part of small wind turbines.
+    turbine = page(
+        "Turbine",
+        "A turbine is a machine that turns the flow of a fluid into work. Wind turbines "
+        "drive generators; steam turbines drive ships.",
+    )
+    shed = page(
+        "Shed",
+        "A shed is a small building in a garden. A garden shed keeps tools, and a garden "
+        "may have several.",
+    )
+    topic = "small wind turbines garden"
+    relevance = Relevance(topic, [storm, garden, wind, turbine, shed], topic)
+    assert relevance.article is wind and relevance.phrase == subject_tokens("wind turbines")
+    assert relevance.of(turbine) >= DEVOTED
+    assert relevance.of(garden) == OFF and relevance.of(shed) == OFF
+    # Of two that use as many of its words, the one whose title names more of them.
+    steam = page(
+        "Steam", "Steam is water vapour. Steam rises, steam condenses, and steam engines use it."
+    )
+    engine = page("Steam engine", "A steam engine burns coal.")
+    assert subject_article("steam engine changed", [steam, engine]) is engine
+    # A title mostly made of other words does not stand in, whatever its text uses.
+    war = page(
+        "Gallic Wars",
+        "The Gallic Wars were waged by Julius Caesar, who built a road to conquer Gaul.",
+    )
+    assert subject_article("Julius Caesar, and how did he build the Roman road", [war]) is None
+
+
+def test_what_the_subjects_article_names_is_related_where_it_uses_a_word_of_its_name() -> None:
+    """A linked source sharing less of the subject's matter counts when it says "kelp"."""
+    forest = page(
+        "Kelp forest",
+        "A kelp forest is an underwater area with a high density of kelp. Kelp forests grow "
+        "in cold coastal waters and shelter fish, sea otters and sea urchins.",
+    )
+    otter = page(
+        "Sea otter",
+        "The sea otter is a marine mammal of the North Pacific, the heaviest member of the "
+        "weasel family. Its dense fur keeps it warm, as it has no blubber. Hunted for that "
+        "fur, it nearly vanished by 1911. It uses stones as tools to open clams and crabs, "
+        "and rests wrapped in kelp.",
+    )
+    urchin = page(
+        "Sea urchin",
+        "Sea urchins are spiny, globular echinoderms of the class Echinoidea. About 950 "
+        "species live on the seabed of every ocean, in cold and warm waters, from the coastal "
+        "intertidal zone to depths of 5,000 metres.",
+    )
+    relevance = Relevance("kelp forests", [forest, otter, urchin], "kelp forests")
+    assert relevance.article is forest
+    assert relevance.of(otter) == RELATED
+    assert relevance.of(urchin) == OFF  # as much of the matter, but no word of the name
 
 
 def test_another_instance_of_the_subject_is_not_the_subject() -> None:
