@@ -114,6 +114,7 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
         or _abbreviated_article(subject, sources)
         or _movement_article(subject, sources)
         or _nearest_article(subject, sources)
+        or _defining_article(subject, sources)
     )
 
 
@@ -170,6 +171,36 @@ def _nearest_article(subject: str, sources: Sequence[SearchResult]) -> SearchRes
         key = (used, len(title & wanted), sum(text[w] for w in wanted), -rank)
         if best is None or key > best:
             best, found = key, source
+    return found
+
+
+# Where a sentence says what its subject is: "A hurricane is ...", "Tsunamis are ...".
+_DEFINED_BY = frozenset({"is", "are", "was", "were"})
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _defining_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
+    """When no title names the subject, the article with a sentence that says what it is.
+
+    "A hurricane is a strong tropical cyclone ..." makes Tropical cyclone the article of
+    "hurricanes". Among several, the one that says it soonest, then the best ranked.
+    """
+    wanted = subject_tokens(subject)
+    while wanted and wanted[0] in _ARTICLES:
+        wanted = wanted[1:]
+    if not wanted:
+        return None
+    best: tuple[int, int] | None = None
+    found: SearchResult | None = None
+    for rank, source in enumerate(sources):
+        for position, sentence in enumerate(split_sentences(source.content)):
+            tokens = subject_tokens(sentence)
+            start = 1 if tokens[:1] and tokens[0] in _ARTICLES else 0
+            end = start + len(wanted)
+            if tokens[start:end] == wanted and tokens[end : end + 1] and tokens[end] in _DEFINED_BY:
+                if best is None or (-position, -rank) > best:
+                    best, found = (-position, -rank), source
+                break
     return found
 
 

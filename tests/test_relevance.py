@@ -480,6 +480,25 @@ def test_a_keyword_topic_gets_the_stand_in_that_uses_most_of_its_words() -> None
     assert subject_article("Julius Caesar, and how did he build the Roman road", [war]) is None
 
 
+def test_a_subject_without_a_title_of_its_own_takes_the_article_that_says_what_it_is() -> None:
+    """A sentence "A monsoon is ..." in another article makes that article the subject's own."""
+    winds = page(
+        "Seasonal wind",
+        "Seasonal winds reverse with the seasons. A monsoon is a seasonal wind that brings "
+        "heavy summer rain to South Asia.",
+    )
+    rain = page(
+        "Rain",
+        "Rain is water falling from clouds. Monsoons bring rain, and a monsoon season may "
+        "last for months.",
+    )
+    assert subject_article("monsoons", [rain, winds]) is winds
+    relevance = Relevance("monsoons", [rain, winds], "how do monsoons start")
+    assert relevance.of(winds) == OWN and relevance.of(rain) < OWN
+    # A sentence that only names it is no definition.
+    assert subject_article("monsoons", [rain]) is None
+
+
 def test_what_the_subjects_article_names_is_related_where_it_uses_a_word_of_its_name() -> None:
     """A linked source sharing less of the subject's matter counts when it says "kelp"."""
     forest = page(
