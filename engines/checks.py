@@ -112,12 +112,14 @@ def _drifting_claims(
     return drifting
 
 
-def unfound_words(theme: str, sources: Sequence[SearchResult]) -> tuple[list[str], list[str]]:
-    """Return the subject's words, and those of them no source about the topic uses.
+def unfound_words(theme: str, sources: Sequence[SearchResult]) -> list[str]:
+    """Return the subject's words no source about the topic uses, when they are most of it.
 
     "electric" in "pros and cons of electric cars" when the only source about it is on cars.
     The words that shape a question and what follows the head phrase ("on the body") count
-    for nothing.
+    for nothing there; but the head may be a facet the question's words do not list
+    ("decline" in "the decline of the Aztec empire"), so most of the whole topic's words
+    must be unsaid too. Empty when the sources cover the subject.
     """
     relevance = Relevance.of_topic(theme, sources)
     used: set[str] = set()
@@ -128,8 +130,16 @@ def unfound_words(theme: str, sources: Sequence[SearchResult]) -> tuple[list[str
     while words and (words[0].lower() in FORM_WORDS or words[0].lower() in STOPWORDS):
         words = words[1:]  # "pros and cons of"
     head = _PREPOSITION.split(" ".join(words), maxsplit=1)[0]  # not "on the body"
-    wanted = list(dict.fromkeys(w for w in content_words(head) if w not in FORM_WORDS))
-    return wanted, [w for w in wanted if stem(w) not in used]
+    unfound = [w for w in _asked_words(head) if stem(w) not in used]
+    asked = _asked_words(theme)
+    elsewhere = [w for w in asked if stem(w) not in used]
+    most = 2 * len(unfound) >= max(len(_asked_words(head)), 1)
+    return unfound if most and 2 * len(elsewhere) >= len(asked) else []
+
+
+def _asked_words(text: str) -> list[str]:
+    """Return the content words of `text` that do not shape a question, each once."""
+    return list(dict.fromkeys(w for w in content_words(text) if w not in FORM_WORDS))
 
 
 # Where a subject's head phrase ends and what places it begins: "caffeine | on the body".

@@ -132,8 +132,8 @@ async def finalize(
     # A report that cites nothing is never final, however it came about; nor is one whose
     # sources leave half of the subject's words unsaid (what it quotes is about another thing).
     topic = plan.theme if plan is not None else state["topic"]
-    subject, unfound = unfound_words(topic, state.get("research_data", []))
-    uncovered = not cites_anything(draft.markdown) or 2 * len(unfound) >= max(len(subject), 1)
+    unfound = unfound_words(topic, state.get("research_data", []))
+    uncovered = not cites_anything(draft.markdown) or bool(unfound)
     status = "insufficient" if uncovered else "final" if approved else "partial"
     if no_research:
         stopped: str | None = NO_QUERIES

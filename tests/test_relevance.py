@@ -775,6 +775,41 @@ async def test_a_report_whose_sources_leave_the_subject_half_unsaid_is_insuffici
     assert plain["report_status"] == "final", plain["stop_reason"]
 
 
+async def test_a_facet_the_question_words_do_not_list_leaves_the_subject_covered(
+    graph: ResearchGraph, tmp_path: Path
+) -> None:
+    """No source says "decline", but the republic is covered: the report is final."""
+    documents = [
+        (
+            "Republic of Vesta",
+            "The Republic of Vesta was a maritime state on the Ionian coast from 900 to 1400. "
+            "Its merchant fleet traded salt and glass across the sea. The republic lost its "
+            "colonies to a rival league in 1380, and its senate dissolved in 1400.",
+        ),
+        (
+            "Salt trade",
+            "The salt trade carried salt from coastal pans to inland markets. The Republic of "
+            "Vesta taxed the salt trade heavily, and its fleet guarded the salt routes.",
+        ),
+    ]
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(
+        "".join(
+            json.dumps({"title": t, "url": f"https://example.org/{t}", "text": x}) + "\n"
+            for t, x in documents
+        )
+    )
+    build_index(iter_documents(corpus), tmp_path / "index.sqlite")
+    search = LocalCorpus(tmp_path / "index.sqlite")
+    try:
+        deps = Deps(engine=ExtractiveEngine(), search=search)
+        state = await run_graph(graph, deps, "vesta", start("the decline of the Republic of Vesta"))
+    finally:
+        search.close()
+    assert state["report_status"] != "insufficient", state["stop_reason"]
+    assert "Republic of Vesta" in state["final_report"].partition("## References")[2]
+
+
 WHALE = page(
     "Whale",
     "Whales are a widely distributed group of fully aquatic placental marine mammals. "
