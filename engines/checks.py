@@ -130,10 +130,10 @@ def unfound_words(theme: str, sources: Sequence[SearchResult]) -> list[str]:
     while words and (words[0].lower() in FORM_WORDS or words[0].lower() in STOPWORDS):
         words = words[1:]  # "pros and cons of"
     head = _PREPOSITION.split(" ".join(words), maxsplit=1)[0]  # not "on the body"
-    unfound = [w for w in _asked_words(head) if stem(w) not in used]
-    asked = _asked_words(theme)
+    wanted, asked = _asked_words(head), _asked_words(theme)
+    unfound = [w for w in wanted if stem(w) not in used]
     elsewhere = [w for w in asked if stem(w) not in used]
-    most = 2 * len(unfound) >= max(len(_asked_words(head)), 1)
+    most = 2 * len(unfound) >= max(len(wanted), 1)
     return unfound if most and 2 * len(elsewhere) >= len(asked) else []
 
 

@@ -255,20 +255,21 @@ def _adds_only_names(title: str, subject: str) -> bool:
     )
 
 
-def matching_phrase(subject: str, article: SearchResult | None) -> str:
+def matching_phrase(subject: str, article: SearchResult | None, partial: bool = False) -> str:
     """Return what a source must name to be about the subject.
 
     The shorter of the subject and the title of its own article (`subject_article`):
     "Heart" for "human heart", "Shakespeare" for "William Shakespeare"; the subject itself
     when no article of it was collected. Where the subject gives only the name inside the
     title, that name: "Titanic" for "what sank the Titanic" and "Sinking of the Titanic".
-    A stand-in for part of the subject (`stands_in`) is named by the longest run of the
-    subject's words its text writes too: "solar panels" for "cheap solar panels home".
+    A stand-in for part of the subject (`partial`, see `stands_in`) is named by the longest
+    run of the subject's words its text writes too: "solar panels" for "cheap solar panels
+    home".
     """
     if article is None:
         return subject
     title = article.title
-    if stands_in(article, subject):
+    if partial:
         return _shared_phrase(subject, article.content) or title
     if len(words(title)) < len(words(subject)):
         return title
@@ -406,7 +407,8 @@ class Relevance:
 
     def __post_init__(self) -> None:
         self.article = subject_article(self.subject, self.sources)
-        written = matching_phrase(self.subject, self.article)
+        partial = self.article is not None and stands_in(self.article, self.subject)
+        written = matching_phrase(self.subject, self.article, partial)
         self.phrase = subject_tokens(written)
         # A name of one word of a few letters ("Go", "Art") is a common word too; an
         # abbreviation ("DNA") is not.
@@ -428,7 +430,7 @@ class Relevance:
             # by "Ancient Greek philosophy".
             heads = (own, written)
             titles = {t for t in titles if not any(modifies(t, h, self.topic) for h in heads)}
-            if stands_in(self.article, self.subject):
+            if partial:
                 # What the topic names beside the subject a stand-in stands for is no part
                 # of it: "home" in "cheap solar panels home", which "Solar power" never says.
                 used = set(subject_tokens(self.article.content))

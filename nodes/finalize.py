@@ -130,7 +130,8 @@ async def finalize(
     # A halted run (the model refused to serve it) is partial whatever the fallback wrote.
     approved = draft.review is not None and draft.review.approved and not state.get("halted")
     # A report that cites nothing is never final, however it came about; nor is one whose
-    # sources leave half of the subject's words unsaid (what it quotes is about another thing).
+    # sources leave half of the subject's words and of the topic's unsaid (what it quotes
+    # is about another thing: `unfound_words`).
     topic = plan.theme if plan is not None else state["topic"]
     unfound = unfound_words(topic, state.get("research_data", []))
     uncovered = not cites_anything(draft.markdown) or bool(unfound)

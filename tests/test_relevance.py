@@ -1,6 +1,8 @@
 """Relevance of sources to the subject, the kinds of things articles define, and drift."""
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from langgraph.types import Command
@@ -739,6 +741,24 @@ def test_an_article_titled_by_a_common_word_of_the_topic_is_not_about_it() -> No
     assert relevance.of(HISTORY) < TITLED
 
 
+@contextmanager
+def extractive_over(tmp_path: Path, documents: list[tuple[str, str]]) -> Iterator[Deps]:
+    """Deps of the extractive engine searching a local corpus of (title, text) documents."""
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(
+        "".join(
+            json.dumps({"title": t, "url": f"https://example.org/{t}", "text": x}) + "\n"
+            for t, x in documents
+        )
+    )
+    build_index(iter_documents(corpus), tmp_path / "index.sqlite")
+    search = LocalCorpus(tmp_path / "index.sqlite")
+    try:
+        yield Deps(engine=ExtractiveEngine(), search=search)
+    finally:
+        search.close()
+
+
 async def test_a_report_whose_sources_leave_the_subject_half_unsaid_is_insufficient(
     graph: ResearchGraph, tmp_path: Path
 ) -> None:
@@ -755,21 +775,9 @@ async def test_a_report_whose_sources_leave_the_subject_half_unsaid_is_insuffici
             "An electric guitar is a guitar that requires external amplification to be heard.",
         ),
     ]
-    corpus = tmp_path / "docs.jsonl"
-    corpus.write_text(
-        "".join(
-            json.dumps({"title": t, "url": f"https://example.org/{t}", "text": x}) + "\n"
-            for t, x in documents
-        )
-    )
-    build_index(iter_documents(corpus), tmp_path / "index.sqlite")
-    search = LocalCorpus(tmp_path / "index.sqlite")
-    try:
-        deps = Deps(engine=ExtractiveEngine(), search=search)
+    with extractive_over(tmp_path, documents) as deps:
         asked = await run_graph(graph, deps, "electric", start("pros and cons of electric cars"))
         plain = await run_graph(graph, deps, "plain", start("pros and cons of cars"))
-    finally:
-        search.close()
     assert asked["report_status"] == "insufficient" and "'electric'" in asked["stop_reason"]
     assert "[^1]" in asked["final_report"]  # what was found is kept, and said to fall short
     assert plain["report_status"] == "final", plain["stop_reason"]
@@ -792,20 +800,8 @@ async def test_a_facet_the_question_words_do_not_list_leaves_the_subject_covered
             "Vesta taxed the salt trade heavily, and its fleet guarded the salt routes.",
         ),
     ]
-    corpus = tmp_path / "docs.jsonl"
-    corpus.write_text(
-        "".join(
-            json.dumps({"title": t, "url": f"https://example.org/{t}", "text": x}) + "\n"
-            for t, x in documents
-        )
-    )
-    build_index(iter_documents(corpus), tmp_path / "index.sqlite")
-    search = LocalCorpus(tmp_path / "index.sqlite")
-    try:
-        deps = Deps(engine=ExtractiveEngine(), search=search)
+    with extractive_over(tmp_path, documents) as deps:
         state = await run_graph(graph, deps, "vesta", start("the decline of the Republic of Vesta"))
-    finally:
-        search.close()
     assert state["report_status"] != "insufficient", state["stop_reason"]
     assert "Republic of Vesta" in state["final_report"].partition("## References")[2]
 
