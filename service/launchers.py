@@ -13,8 +13,8 @@ from service.execution import RunExecutor, RunInput
 class Launcher(Protocol):
     """Starts and stops the execution of runs: tasks of this process, or queue jobs."""
 
-    def reserve(self) -> AbstractAsyncContextManager[None]:
-        """Hold a place for a new run until it is launched (or the context exits).
+    def reserve(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold a place for the thread's new run until it is launched (or the context exits).
 
         Raises:
             TooManyRuns: as many runs are running and queued as the service takes.
@@ -49,8 +49,8 @@ class LocalLauncher:
         self._reserved = 0
 
     @contextlib.asynccontextmanager
-    async def reserve(self) -> AsyncIterator[None]:
-        """Hold a place for a new run while it is registered and launched; TooManyRuns if full.
+    async def reserve(self, thread_id: str) -> AsyncIterator[None]:
+        """Hold a place for the thread's new run while it is registered and launched; TooManyRuns if full.
 
         The check and the hold happen with no await between them.
         """

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -69,19 +68,19 @@ class QueueLauncher:
         self._lease = lease_seconds
 
     @contextlib.asynccontextmanager
-    async def reserve(self) -> AsyncIterator[None]:
-        """Hold a place for a new run while it is registered and queued; TooManyRuns if full.
+    async def reserve(self, thread_id: str) -> AsyncIterator[None]:
+        """Hold a place for the thread's new run until its job is queued; TooManyRuns if full.
 
-        Decided in one Redis script, atomically across API processes.
+        Decided in one Redis script, atomically across API processes; queuing the job
+        takes the place in the same step, so no other request sees it held twice.
         """
-        token = uuid.uuid4().hex
-        held = await self._queue.reserve(token, self._capacity)
+        held = await self._queue.reserve(thread_id, self._capacity)
         if held < 0:
             raise TooManyRuns(f"{-held} runs are queued or running, the limit: retry later")
         try:
             yield
         finally:
-            await self._queue.release(token)
+            await self._queue.release(thread_id)
 
     def _job(self, thread_id: str, run_input: RunInput) -> Job:
         return Job(

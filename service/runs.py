@@ -100,7 +100,7 @@ class RunManager:
         stored = stored_id or (uuid.uuid4().hex if thread_id is None else scoped(owner, thread_id))
         if thread_id is not None and (await self.snapshot(stored)).values:
             raise ThreadExists(stored)
-        async with self.launcher.reserve():
+        async with self.launcher.reserve(stored):
             record = _new_thread(
                 stored,
                 owner,
@@ -285,7 +285,7 @@ class RunManager:
                     next_input = await self.executor.admit_waiting(thread_id)
                 else:
                     if admission.request is not None:  # a new topic: a new run needs a place
-                        await place.enter_async_context(self.launcher.reserve())
+                        await place.enter_async_context(self.launcher.reserve(thread_id))
                     next_input = await self.executor.admit(record, admission)
                     # The run's events are queued with the status's: one write for all.
                     started = self.executor.platform.start(run)

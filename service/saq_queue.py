@@ -73,11 +73,13 @@ return id_jobs
 
 
 # saq 0.26's enqueue script: store and queue the job unless it is queued already, or
-# its abort is still pending.
+# its abort is still pending. Queued, the job takes the place reserved for it: it is
+# never counted twice, as unfinished and as reserved.
 _ENQUEUE = """
 if not redis.call('ZSCORE', KEYS[1], KEYS[2]) and redis.call('EXISTS', KEYS[4]) == 0 then
     redis.call('SET', KEYS[2], ARGV[1])
     redis.call('ZADD', KEYS[1], ARGV[2], KEYS[2])
+    redis.call('ZREM', KEYS[5], KEYS[2])
     if ARGV[2] == '0' then redis.call('RPUSH', KEYS[3], KEYS[2]) end
     return 1
 else
@@ -86,9 +88,9 @@ end
 """
 
 
-# Reserve a place for one run, atomically across processes: the queue's unfinished jobs
-# plus the places reserved (by requests that have not queued their job yet; a reservation
-# of a process that died expires) must stay below the capacity.
+# Reserve a place for one run's job, atomically across processes: the queue's unfinished
+# jobs plus the places reserved (by requests that have not queued their job yet; a
+# reservation of a process that died expires) must stay below the capacity.
 _RESERVE = """
 local now = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
@@ -133,6 +135,8 @@ class ResearchQueue(RedisQueue):
     def __init__(self, redis: "Redis", waiting: "Redis", name: str) -> None:
         super().__init__(redis, name=name)
         self._waiting = waiting
+        # The places held for jobs about to be queued (`reserve`).
+        self._reserved = self.namespace("reserved")
         # Every POST reserves a place and gives it back: a burst of them shares pipelines.
         self._commands = RedisBatches(redis)
         # Redis being away, as this process's queue and its worker's upkeep see it.
@@ -238,7 +242,7 @@ class ResearchQueue(RedisQueue):
         """Queue the job unless it is queued already, as saq does; None if it was."""
         if self._enqueue_script is None:
             self._enqueue_script = self.redis.register_script(_ENQUEUE)
-        keys = [self._incomplete, job.id, self._queued, job.abort_id]
+        keys = [self._incomplete, job.id, self._queued, job.abort_id, self._reserved]
         async with self._op_sem:
             queued = self._commands.call(
                 self._enqueue_script, keys, [self.serialize(job), job.scheduled]
@@ -248,18 +252,21 @@ class ResearchQueue(RedisQueue):
         logger.info("Enqueuing %s", job.info(logger.isEnabledFor(logging.DEBUG)))
         return job
 
-    async def reserve(self, token: str, capacity: int) -> int:
-        """Hold a place for a run about to be queued; return the places held, negative if full."""
+    async def reserve(self, job_key: str, capacity: int) -> int:
+        """Hold a place for the job about to be queued; return the places held, negative if full.
+
+        Queuing the job takes its place; `release` gives back one whose job was not queued.
+        """
         if self._reserve is None:
             self._reserve = self.redis.register_script(_RESERVE)
-        keys = [self._incomplete, self.namespace("reserved")]
-        args: list[int | str] = [now(), capacity, RESERVATION_TTL_MS, token]
+        keys = [self._incomplete, self._reserved]
+        args: list[int | str] = [now(), capacity, RESERVATION_TTL_MS, self.job_id(job_key)]
         return int(await self._commands.call(self._reserve, keys, args))
 
-    async def release(self, token: str) -> None:
-        """Give back a place held by `reserve`."""
-        key = self.namespace("reserved")
-        await self._commands.command(lambda pipe: pipe.zrem(key, token))
+    async def release(self, job_key: str) -> None:
+        """Give back a place held by `reserve` (none is left once the job was queued)."""
+        job_id = self.job_id(job_key)
+        await self._commands.command(lambda pipe: pipe.zrem(self._reserved, job_id))
 
     async def disconnect(self) -> None:
         """Close the pub/sub and both clients, whatever fails first (saq's stops at a failure)."""

@@ -13,6 +13,7 @@ from saq import Job
 from saq.job import Status
 from saq.utils import now
 
+from service.errors import TooManyRuns
 from service.execution import RunInput
 from service.run_queue import JOB_FUNCTION, QueueLauncher
 from service.saq_queue import ResearchQueue, abandoned, lease_key
@@ -181,6 +182,25 @@ async def test_active_runs_no_job_carries_are_queued_again(queue: ResearchQueue)
     assert job.pop("thread_id") == "lost"
     assert RunInput.model_validate(job) == RunInput(recovered=True), "a continuation"
     assert await launcher.requeue_lost(registry, quiet_for_s=HEARTBEAT_S) == [], "once only"
+
+
+async def test_a_queued_run_holds_one_place_not_two(queue: ResearchQueue) -> None:
+    """A run whose job is queued but whose request has not returned yet holds one place."""
+    launcher = QueueLauncher(queue, capacity=2, lease_seconds=HEARTBEAT_S)
+    async with launcher.reserve("first"):
+        await launcher.launch("first", RunInput())
+        # The first request is still inside its reservation: the second place is free.
+        async with launcher.reserve("second"):
+            with pytest.raises(TooManyRuns, match="2 runs are queued or running"):
+                async with launcher.reserve("third"):
+                    pass
+    async with launcher.reserve("second"):
+        pass  # never queued: its place comes back
+    async with launcher.reserve("third"):
+        await launcher.launch("third", RunInput())
+    with pytest.raises(TooManyRuns, match="2 runs are queued or running"):
+        async with launcher.reserve("fourth"):
+            pass
 
 
 async def info_calls(queue: ResearchQueue) -> int:
