@@ -114,6 +114,7 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
         or _abbreviated_article(subject, sources)
         or _movement_article(subject, sources)
         or _nearest_article(subject, sources)
+        or _leading_article(subject, sources)
         or _defining_article(subject, sources)
     )
 
@@ -172,6 +173,34 @@ def _nearest_article(subject: str, sources: Sequence[SearchResult]) -> SearchRes
         if best is None or key > best:
             best, found = key, source
     return found
+
+
+def _leading_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
+    """When no title names the subject, the article named by its longest leading phrase.
+
+    A subject cut out of a question may keep what is said of it: "coffee bad for you",
+    "Great Wall of China visible from space". A collected title that its first words make
+    exactly is its name: Coffee, Great Wall of China. Not for a subject of two parts ("tea
+    vs coffee"). Among several, the best ranked.
+    """
+    if topic_parts(subject):
+        return None
+    said = subject.split()
+    for n in range(len(said) - 1, 0, -1):
+        if said[n - 1].lower() not in STOPWORDS and (found := _titled(said[:n], sources)):
+            return found
+    return None
+
+
+def _titled(said: list[str], sources: Sequence[SearchResult]) -> SearchResult | None:
+    """Return the best ranked source whose title is the words `said`, word for word (stemmed)."""
+    phrase = " ".join(said)
+    wanted = set(_significant(phrase))
+    for source in sources:
+        title = bare_title(source.title)
+        if wanted and set(_significant(title)) == wanted and written_alike(title, phrase):
+            return source
+    return None
 
 
 # Where a sentence says what its subject is: "A hurricane is ...", "Tsunamis are ...".

@@ -27,9 +27,28 @@ _SETTING_WORD = r"(?:in|on|under|during|across|throughout)"
 _SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
 
 
-_AUXILIARY = {"does", "do", "did", "can", "is", "are", "was", "were", "could", "would"}
+_AUXILIARY = {
+    "does",
+    "do",
+    "did",
+    "can",
+    "is",
+    "are",
+    "was",
+    "were",
+    "could",
+    "would",
+    "should",
+    "will",
+    "has",
+    "have",
+    "had",
+}
 _PRONOUNS = {"we", "you", "they", "i", "people", "humans"}
 _PLACING = {"in", "on", "at", "during", "after", "before", "under"}
+_ARTICLES = {"the", "a", "an"}
+# The words after which an article stays inside the subject: "the fall of the Roman Empire".
+_LINKING = {"of", "and", "&", "in", "on", "at", "for", "to", "from", "with", "by"}
 _PROCESS_VERBS = {"works", "work", "functions", "happens", "operates", "began", "started"}
 
 
@@ -42,19 +61,33 @@ def plural(word: str) -> bool:
 def how_subject(rest: str) -> str:
     """Return the subject of "how ..." or "why ...": "how does X work", "why did X fall".
 
-    After an auxiliary, the subject ends with its first plural noun, or before a verb whose
-    object is plural, or before the last of three words ("why did the Qing dynasty fall"); a
-    longer phrase stays whole. Without an
+    After an auxiliary, the subject ends before an article that opens what is said of it
+    ("is Pluto a planet"; not one after "of": "the fall of the Roman Empire"; after a verb,
+    before the verb: "does the moon have a core"), with its first
+    plural noun, or before a verb whose object is plural, or before the last of three words
+    ("why did the Qing dynasty fall"); a longer phrase stays whole. Without an
     auxiliary, it ends before a process verb, or with its first plural noun ("how vaccines
     train ..."), or before the last word ("how airplanes fly").
     """
     words = rest.split()
     if words and words[0].lower() in _AUXILIARY:
+        copula = words[0].lower() in _COPULAS
         words = words[1:]
         if words and words[0].lower() in _PRONOUNS:
             return " ".join(words[1:]) or rest  # "why do we dream": dreaming
         place = next((i for i, w in enumerate(words) if i > 1 and w.lower() in _PLACING), None)
         words = words[:place]  # "why did Constantinople fall in 1453"
+        said = next(
+            (
+                i
+                for i, w in enumerate(words)
+                if i > 0 and w.lower() in _ARTICLES and words[i - 1].lower() not in _LINKING
+            ),
+            None,
+        )
+        if said is not None and copula:
+            return " ".join(words[:said])  # "is the Sahara a desert": what it is follows
+        words = words[:said]  # "does the moon have a core": the verb is left to take off
         first = next((i for i, w in enumerate(words[:-1]) if plural(w)), None)
         if first is not None:
             return " ".join(words[: first + 1])
@@ -119,20 +152,20 @@ _SETTING_FOLLOWS = re.compile(rf"\s+{_SETTING_WORD}\s+\S", re.IGNORECASE)
 
 
 def verbs_of(topic: str) -> set[str]:
-    """Return the verbs a "how" or "why" question puts after its subject, in each of its parts.
+    """Return the verbs a question puts after its subject, in each of its parts.
 
-    "fly" in "how airplanes fly", "go" in "why did the dinosaurs go extinct", "matter" in
-    "what is photosynthesis and why does it matter"; none after "is" or "are" ("why is the
-    sky blue": blue is no verb).
+    "fly" in "how airplanes fly", "go" in "why did the dinosaurs go extinct", "eat" in "can
+    dogs eat chocolate", "matter" in "what is photosynthesis and why does it matter"; none
+    after "is" or "are" ("why is the sky blue": blue is no verb).
     """
     found = set()
     for start in [0, *(m.start() for m in _SECOND_PART.finditer(topic) if m.start() > 0)]:
         around = _around_subject(topic[start:])
-        if around is None or around[0] not in ("how", "why"):
+        if around is None or around[0] not in ("how", "why", "yes-no"):
             continue
         _, before, _, after = around
-        if any(w.lower() in _COPULAS for w in before.split()[1:2]):
-            continue  # "why is the sky blue"
+        if any(w.lower() in _COPULAS for w in before.split()[:2]):
+            continue  # "why is the sky blue", "is coffee bad for you"
         found.update(re.findall(r"[\w'’-]+", after)[:1])
     return found
 
@@ -209,6 +242,16 @@ FRAMES: tuple[Frame, ...] = (
             re.IGNORECASE,
         ),
     ),
+    # "do bees sleep", "is Pluto a planet", "can dogs eat chocolate": X, as in "how does X
+    # work" (the subject follows the auxiliary).
+    Frame(
+        "yes-no",
+        re.compile(
+            r"^(?P<s>(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have|had)"
+            r"\s+.+?)\??$",
+            re.IGNORECASE,
+        ),
+    ),
     Frame(
         "overview",
         re.compile(
@@ -232,7 +275,8 @@ def match_frame(topic: str) -> tuple[Frame, str]:
             found = match.group("s")
             if frame is not FRAMES[-1] and _SECOND_PART.search(found):
                 continue  # a question in two parts is about both: no frame takes one
-            subject = core_subject(how_subject(found) if frame.name in ("how", "why") else found)
+            asks_after = frame.name in ("how", "why", "yes-no")
+            subject = core_subject(how_subject(found) if asks_after else found)
             if frame.name == "overview":  # no question shape: a facet may still wrap it
                 subject = core_subject(cleaned) if is_wrapped(cleaned) else subject
             return frame, subject or cleaned

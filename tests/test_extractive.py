@@ -60,6 +60,15 @@ STEAM = SearchResult(
         ("how does the brain store memories", "how", "brain"),
         ("why did the Qing dynasty fall", "why", "Qing dynasty"),
         ("photosynthesis", "overview", "photosynthesis"),
+        # A question answered yes or no: its subject follows the auxiliary, and ends before
+        # what is said of it (an article, a plural, a verb).
+        ("do bees sleep", "yes-no", "bees"),
+        ("is Pluto a planet", "yes-no", "Pluto"),
+        ("why is the Sahara a desert", "why", "Sahara"),
+        ("can dogs eat chocolate", "yes-no", "dogs"),
+        ("is nuclear power safe", "yes-no", "nuclear power"),
+        ("does the moon have a dark side?", "yes-no", "moon"),
+        ("why does the moon have a dark side", "why", "moon"),
     ],
 )
 def test_topic_frames_find_the_subject(topic: str, frame: str, subject: str) -> None:

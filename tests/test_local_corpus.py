@@ -151,6 +151,30 @@ def test_a_document_the_query_names_by_its_title_is_found(tmp_path: Path) -> Non
     corpus.close()
 
 
+def test_a_query_in_the_plural_names_the_article_in_the_singular(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    # Articles about kinds of plants say "plant" more often than the Plant article does.
+    kinds = {
+        f"Plant {part}": f"Plant {part} is the study of plant {part}: each plant's {part}, "
+        "plant by plant, in every plant family."
+        for part in ("anatomy", "morphology", "hormone", "reproduction")
+    }
+    articles = kinds | {
+        "Plant": "Plants are the eukaryotes of the kingdom Plantae, most of them green.",
+        "Blue": "Blue is one of the three primary colours of pigments.",
+        "Blues": "Blues is a music genre and musical form that began in the Deep South.",
+    }
+    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
+    (docs / "articles.jsonl").write_text("\n".join(lines))
+    build_index(iter_documents(docs), tmp_path / "i.sqlite")
+    corpus = LocalCorpus(tmp_path / "i.sqlite")
+    assert corpus.search_sync("plants", 1)[0].title == "Plant"
+    # A title written as asked comes before one in the singular.
+    assert [h.title for h in corpus.search_sync("blues", 2)] == ["Blues", "Blue"]
+    corpus.close()
+
+
 def test_a_word_as_written_outranks_other_words_of_its_stem(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -657,6 +657,34 @@ def test_people_are_named_by_their_surname() -> None:
     assert Relevance(match_frame(wars)[1], [civil_war], wars).of(civil_war) < TITLED
 
 
+def test_a_yes_or_no_question_is_about_the_thing_it_asks_about() -> None:
+    bee = page(
+        "Bee",
+        "Bees are winged insects closely related to wasps and ants, known for their roles in "
+        "pollination. Bees rest at night in a state much like sleep.",
+    )
+    sleep = page(
+        "Sleep",
+        "Sleep is a state of reduced mental and physical activity in which consciousness is "
+        "altered. Humans sleep about a third of their lives.",
+    )
+    topic = "do bees sleep"
+    relevance = Relevance(match_frame(topic)[1], [sleep, bee], topic)
+    assert relevance.article is bee
+    assert relevance.of(sleep) < TITLED, "'sleep' is what the question asks bees do"
+    coffee = page(
+        "Coffee",
+        "Coffee is a beverage brewed from roasted coffee beans. Coffee contains caffeine, "
+        "a stimulant.",
+    )
+    tea = page("Tea", "Tea is an aromatic beverage prepared by pouring hot water over leaves.")
+    # What is said of the subject stays in it ("bad for you"); its first word is its name.
+    topic = "is coffee bad for you"
+    subject = match_frame(topic)[1]
+    assert subject == "coffee bad for you"
+    assert Relevance(subject, [tea, coffee], topic).article is coffee
+
+
 def test_neither_the_verb_of_a_question_nor_the_place_it_is_set_in_is_its_subject() -> None:
     airplane = page(
         "Airplane",

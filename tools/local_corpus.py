@@ -189,8 +189,8 @@ class LocalCorpus:
     def _titled(self, query: str) -> tuple[list[Row], list[Row]]:
         """Return the documents whose title the query names: by all its words, and by some.
 
-        A run of the query's words that is a whole title (disambiguation aside) names the
-        document; within a longer query only titles of two words or more count ("Mount
+        A run of the query's words that is a whole title (disambiguation aside), or is it
+        in the plural ("plants" names Plant), names the document; within a longer query only titles of two words or more count ("Mount
         Everest"), since one common word names too much. Longest runs first.
         """
         tokens = [w.replace('"', "") for w in words(query)]
@@ -205,13 +205,21 @@ class LocalCorpus:
                 run = tokens[start : start + n]
                 if all(t in STOPWORDS or len(t) < 2 for t in run):
                     continue
-                for row in self._ranked(f'title : "{" ".join(run)}"', TITLE_LOOKUP):
-                    if row[2] not in seen and words(_DISAMBIGUATION.sub("", row[0])) == run:
-                        seen.add(row[2])
-                        if content <= set(run):
-                            whole.append(row)
-                        elif n > 1:  # one common word of a longer query names too much
-                            part.append(row)
+                rows = self._ranked(f'title : "{" ".join(run)}"', TITLE_LOOKUP)
+                named = [words(_DISAMBIGUATION.sub("", row[0])) for row in rows]
+                singular = [fold(t) for t in run]
+                as_written = [row for row, title in zip(rows, named, strict=True) if title == run]
+                in_plural = [
+                    row for row, title in zip(rows, named, strict=True) if title == singular != run
+                ]
+                for row in as_written + in_plural:  # "blues" names Blues before Blue
+                    if row[2] in seen:
+                        continue
+                    seen.add(row[2])
+                    if content <= set(run):
+                        whole.append(row)
+                    elif n > 1:  # one common word of a longer query names too much
+                        part.append(row)
         return whole, part
 
     def search_sync(self, query: str, max_results: int = 5) -> list[SearchHit]:
