@@ -35,7 +35,7 @@ from engines.naming import (
     written_alike,
 )
 from engines.sentences import first_sentence, split_sentences
-from engines.subject import match_frame, verbs_of, without_setting
+from engines.subject import asked_of_subject, match_frame, verbs_of, without_setting
 from tools.text import (
     FORM_WORDS,
     STOPWORDS,
@@ -417,8 +417,14 @@ class Relevance:
     _in_lead: frozenset[str] = field(init=False)
     _matter: Counter[str] = field(init=False)
     _topical: frozenset[str] = field(init=False)
+    # Of those titles, the ones a question asks of a subject with an article of its own
+    # ("Pain" in "do plants feel pain"; see `_only_asked`), and the others but its own.
+    _asked: list[tuple[list[str], str]] = field(init=False)
+    _unasked: list[tuple[list[str], str]] = field(init=False)
     # The titles of the articles the topic names: naming one names the topic.
     _alternatives: list[tuple[list[str], str]] = field(init=False)
+    # Of those titles, the subject's own article's: naming it names the subject.
+    _own: list[tuple[list[str], str]] = field(init=False)
     # Of those titles, the ones a text must write as they are (`_title_tokens`: "Blues").
     _as_is: set[str] = field(init=False)
     _stemmed: dict[str, list[str]] = field(init=False)
@@ -473,6 +479,12 @@ class Relevance:
             titles |= {own}
         self._alternatives = [(_title_tokens(t), t) for t in sorted(titles) if words(t)]
         self._as_is = {t for tokens, t in self._alternatives if tokens != folded(t)}
+        own_title = bare_title(self.article.title) if self.article else None
+        self._own = [(tokens, t) for tokens, t in self._alternatives if t == own_title]
+        asked = set(stems(asked_of_subject(self.topic))) if self.article else set()
+        others = [(tokens, t) for tokens, t in self._alternatives if t != own_title]
+        self._asked = [(tokens, t) for tokens, t in others if asked >= set(stems(t)) != set()]
+        self._unasked = [pair for pair in others if pair not in self._asked]
         self._surnames = surnames(titles, self.sources)
         self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
         text = {bare_title(s.title): s.content for s in self.sources}  # each title's article
@@ -554,15 +566,17 @@ class Relevance:
         writes it as one ("cat", so "Siamese cat" names Cat). Without `short`, a
         name of one short word does not count at all.
         """
-        # A long phrase is named by most of its words; where the topic names articles,
-        # those say what it is about ("the differences between capitalism and socialism"
-        # is not named by every sentence with "capital" and "social" in it).
-        loose = len(self.phrase) > LONG_PHRASE and bool(self._alternatives)
-        by_phrase = self.phrase and not loose and not self.as_written
-        by_phrase = by_phrase and (short or not self._short)
-        if by_phrase and mentions(text, self.phrase, self.common) > 0:
+        if self._names_subject(text, short):
             return True
-        if not self._alternatives:
+        return self._names_title(text, self._alternatives, short) or any(
+            by_surname(text, surname, name) for surname, name in self._surnames.items()
+        )
+
+    def _names_title(
+        self, text: str, titles: Sequence[tuple[list[str], str]], short: bool = True
+    ) -> bool:
+        """Return whether `text` names one of `titles` (of `_alternatives`), as `names` says."""
+        if not titles:
             return False
         written = folded(text)
         as_is = words(text) if self._as_is else written
@@ -574,8 +588,25 @@ class Relevance:
             if len(tokens) == 1 and len(title) <= SHORT_TITLE and title not in self._common
             else phrase_count(as_is if title in self._as_is else written, tokens) > 0
             and mentions(text, self._stemmed[title], title in self._common) > 0
-            for tokens, title in self._alternatives
-        ) or any(by_surname(text, surname, name) for surname, name in self._surnames.items())
+            for tokens, title in titles
+        )
+
+    def _by_phrase(self) -> bool:
+        """Whether the subject's own phrase names it (else only the titles the topic names).
+
+        A long phrase is named by most of its words; where the topic names articles, those
+        say what it is about ("the differences between capitalism and socialism" is not
+        named by every sentence with "capital" and "social" in it).
+        """
+        loose = len(self.phrase) > LONG_PHRASE and bool(self._alternatives)
+        return bool(self.phrase) and not loose and not self.as_written
+
+    def _names_subject(self, text: str, short: bool = True) -> bool:
+        """Return whether `text` names the subject: by its phrase, or its article's title."""
+        by_phrase = self._by_phrase() and (short or not self._short)
+        if by_phrase and mentions(text, self.phrase, self.common) > 0:
+            return True
+        return self._names_title(text, self._own, short)
 
     def _of_a_kind(self) -> bool:
         """Return whether the subject is a kind of thing: a common noun, or only such sides."""
@@ -606,9 +637,24 @@ class Relevance:
         # event in "why did the dinosaurs go extinct"; of a comparison, one that names a side
         # as that side's article does ("Tiger" in Tiger Woods is a name, not the animal).
         sided = not self._sides or any(side.of(source) > OFF for side in self._sides)
-        if judged == MENTIONS and self._matches.get(key, 0.0) >= TOPIC_MATCH and sided:
+        matches = self._matches.get(key, 0.0) >= TOPIC_MATCH
+        if judged == MENTIONS and matches and sided and not self._only_asked(source):
             return DEVOTED
         return judged
+
+    def _only_asked(self, source: SearchResult) -> bool:
+        """Whether the source names, of the topic, only what a question asks of its subject.
+
+        "Gout" names the pain of "do plants feel pain" and never plants; "Doping in sport"
+        the sport of "is chess a sport". It is no article the topic names (those are
+        `_topical`), and it is not about the topic through those names. What the subject's
+        own words name is no part of what is asked: "Computer" in "how a computer processor
+        works".
+        """
+        if not self._asked:
+            return False
+        text = f"{source.title}. {source.content}"
+        return not self._names_subject(text) and not self._names_title(text, self._unasked)
 
     def _judge_subject(self, source: SearchResult, key: str) -> float:
         if not self.phrase:
@@ -619,7 +665,8 @@ class Relevance:
             return OFF  # "Muhammad Ali of Egypt" when "Muhammad Ali" is the subject's own
         if bare_title(source.title).lower() in self._surnames:
             return OFF  # a thing that bears a person's surname alone: "Tesla (unit)"
-        if self.names(source.title):
+        only_asked = self._only_asked(source)
+        if self.names(source.title) and not only_asked:
             if self.kind not in _CREATORS and kind_of(source.content) == "work":
                 return OFF  # a film or novel that takes the subject's name
             if self._of_a_kind() and _an_instance(source.title):
@@ -632,7 +679,7 @@ class Relevance:
         linked = key in self._linked
         if linked and naming:
             return LINKED
-        if len(naming) >= 2:
+        if len(naming) >= 2 and not only_asked:
             return DEVOTED
         if key in self._in_lead and "person" in (self.kind, kind_of(source.content)):
             return RELATED  # who and what made a person known; the people a lead names

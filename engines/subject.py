@@ -173,6 +173,20 @@ def verbs_of(topic: str) -> set[str]:
 _COPULAS = {"is", "are", "was", "were"}
 
 
+def asked_of_subject(topic: str) -> str:
+    """Return what the topic asks of its subject, in the words after it; "" if none.
+
+    "feel pain" in "do plants feel pain", "fall" in "why did Rome fall", "a sport" in "is
+    chess a sport". Nothing for a phrase ("jazz origins new orleans") nor a question in two
+    parts, which is about both.
+    """
+    around = _around_subject(topic) if topic else None
+    if around is None or _SECOND_PART.search(topic, 1):
+        return ""
+    name, _, _, after = around
+    return after.strip(" ?") if name in ("how", "why", "yes-no") else ""
+
+
 def is_wrapped(phrase: str) -> bool:
     """Whether a facet ("the biology of") or a possessor ("X's") wraps the subject."""
     return bool(_FACET_OF.match(phrase) or _PAIR_OF.match(phrase) or _POSSESSOR.match(phrase))

@@ -685,6 +685,49 @@ def test_a_yes_or_no_question_is_about_the_thing_it_asks_about() -> None:
     assert Relevance(subject, [tea, coffee], topic).article is coffee
 
 
+def test_a_source_that_names_only_what_a_question_asks_of_its_subject_is_not_about_it() -> None:
+    plant = page(
+        "Plant",
+        "Plants are the eukaryotes of the kingdom Plantae. Plants make their food from light.",
+    )
+    pain = page(
+        "Pain",
+        "Pain is a distressing feeling often caused by intense or damaging stimuli. Pain "
+        "motivates an animal to withdraw from damaging situations.",
+    )
+    gout = page(
+        "Gout",
+        "Gout is a form of arthritis with attacks of pain in a red, tender and swollen joint. "
+        "Pain typically comes on rapidly, and the pain is worst in the big toe.",
+    )
+    pain_relief = page(
+        "Pain management",
+        "Pain management is a branch of medicine that eases suffering. Pain relief uses drugs.",
+    )
+    hormone = page(
+        "Plant hormone",
+        "Plant hormones are signal molecules produced within plants. They control how plants "
+        "grow and may respond to damage much as an animal reacts to pain.",
+    )
+    sources = [plant, pain, gout, pain_relief, hormone]
+    topic = "do plants feel pain"
+    relevance = Relevance(match_frame(topic)[1], sources, topic)
+    assert relevance.of(plant) == OWN
+    assert relevance.of(pain) >= TITLED, "the article of what is asked: the topic names it"
+    assert relevance.of(hormone) >= TITLED
+    assert relevance.of(gout) < DEVOTED, "it names pain twice, and never plants"
+    assert relevance.of(pain_relief) < DEVOTED, "its title names pain, and never plants"
+    # Keywords say nothing of which is asked of which: each thing they name is the topic's.
+    jazz = page("Jazz", "Jazz is a music genre that began in New Orleans. Jazz uses swing.")
+    city = page("New Orleans", "New Orleans is a city in Louisiana on the Mississippi River.")
+    player = page(
+        "Louis Armstrong", "Louis Armstrong was a trumpeter of jazz. His jazz set the style."
+    )
+    topic = "jazz origins new orleans"
+    relevance = Relevance(match_frame(topic)[1], [city, jazz, player], topic)
+    assert relevance.of(player) >= DEVOTED
+
+
 def test_neither_the_verb_of_a_question_nor_the_place_it_is_set_in_is_its_subject() -> None:
     airplane = page(
         "Airplane",
