@@ -58,10 +58,29 @@ def plural(word: str) -> bool:
     return len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is"))
 
 
+def _measure(words: list[str]) -> int:
+    """Return how many words ask a measure before the auxiliary, 0 if none.
+
+    "how dangerous are volcanoes", "how long do cats live", "how many moons does Jupiter
+    have": a word that is no plural noun, or two that open with no article, then an
+    auxiliary that more than one word follows, or a name or a plural ("how old is Rome",
+    "how tall are giraffes"); not "how vaccines are made" nor "how the pyramids were
+    built", where the subject comes first.
+    """
+    at = next((i for i, w in enumerate(words[:3]) if w.lower() in _AUXILIARY), 0)
+    after = words[at + 1 :]
+    subject_first = plural(words[0]) if at == 1 else words[0].lower() in _ARTICLES
+    if at == 0 or subject_first or not after:
+        return 0
+    named = len(after) > 1 or after[0][:1].isupper() or plural(after[0])
+    return at if named else 0
+
+
 def how_subject(rest: str) -> str:
     """Return the subject of "how ..." or "why ...": "how does X work", "why did X fall".
 
-    After an auxiliary, the subject ends before an article that opens what is said of it
+    After an auxiliary (after "how" and a measure: "how big is the sun", "how long do cats
+    live"), the subject ends before an article that opens what is said of it
     ("is Pluto a planet"; not one after "of": "the fall of the Roman Empire"; after a verb,
     before the verb: "does the moon have a core"), with its first
     plural noun, or before a verb whose object is plural, or before the last of three words
@@ -70,6 +89,9 @@ def how_subject(rest: str) -> str:
     train ..."), or before the last word ("how airplanes fly").
     """
     words = rest.split()
+    measure = _measure(words)
+    measured = measure > 0
+    words = words[measure:]
     if words and words[0].lower() in _AUXILIARY:
         copula = words[0].lower() in _COPULAS
         words = words[1:]
@@ -85,8 +107,9 @@ def how_subject(rest: str) -> str:
             ),
             None,
         )
-        if said is not None and copula:
-            return " ".join(words[:said])  # "is the Sahara a desert": what it is follows
+        if copula and (said is not None or measured):
+            # "is the Sahara a desert": what it is follows; "how big is the sun": it was asked
+            return " ".join(words[:said])
         words = words[:said]  # "does the moon have a core": the verb is left to take off
         first = next((i for i, w in enumerate(words[:-1]) if plural(w)), None)
         if first is not None:

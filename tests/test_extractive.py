@@ -69,6 +69,12 @@ STEAM = SearchResult(
         ("is nuclear power safe", "yes-no", "nuclear power"),
         ("does the moon have a dark side?", "yes-no", "moon"),
         ("why does the moon have a dark side", "why", "moon"),
+        # A measure asked before the auxiliary: the subject follows it.
+        ("how big is the sun", "how", "sun"),
+        ("how many moons does Jupiter have", "how", "Jupiter"),
+        ("how tall are giraffes", "how", "giraffes"),
+        ("how vaccines are made", "how", "vaccines"),
+        ("how the pyramids were built", "how", "pyramids"),
     ],
 )
 def test_topic_frames_find_the_subject(topic: str, frame: str, subject: str) -> None:
