@@ -43,6 +43,7 @@ from tools.text import (
     folded,
     stems,
     topic_parts,
+    without_request,
     words,
     written_words,
 )
@@ -441,6 +442,7 @@ class Relevance:
     _judged: dict[str, float] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.topic = without_request(self.topic)  # "tell me about X" names no "Tell"
         self.article = subject_article(self.subject, self.sources)
         partial = self.article is not None and stands_in(self.article, self.subject)
         written = matching_phrase(self.subject, self.article, partial)

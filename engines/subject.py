@@ -10,6 +10,8 @@ written never depends on the shape: the topic's own words lead every plan
 import re
 from dataclasses import dataclass
 
+from tools.text import without_request
+
 # "the biology of X", "the structure of X": a field or facet of the subject, not the subject.
 _FACET_OF = re.compile(
     r"^(?:the\s+)?(?:biology|chemistry|physics|science|economics|politics|psychology|"
@@ -305,7 +307,7 @@ _SECOND_PART = re.compile(r"\b(?:what|who|where|when|why|how|which)\b", re.IGNOR
 
 def match_frame(topic: str) -> tuple[Frame, str]:
     """Return the first frame whose pattern matches, and the subject it found."""
-    cleaned = " ".join(topic.split()).rstrip(".!?")
+    cleaned = without_request(" ".join(topic.split()).rstrip(".!?"))
     for frame in FRAMES:
         match = frame.pattern.match(cleaned)
         if match:

@@ -75,6 +75,13 @@ STEAM = SearchResult(
         ("how tall are giraffes", "how", "giraffes"),
         ("how vaccines are made", "how", "vaccines"),
         ("how the pyramids were built", "how", "pyramids"),
+        # A request around the topic is no part of it; a noun that could be a verb stays.
+        ("tell me everything about the Roman Colosseum", "overview", "Roman Colosseum"),
+        ("can you explain how vaccines work", "how", "vaccines"),
+        ("write a report on climate change", "overview", "climate change"),
+        ("explain photosynthesis simply", "overview", "photosynthesis"),
+        ("please research the history of tea", "history", "tea"),
+        ("research methods in psychology", "overview", "research methods"),
     ],
 )
 def test_topic_frames_find_the_subject(topic: str, frame: str, subject: str) -> None:

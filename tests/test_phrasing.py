@@ -1,8 +1,9 @@
 """The same question in other words gives the same research.
 
-Five subjects, each asked four ways (a bare noun phrase, "what is/who was ...?", "tell me
-about ...", lower-case keywords of the subject), run end to end with the extractive engine over real
-encyclopaedia summaries (`fixtures/phrasing`: Wikipedia lead sections, CC BY-SA 4.0,
+Five subjects, each asked five ways (a bare noun phrase, "what is/who was ...?", "tell me
+about ...", lower-case keywords of the subject, a request: "explain X to a child"), run
+end to end with the extractive engine over real encyclopaedia summaries
+(`fixtures/phrasing`: Wikipedia lead sections, CC BY-SA 4.0,
 chosen as what runs on these phrasings read from the demo corpus, beside the articles a
 plain keyword search ranks first). The sources each phrasing cites must largely agree.
 """
@@ -25,20 +26,34 @@ FIXTURE = Path(__file__).parent / "fixtures" / "phrasing"
 # Jaccard overlap of the cited sets of any two phrasings of one subject.
 SAME_RESEARCH = 0.6
 SUBJECTS = {
-    "volcano": ("Volcano", "what is a volcano?", "tell me about volcanoes", "volcanoes"),
-    "chess": ("Chess", "what is chess?", "tell me about chess", "chess"),
+    "volcano": (
+        "Volcano",
+        "what is a volcano?",
+        "tell me about volcanoes",
+        "volcanoes",
+        "can you explain volcanoes simply?",
+    ),
+    "chess": ("Chess", "what is chess?", "tell me about chess", "chess", "I want to learn chess"),
     "photosynthesis": (
         "Photosynthesis",
         "what is photosynthesis?",
         "tell me about photosynthesis",
         "photosynthesis",
+        "explain photosynthesis to a child",
     ),
-    "curie": ("Marie Curie", "who was Marie Curie?", "tell me about Marie Curie", "marie curie"),
+    "curie": (
+        "Marie Curie",
+        "who was Marie Curie?",
+        "tell me about Marie Curie",
+        "marie curie",
+        "give me an overview of Marie Curie",
+    ),
     "wall": (
         "The Great Wall of China",
         "what is the Great Wall of China?",
         "tell me about the great wall of china",
         "great wall china",
+        "tell me everything about the Great Wall of China",
     ),
 }
 

@@ -53,6 +53,21 @@ def test_a_plan_is_led_by_the_topics_words_and_keeps_its_own_queries() -> None:
 
 
 @pytest.mark.parametrize(
+    ("topic", "query"),
+    [
+        ("tell me everything about the Roman Colosseum", "Roman Colosseum"),
+        ("I want to learn about volcanoes", "volcanoes"),
+        ("can you explain how vaccines work?", "vaccines work"),
+        ("explain photosynthesis to a child", "photosynthesis"),
+        ("write a report on climate change", "climate change"),
+        ("research methods in psychology", "research methods psychology"),  # a noun
+    ],
+)
+def test_a_request_around_the_topic_is_not_searched(topic: str, query: str) -> None:
+    assert keyword_query(topic) == query
+
+
+@pytest.mark.parametrize(
     ("topic", "parts"),
     [
         ("the differences between capitalism and socialism", ["capitalism", "socialism"]),

@@ -116,9 +116,39 @@ def content_words(text: str, keep_case: bool = False) -> list[str]:
     return [w for w in found if w.lower() not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
-def keyword_query(text: str) -> str:
-    """Return the content words of `text` as one search query."""
-    return " ".join(content_words(text, keep_case=True))
+# A request around the topic: "tell me everything about X", "can you explain how X works",
+# "I'd like to know more about X", "write a report on X"; and "X simply", "X for beginners".
+_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:"
+    r"(?:i(?:'d|\s+would)\s+like|i\s+(?:want|need))\s+to\s+(?:know|learn|read|understand)"
+    r"|(?:tell|teach|show|give)\s+me|write(?:\s+me)?"
+    r"|explain(?:\s+to\s+me)?|describe|summari[sz]e|investigate"
+    # Nouns too ("research methods", "outline of history"): a verb before a name, an article
+    # or a question.
+    r"|(?:research|outline)(?=\s+(?:the|a|an|how|why|what|who|when|where|which)\b|\s+(?-i:[A-Z]))"
+    r")(?:\s+(?:everything|more|something|all|a\s+(?:bit|little)))?"
+    r"(?:\s+(?:an?|the)?\s*(?:overview|summary|report|essay|explanation|introduction)"
+    r"\s+(?:of|on|about|to))?"
+    r"(?:\s+(?:about|on|of|regarding))?\s+(?P<s>\S.*)$",
+    re.IGNORECASE,
+)
+_FOR_WHOM = re.compile(
+    r"\s+(?:simply|briefly|in\s+(?:simple|plain)\s+(?:terms|words|english)"
+    r"|for\s+(?:beginners|kids|children|dummies)|to\s+an?\s+(?:child|kid|beginner))$",
+    re.IGNORECASE,
+)
+
+
+def without_request(topic: str) -> str:
+    """Return the topic without a request wrapped around it ("tell me about X": X)."""
+    match = _REQUEST.match(topic)
+    asked = match.group("s") if match else topic
+    return _FOR_WHOM.sub("", asked) or topic
+
+
+def keyword_query(topic: str) -> str:
+    """Return the content words of the topic as one search query, no request around it."""
+    return " ".join(content_words(without_request(topic), keep_case=True))
 
 
 # Where a question joins the things it asks about: "X and Y", "X vs Y", "X, and who Y".
