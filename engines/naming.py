@@ -169,15 +169,18 @@ def _capitalised_alone(raw: Sequence[re.Match[str]], i: int) -> bool:
 
 
 def _longer_name(raw: Sequence[re.Match[str]], last: int) -> bool:
-    """Return whether the name ending at raw[last] goes on, after a space, with a capital.
+    """Return whether the name ending at raw[last] goes on, with a capital or a hyphen.
 
-    "Muhammad Ali Jinnah" and "Chess Olympiad" name something else than Muhammad Ali and chess.
+    "Muhammad Ali Jinnah" and "Chess Olympiad" name something else than Muhammad Ali and
+    chess, "Yi Sun-sin" than the Sun.
     """
     if last + 1 >= len(raw):
         return False
     end, after = raw[last], raw[last + 1]
     between = after.string[end.end() : after.start()]
-    return end.group()[:1].isupper() and after.group()[:1].isupper() and between.isspace()
+    if not end.group()[:1].isupper():
+        return False
+    return between == "-" or (after.group()[:1].isupper() and between.isspace())
 
 
 FORM_STEMS = frozenset(stem(w) for w in FORM_WORDS)

@@ -564,7 +564,8 @@ class Relevance:
 
         "Chess" and "Go" name the topic "chess versus go". A title is named word for word,
         plurals aside ("Invention" is not "invented"); a title of one short word only as
-        written ("Go", not "go"): short words are common words too, unless its article
+        written ("Go", not "go"; nor inside a hyphenated name: "Yi Sun-sin" is not the
+        Sun): short words are common words too, unless its article
         writes it as one ("cat", so "Siamese cat" names Cat). Without `short`, a
         name of one short word does not count at all.
         """
@@ -585,7 +586,7 @@ class Relevance:
         return any(
             (
                 (short or not _a_common_word(title))
-                and re.search(rf"\b{re.escape(title)}\b", text) is not None
+                and re.search(rf"(?<![\w-]){re.escape(title)}(?![\w-])", text) is not None
             )
             if len(tokens) == 1 and len(title) <= SHORT_TITLE and title not in self._common
             else phrase_count(as_is if title in self._as_is else written, tokens) > 0

@@ -53,6 +53,14 @@ def test_a_longer_name_is_someone_else_and_a_bracketed_abbreviation_is_the_name(
     name = subject_tokens("Muhammad Ali")
     assert mentions("Muhammad Ali won the title.", name) == 1
     assert mentions("Muhammad Ali Jinnah founded Pakistan.", name) == 0
+    # A name that goes on after a hyphen is another's: the admiral Yi Sun-sin is no star.
+    sun = subject_tokens("Sun")
+    assert mentions("The Sun is the star at the centre of the Solar System.", sun) == 1
+    assert mentions("Yi Sun-sin was a Korean admiral.", sun) == 0
+    star = page("Sun", "The Sun is the star at the centre of the Solar System.")
+    admiral = page("Yi Sun-sin", "Yi Sun-sin was a Korean admiral of the Joseon period.")
+    relevance = Relevance(match_frame("the Sun")[1], [star, admiral], "how big is the Sun")
+    assert relevance.of(star) == OWN and relevance.of(admiral) == OFF
     gps = subject_tokens("Global Positioning System")
     assert mentions("the United States Global Positioning System (GPS), Russia's", gps) == 1
 
