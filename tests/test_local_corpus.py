@@ -123,9 +123,17 @@ def test_demo_summaries_become_json_lines_citing_wikipedia(tmp_path: Path) -> No
     assert wikipedia_url("C++ (language)") == "https://en.wikipedia.org/wiki/C%2B%2B_(language)"
 
 
-def test_a_document_the_query_names_by_its_title_is_found(tmp_path: Path) -> None:
+def corpus_of(articles: dict[str, str], tmp_path: Path) -> LocalCorpus:
+    """A local corpus of these articles (title: text), indexed under `tmp_path`."""
     docs = tmp_path / "docs"
     docs.mkdir()
+    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
+    (docs / "articles.jsonl").write_text("\n".join(lines))
+    build_index(iter_documents(docs), tmp_path / "i.sqlite")
+    return LocalCorpus(tmp_path / "i.sqlite")
+
+
+def test_a_document_the_query_names_by_its_title_is_found(tmp_path: Path) -> None:
     articles = {
         "Capital city": "A capital city is the seat of government. The capital of a capital "
         "region is its capital; capitals hold the capital's offices.",
@@ -137,10 +145,7 @@ def test_a_document_the_query_names_by_its_title_is_found(tmp_path: Path) -> Non
         "History": "History is the systematic study of the past.",
         "Bicycle": "The history of the bicycle began with the draisine in 1817.",
     }
-    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
-    (docs / "articles.jsonl").write_text("\n".join(lines))
-    build_index(iter_documents(docs), tmp_path / "i.sqlite")
-    corpus = LocalCorpus(tmp_path / "i.sqlite")
+    corpus = corpus_of(articles, tmp_path)
     # The stemmer makes one word of "capitalism" and "capital": the title decides.
     assert corpus.search_sync("capitalism", 2)[0].title == "Capitalism"
     # Two words of a question name an article that says neither of the others.
@@ -152,8 +157,6 @@ def test_a_document_the_query_names_by_its_title_is_found(tmp_path: Path) -> Non
 
 
 def test_a_query_in_the_plural_names_the_article_in_the_singular(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
     # Articles about kinds of plants say "plant" more often than the Plant article does.
     kinds = {
         f"Plant {part}": f"Plant {part} is the study of plant {part}: each plant's {part}, "
@@ -165,10 +168,7 @@ def test_a_query_in_the_plural_names_the_article_in_the_singular(tmp_path: Path)
         "Blue": "Blue is one of the three primary colours of pigments.",
         "Blues": "Blues is a music genre and musical form that began in the Deep South.",
     }
-    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
-    (docs / "articles.jsonl").write_text("\n".join(lines))
-    build_index(iter_documents(docs), tmp_path / "i.sqlite")
-    corpus = LocalCorpus(tmp_path / "i.sqlite")
+    corpus = corpus_of(articles, tmp_path)
     assert corpus.search_sync("plants", 1)[0].title == "Plant"
     # A title written as asked comes before one in the singular.
     assert [h.title for h in corpus.search_sync("blues", 2)] == ["Blues", "Blue"]
@@ -176,8 +176,6 @@ def test_a_query_in_the_plural_names_the_article_in_the_singular(tmp_path: Path)
 
 
 def test_a_word_as_written_outranks_other_words_of_its_stem(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
     capitals = {
         f"City {n}": f"City {n} is a capital. The capital hosts the capital's courts; the "
         "capital region has capital markets and social clubs."
@@ -186,10 +184,7 @@ def test_a_word_as_written_outranks_other_words_of_its_stem(tmp_path: Path) -> N
     articles = capitals | {
         "Karl Marx": "Karl Marx was a philosopher who wrote on capitalism and socialism.",
     }
-    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
-    (docs / "articles.jsonl").write_text("\n".join(lines))
-    build_index(iter_documents(docs), tmp_path / "i.sqlite")
-    corpus = LocalCorpus(tmp_path / "i.sqlite")
+    corpus = corpus_of(articles, tmp_path)
     # "capital" and "social" stem as "capitalism" and "socialism" do: BM25 alone ranks
     # the cities, which say "capital" five times, above the one that writes the words.
     hits = corpus.search_sync("capitalism socialism history", 3)
@@ -199,16 +194,11 @@ def test_a_word_as_written_outranks_other_words_of_its_stem(tmp_path: Path) -> N
 
 
 def test_a_possessive_in_the_query_finds_texts_without_it(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
     articles = {
         "Francis Crick": "Crick described the double helix structure of DNA with Watson.",
         "Wolfgang Pauli": "Pauli's discovery of the exclusion principle shaped physics.",
     }
-    lines = [json.dumps({"title": t, "text": x}) for t, x in articles.items()]
-    (docs / "articles.jsonl").write_text("\n".join(lines))
-    build_index(iter_documents(docs), tmp_path / "i.sqlite")
-    corpus = LocalCorpus(tmp_path / "i.sqlite")
+    corpus = corpus_of(articles, tmp_path)
     assert query_terms("DNA's structure") == ["dna", "structure"]
     # The index splits "DNA's" in two: asked as written, no text has "dna s".
     hits = corpus.search_sync("the discovery of DNA’s structure", 2)
