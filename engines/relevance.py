@@ -418,14 +418,14 @@ class Relevance:
     _in_lead: frozenset[str] = field(init=False)
     _matter: Counter[str] = field(init=False)
     _topical: frozenset[str] = field(init=False)
-    # Of those titles, the ones a question asks of a subject with an article of its own
-    # ("Pain" in "do plants feel pain"; see `_only_asked`), and the others but its own.
-    _asked: list[tuple[list[str], str]] = field(init=False)
-    _unasked: list[tuple[list[str], str]] = field(init=False)
     # The titles of the articles the topic names: naming one names the topic.
     _alternatives: list[tuple[list[str], str]] = field(init=False)
     # Of those titles, the subject's own article's: naming it names the subject.
     _own: list[tuple[list[str], str]] = field(init=False)
+    # Of those titles, the ones a question asks of a subject with an article of its own
+    # ("Pain" in "do plants feel pain"; see `_only_asked`), and the others but its own.
+    _asked: list[tuple[list[str], str]] = field(init=False)
+    _unasked: list[tuple[list[str], str]] = field(init=False)
     # Of those titles, the ones a text must write as they are (`_title_tokens`: "Blues").
     _as_is: set[str] = field(init=False)
     _stemmed: dict[str, list[str]] = field(init=False)
@@ -565,9 +565,9 @@ class Relevance:
         "Chess" and "Go" name the topic "chess versus go". A title is named word for word,
         plurals aside ("Invention" is not "invented"); a title of one short word only as
         written ("Go", not "go"; nor inside a hyphenated name: "Yi Sun-sin" is not the
-        Sun): short words are common words too, unless its article
-        writes it as one ("cat", so "Siamese cat" names Cat). Without `short`, a
-        name of one short word does not count at all.
+        Sun): short words are common words too, unless its article writes it as one ("cat",
+        so "Siamese cat" names Cat). Without `short`, a name of one short word does not
+        count at all.
         """
         if self._names_subject(text, short):
             return True

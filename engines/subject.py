@@ -29,23 +29,7 @@ _SETTING_WORD = r"(?:in|on|under|during|across|throughout)"
 _SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
 
 
-_AUXILIARY = {
-    "does",
-    "do",
-    "did",
-    "can",
-    "is",
-    "are",
-    "was",
-    "were",
-    "could",
-    "would",
-    "should",
-    "will",
-    "has",
-    "have",
-    "had",
-}
+_AUXILIARY = set("does do did can is are was were could would should will has have had".split())
 _PRONOUNS = {"we", "you", "they", "i", "people", "humans"}
 _PLACING = {"in", "on", "at", "during", "after", "before", "under"}
 _ARTICLES = {"the", "a", "an"}
@@ -82,13 +66,13 @@ def how_subject(rest: str) -> str:
     """Return the subject of "how ..." or "why ...": "how does X work", "why did X fall".
 
     After an auxiliary (after "how" and a measure: "how big is the sun", "how long do cats
-    live"), the subject ends before an article that opens what is said of it
-    ("is Pluto a planet"; not one after "of": "the fall of the Roman Empire"; after a verb,
-    before the verb: "does the moon have a core"), with its first
-    plural noun, or before a verb whose object is plural, or before the last of three words
-    ("why did the Qing dynasty fall"); a longer phrase stays whole. Without an
-    auxiliary, it ends before a process verb, or with its first plural noun ("how vaccines
-    train ..."), or before the last word ("how airplanes fly").
+    live"), the subject ends before an article that opens what is said of it ("is Pluto a
+    planet"; not one after "of": "the fall of the Roman Empire"; after a verb, before the
+    verb: "does the moon have a core"), with its first plural noun, or before a verb whose
+    object is plural, or before the last of three words ("why did the Qing dynasty fall");
+    a longer phrase stays whole. Without an auxiliary, it ends before a process verb, or
+    with its first plural noun ("how vaccines train ..."), or before the last word ("how
+    airplanes fly").
     """
     words = rest.split()
     measure = _measure(words)

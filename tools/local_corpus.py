@@ -189,9 +189,10 @@ class LocalCorpus:
     def _titled(self, query: str) -> tuple[list[Row], list[Row]]:
         """Return the documents whose title the query names: by all its words, and by some.
 
-        A run of the query's words that is a whole title (disambiguation aside), or is it
-        in the plural ("plants" names Plant), names the document; within a longer query only titles of two words or more count ("Mount
-        Everest"), since one common word names too much. Longest runs first.
+        A run of the query's words that is a whole title (disambiguation aside), or that
+        title in the plural ("plants" names Plant), names the document; within a longer
+        query only titles of two words or more count ("Mount Everest"), since one common
+        word names too much. Longest runs first.
         """
         tokens = [w.replace('"', "") for w in words(query)]
         # The words that shape a question ("history", "works") name no title of their own:
