@@ -35,7 +35,14 @@ from engines.naming import (
     written_alike,
 )
 from engines.sentences import first_sentence, split_sentences
-from engines.subject import asked_of_subject, match_frame, verbs_of, without_setting
+from engines.subject import (
+    ARTICLES,
+    COPULAS,
+    asked_of_subject,
+    match_frame,
+    verbs_of,
+    without_setting,
+)
 from tools.text import (
     FORM_WORDS,
     STOPWORDS,
@@ -204,11 +211,6 @@ def _titled(said: list[str], sources: Sequence[SearchResult]) -> SearchResult | 
     return None
 
 
-# Where a sentence says what its subject is: "A hurricane is ...", "Tsunamis are ...".
-_DEFINED_BY = frozenset({"is", "are", "was", "were"})
-_ARTICLES = frozenset({"a", "an", "the"})
-
-
 def _defining_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
     """When no title names the subject, the article with a sentence that says what it is.
 
@@ -216,7 +218,7 @@ def _defining_article(subject: str, sources: Sequence[SearchResult]) -> SearchRe
     "hurricanes". Among several, the one that says it soonest, then the best ranked.
     """
     wanted = subject_tokens(subject)
-    while wanted and wanted[0] in _ARTICLES:
+    while wanted and wanted[0] in ARTICLES:
         wanted = wanted[1:]
     if not wanted:
         return None
@@ -225,9 +227,9 @@ def _defining_article(subject: str, sources: Sequence[SearchResult]) -> SearchRe
     for rank, source in enumerate(sources):
         for position, sentence in enumerate(split_sentences(source.content)):
             tokens = subject_tokens(sentence)
-            start = 1 if tokens[:1] and tokens[0] in _ARTICLES else 0
+            start = 1 if tokens[:1] and tokens[0] in ARTICLES else 0
             end = start + len(wanted)
-            if tokens[start:end] == wanted and tokens[end : end + 1] and tokens[end] in _DEFINED_BY:
+            if tokens[start:end] == wanted and tokens[end : end + 1] and tokens[end] in COPULAS:
                 if best is None or (-position, -rank) > best:
                     best, found = (-position, -rank), source
                 break
@@ -629,7 +631,8 @@ class Relevance:
         return self._judged[key]
 
     def _judge(self, source: SearchResult, key: str) -> float:
-        judged = self._judge_subject(source, key)
+        only_asked = self._only_asked(source)
+        judged = self._judge_subject(source, key, only_asked)
         if self._sides:  # a side's own article is one the topic names: TITLED
             judged = max(judged, min(TITLED, max(side.of(source) for side in self._sides)))
         # The articles the topic names are about it, also where the subject's phrase
@@ -641,7 +644,7 @@ class Relevance:
         # as that side's article does ("Tiger" in Tiger Woods is a name, not the animal).
         sided = not self._sides or any(side.of(source) > OFF for side in self._sides)
         matches = self._matches.get(key, 0.0) >= TOPIC_MATCH
-        if judged == MENTIONS and matches and sided and not self._only_asked(source):
+        if judged == MENTIONS and matches and sided and not only_asked:
             return DEVOTED
         return judged
 
@@ -659,7 +662,7 @@ class Relevance:
         text = f"{source.title}. {source.content}"
         return not self._names_subject(text) and not self._names_title(text, self._unasked)
 
-    def _judge_subject(self, source: SearchResult, key: str) -> float:
+    def _judge_subject(self, source: SearchResult, key: str, only_asked: bool) -> float:
         if not self.phrase:
             return MENTIONS
         if self.article is not None and key == normalize_url(self.article.url):
@@ -668,7 +671,6 @@ class Relevance:
             return OFF  # "Muhammad Ali of Egypt" when "Muhammad Ali" is the subject's own
         if bare_title(source.title).lower() in self._surnames:
             return OFF  # a thing that bears a person's surname alone: "Tesla (unit)"
-        only_asked = self._only_asked(source)
         if self.names(source.title) and not only_asked:
             if self.kind not in _CREATORS and kind_of(source.content) == "work":
                 return OFF  # a film or novel that takes the subject's name

@@ -32,7 +32,9 @@ _SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
 _AUXILIARY = set("does do did can is are was were could would should will has have had".split())
 _PRONOUNS = {"we", "you", "they", "i", "people", "humans"}
 _PLACING = {"in", "on", "at", "during", "after", "before", "under"}
-_ARTICLES = {"the", "a", "an"}
+# Articles, and the copulas that say what a subject is ("A hurricane is ...").
+ARTICLES = frozenset({"the", "a", "an"})
+COPULAS = frozenset({"is", "are", "was", "were"})
 # The words after which an article stays inside the subject: "the fall of the Roman Empire".
 _LINKING = {"of", "and", "&", "in", "on", "at", "for", "to", "from", "with", "by"}
 _PROCESS_VERBS = {"works", "work", "functions", "happens", "operates", "began", "started"}
@@ -55,7 +57,7 @@ def _measure(words: list[str]) -> int:
     """
     at = next((i for i, w in enumerate(words[:3]) if w.lower() in _AUXILIARY), 0)
     after = words[at + 1 :]
-    subject_first = plural(words[0]) if at == 1 else words[0].lower() in _ARTICLES
+    subject_first = plural(words[0]) if at == 1 else words[0].lower() in ARTICLES
     if at == 0 or subject_first or not after:
         return 0
     named = len(after) > 1 or after[0][:1].isupper() or plural(after[0])
@@ -79,7 +81,7 @@ def how_subject(rest: str) -> str:
     measured = measure > 0
     words = words[measure:]
     if words and words[0].lower() in _AUXILIARY:
-        copula = words[0].lower() in _COPULAS
+        copula = words[0].lower() in COPULAS
         words = words[1:]
         if words and words[0].lower() in _PRONOUNS:
             return " ".join(words[1:]) or rest  # "why do we dream": dreaming
@@ -89,7 +91,7 @@ def how_subject(rest: str) -> str:
             (
                 i
                 for i, w in enumerate(words)
-                if i > 0 and w.lower() in _ARTICLES and words[i - 1].lower() not in _LINKING
+                if i > 0 and w.lower() in ARTICLES and words[i - 1].lower() not in _LINKING
             ),
             None,
         )
@@ -105,7 +107,7 @@ def how_subject(rest: str) -> str:
         if len(words) > 2 and plural(words[-1]):
             return " ".join(words[:-2])
         # Where the verb is is not known past a few words: "did the steam engine change ...".
-        named = [w for w in words if w.lower() not in ("the", "a", "an")]
+        named = [w for w in words if w.lower() not in ARTICLES]
         return " ".join(words if len(named) > 3 else words[:-1] or words)
     for i, word in enumerate(words):
         if word.lower() in _PROCESS_VERBS and i > 0:
@@ -173,13 +175,10 @@ def verbs_of(topic: str) -> set[str]:
         if around is None or around[0] not in ("how", "why", "yes-no"):
             continue
         _, before, _, after = around
-        if any(w.lower() in _COPULAS for w in before.split()[:2]):
+        if any(w.lower() in COPULAS for w in before.split()[:2]):
             continue  # "why is the sky blue", "is coffee bad for you"
         found.update(re.findall(r"[\w'’-]+", after)[:1])
     return found
-
-
-_COPULAS = {"is", "are", "was", "were"}
 
 
 def asked_of_subject(topic: str) -> str:
