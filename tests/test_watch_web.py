@@ -32,6 +32,10 @@ async def test_a_watched_thread_lists_each_refresh_with_its_date_and_diff(
             assert time.monotonic() < deadline, "gave up waiting for two refreshes"
             await asyncio.sleep(0.1)
         await http.post(f"/v1/research/{thread}/watch", json={"every": "P1D"})  # no more
+        # A refresh already started when the interval changed still finishes: wait for it.
+        while (await http.get(f"/v1/research/{thread}/watch")).json()["in_flight"] is not None:
+            assert time.monotonic() < deadline, "gave up waiting for the last refresh"
+            await asyncio.sleep(0.1)
         entries = (await http.get(f"/v1/research/{thread}/watch/changes")).json()
     await page.reload()
     panel = page.locator("#watch-panel")
