@@ -119,7 +119,8 @@ def unfound_words(theme: str, sources: Sequence[SearchResult]) -> list[str]:
     The words that shape a question and what follows the head phrase ("on the body") count
     for nothing there; but the head may be a facet the question's words do not list
     ("decline" in "the decline of the Aztec empire"), so most of the whole topic's words
-    must be unsaid too. Empty when the sources cover the subject.
+    must be unsaid too (not counting a request around it: "I want to learn about").
+    Empty when the sources cover the subject.
     """
     relevance = Relevance.of_topic(theme, sources)
     used: set[str] = set()
@@ -130,7 +131,7 @@ def unfound_words(theme: str, sources: Sequence[SearchResult]) -> list[str]:
     while words and (words[0].lower() in FORM_WORDS or words[0].lower() in STOPWORDS):
         words = words[1:]  # "pros and cons of"
     head = _PREPOSITION.split(" ".join(words), maxsplit=1)[0]  # not "on the body"
-    wanted, asked = _asked_words(head), _asked_words(theme)
+    wanted, asked = _asked_words(head), _asked_words(relevance.topic)
     unfound = [w for w in wanted if stem(w) not in used]
     elsewhere = [w for w in asked if stem(w) not in used]
     most = 2 * len(unfound) >= max(len(wanted), 1)

@@ -30,7 +30,8 @@ _SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
 
 
 _AUXILIARY = set("does do did can is are was were could would should will has have had".split())
-_PRONOUNS = {"we", "you", "they", "i", "people", "humans"}
+_PRONOUNS = {"we", "you", "they", "i", "it", "there", "people", "humans"}
+_PERSONAL = {"i", "you", "we", "they", "it"}
 _PLACING = {"in", "on", "at", "during", "after", "before", "under"}
 # Articles, and the copulas that say what a subject is ("A hurricane is ...").
 ARTICLES = frozenset({"the", "a", "an"})
@@ -46,14 +47,52 @@ def plural(word: str) -> bool:
     return len(lowered) > 3 and lowered.endswith("s") and not lowered.endswith(("ss", "us", "is"))
 
 
+def _participle(word: str) -> bool:
+    """Return whether the word is most likely a past participle ("made", "formed", "built")."""
+    lowered = word.lower()
+    return lowered.endswith(("ed", "en", "wn")) or lowered in _IRREGULAR_PARTICIPLES
+
+
+# The participles of the common irregular verbs that end in neither -ed nor -en.
+_IRREGULAR_PARTICIPLES = set(
+    "made built done born held found kept left lost meant paid said sold sent spent taught "
+    "told thought brought bought caught fought won run sung drunk hung dug shot struck "
+    "spun set put cut shut hit split spread burnt learnt felt dealt heard read led fed bred "
+    "bent lent lit met slept swept wept stood understood".split()
+)
+
+
+def _after_pronoun(words: list[str], copula: bool) -> str:
+    """Return what a question asks about when a pronoun stands as its subject; "" if unknown.
+
+    "is there life on Mars": what follows "there"; "is it safe to eat raw eggs": the object
+    of the verb after "to"; "should I drink green tea", "how do we measure distance": the
+    object of the verb after the pronoun; "why do we dream": the verb, when nothing follows.
+    "it" otherwise stands for something named before ("why does it matter"): unknown.
+    """
+    rest = words[1:]
+    if rest and (rest[0].lower() in _AUXILIARY or rest[0].lower().endswith("n't")):
+        rest = rest[1:]  # "what happens if you don't sleep"
+    if "to" in (w.lower() for w in rest):
+        at = [w.lower() for w in rest].index("to")
+        if len(rest) > at + 2:
+            return " ".join(rest[at + 2 :])
+    if words[0].lower() == "there" and copula:
+        return " ".join(rest)
+    if words[0].lower() == "it":
+        return ""
+    return " ".join(rest[1:] if len(rest) > 1 else rest)
+
+
 def _measure(words: list[str]) -> int:
     """Return how many words ask a measure before the auxiliary, 0 if none.
 
     "how dangerous are volcanoes", "how long do cats live", "how many moons does Jupiter
     have": a word that is no plural noun, or two that open with no article, then an
-    auxiliary that more than one word follows, or a name or a plural ("how old is Rome",
-    "how tall are giraffes"); not "how vaccines are made" nor "how the pyramids were
-    built", where the subject comes first.
+    auxiliary that more than one word follows, or a name, a plural or a word that is no past
+    participle ("how old is Rome", "how tall are giraffes", "how fast is light"); not "how
+    vaccines are made", "how paper is made" nor "how the pyramids were built", where the
+    subject comes first.
     """
     at = next((i for i, w in enumerate(words[:3]) if w.lower() in _AUXILIARY), 0)
     after = words[at + 1 :]
@@ -61,7 +100,7 @@ def _measure(words: list[str]) -> int:
     if at == 0 or subject_first or not after:
         return 0
     named = len(after) > 1 or after[0][:1].isupper() or plural(after[0])
-    return at if named else 0
+    return at if named or not _participle(after[0]) else 0
 
 
 def how_subject(rest: str) -> str:
@@ -72,19 +111,26 @@ def how_subject(rest: str) -> str:
     planet"; not one after "of": "the fall of the Roman Empire"; after a verb, before the
     verb: "does the moon have a core"), with its first plural noun, or before a verb whose
     object is plural, or before the last of three words ("why did the Qing dynasty fall");
-    a longer phrase stays whole. Without an auxiliary, it ends before a process verb, or
-    with its first plural noun ("how vaccines train ..."), or before the last word ("how
-    airplanes fly").
+    a longer phrase stays whole; a pronoun is no subject ("should I drink green tea": green
+    tea). Without an auxiliary first, it ends before one ("how paper is made"), before a
+    process verb, or with its first plural noun ("how vaccines train ..."), or before the
+    last word ("how airplanes fly"); "how to grow tomatoes" is about what the verb is done to.
     """
     words = rest.split()
+    if len(words) > 2 and words[0].lower() == "to":
+        return " ".join(words[2:])  # "how to grow tomatoes": what the verb is done to
+    pronoun = _after_pronoun(words, False) if words[0].lower() in _PERSONAL else ""
+    if pronoun:
+        return pronoun  # "if you don't sleep": sleep
     measure = _measure(words)
     measured = measure > 0
     words = words[measure:]
     if words and words[0].lower() in _AUXILIARY:
         copula = words[0].lower() in COPULAS
         words = words[1:]
-        if words and words[0].lower() in _PRONOUNS:
-            return " ".join(words[1:]) or rest  # "why do we dream": dreaming
+        pronoun = _after_pronoun(words, copula) if words and words[0].lower() in _PRONOUNS else ""
+        if pronoun:
+            return pronoun
         place = next((i for i, w in enumerate(words) if i > 1 and w.lower() in _PLACING), None)
         words = words[:place]  # "why did Constantinople fall in 1453"
         said = next(
@@ -110,6 +156,8 @@ def how_subject(rest: str) -> str:
         named = [w for w in words if w.lower() not in ARTICLES]
         return " ".join(words if len(named) > 3 else words[:-1] or words)
     for i, word in enumerate(words):
+        if i > 0 and word.lower() in _AUXILIARY:
+            return " ".join(words[:i])  # "how paper is made"
         if word.lower() in _PROCESS_VERBS and i > 0:
             return " ".join(words[:i])
         if (
@@ -172,12 +220,13 @@ def verbs_of(topic: str) -> set[str]:
     found = set()
     for start in [0, *(m.start() for m in _SECOND_PART.finditer(topic) if m.start() > 0)]:
         around = _around_subject(topic[start:])
-        if around is None or around[0] not in ("how", "why", "yes-no"):
+        if around is None or around[0] not in _ASKS_AFTER:
             continue
         _, before, _, after = around
         if any(w.lower() in COPULAS for w in before.split()[:2]):
             continue  # "why is the sky blue", "is coffee bad for you"
-        found.update(re.findall(r"[\w'’-]+", after)[:1])
+        verbs = [w for w in re.findall(r"[\w'’-]+", after) if w.lower() not in _AUXILIARY]
+        found.update(verbs[:1])  # "made" in "how paper is made"
     return found
 
 
@@ -192,7 +241,7 @@ def asked_of_subject(topic: str) -> str:
     if around is None or _SECOND_PART.search(topic, 1):
         return ""
     name, _, _, after = around
-    return after.strip(" ?") if name in ("how", "why", "yes-no") else ""
+    return after.strip(" ?") if name in _ASKS_AFTER else ""
 
 
 def is_wrapped(phrase: str) -> bool:
@@ -254,6 +303,15 @@ FRAMES: tuple[Frame, ...] = (
             re.IGNORECASE,
         ),
     ),
+    # "what would happen if the moon disappeared": the subject of the clause.
+    Frame(
+        "what-if",
+        re.compile(
+            r"^what\s+(?:(?:would|will|could|might)\s+)?(?:happens?\s+|happened\s+)?"
+            r"(?:if|when)\s+(?P<s>.+?)\??$",
+            re.IGNORECASE,
+        ),
+    ),
     # "who painted X", "what happened at X", "what made X a power": X, up to a second part.
     Frame(
         "what",
@@ -284,20 +342,27 @@ FRAMES: tuple[Frame, ...] = (
 )
 
 
+# The frames whose subject is followed by what is asked of it ("why did Rome fall").
+_ASKS_AFTER = ("how", "why", "what-if", "yes-no")
+
 # Where a question's second part begins: "what causes X and where do they happen".
 _SECOND_PART = re.compile(r"\b(?:what|who|where|when|why|how|which)\b", re.IGNORECASE)
 
 
+# "what's", "who's": the copula is read as written out.
+_CONTRACTED = re.compile(r"\b(what|who|where|how)['’]s\b", re.IGNORECASE)
+
+
 def match_frame(topic: str) -> tuple[Frame, str]:
     """Return the first frame whose pattern matches, and the subject it found."""
-    cleaned = without_request(" ".join(topic.split()).rstrip(".!?"))
+    cleaned = without_request(_CONTRACTED.sub(r"\1 is", " ".join(topic.split()).rstrip(".!?")))
     for frame in FRAMES:
         match = frame.pattern.match(cleaned)
         if match:
             found = match.group("s")
             if frame is not FRAMES[-1] and _SECOND_PART.search(found):
                 continue  # a question in two parts is about both: no frame takes one
-            asks_after = frame.name in ("how", "why", "yes-no")
+            asks_after = frame.name in _ASKS_AFTER
             subject = core_subject(how_subject(found) if asks_after else found)
             if frame.name == "overview":  # no question shape: a facet may still wrap it
                 subject = core_subject(cleaned) if is_wrapped(cleaned) else subject

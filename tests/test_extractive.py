@@ -75,6 +75,18 @@ STEAM = SearchResult(
         ("how tall are giraffes", "how", "giraffes"),
         ("how vaccines are made", "how", "vaccines"),
         ("how the pyramids were built", "how", "pyramids"),
+        # A measure is a word that is no past participle; before one, the subject comes first.
+        ("how fast is light", "how", "light"),
+        ("how paper is made", "how", "paper"),
+        # A pronoun is no subject: what its verb is done to is, or what follows "there".
+        ("should I drink coffee", "yes-no", "coffee"),
+        ("is it safe to eat raw fish", "yes-no", "raw fish"),
+        ("is there life on Mars", "yes-no", "life"),
+        ("why do we dream", "why", "dream"),
+        ("how to grow tomatoes", "how", "tomatoes"),
+        ("what would happen if the moon disappeared", "what-if", "moon"),
+        ("what happens if you don't sleep", "what-if", "sleep"),
+        ("what's a black hole", "overview", "black hole"),
         # A request around the topic is no part of it; a noun that could be a verb stays.
         ("tell me everything about the Roman Colosseum", "overview", "Roman Colosseum"),
         ("can you explain how vaccines work", "how", "vaccines"),

@@ -9,7 +9,7 @@ from langgraph.types import Command
 
 from core.models import ResearchPlan, SearchResult
 from core.urls import markdown_url, normalize_url
-from engines.checks import check_draft
+from engines.checks import check_draft, unfound_words
 from engines.extractive import FOLLOW_UPS, ExtractiveEngine
 from engines.extractive_candidates import quotable
 from engines.keyphrases import key_terms, link_queries, linked_phrases
@@ -875,6 +875,22 @@ async def test_a_facet_the_question_words_do_not_list_leaves_the_subject_covered
         state = await run_graph(graph, deps, "vesta", start("the decline of the Republic of Vesta"))
     assert state["report_status"] != "insufficient", state["stop_reason"]
     assert "Republic of Vesta" in state["final_report"].partition("## References")[2]
+
+
+def test_a_request_around_the_topic_leaves_no_words_unsaid() -> None:
+    """The words of "I want to learn everything about" are the asker's, not the topic's."""
+    vesta = page(
+        "Republic of Vesta",
+        "The Republic of Vesta was a maritime state on the Ionian coast from 900 to 1400. The "
+        "republic lost its colonies to a rival league in 1380, and its senate dissolved in 1400.",
+    )
+    topic = "the decline of the Republic of Vesta"
+    assert unfound_words(topic, [vesta]) == []
+    for asked in (
+        f"I want to learn everything about {topic}",
+        f"can you explain {topic} to a child",
+    ):
+        assert unfound_words(asked, [vesta]) == [], asked
 
 
 WHALE = page(
