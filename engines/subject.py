@@ -19,6 +19,14 @@ _FACET_OF = re.compile(
     r"philosophy|culture|art|music|language|literature|technology)\s+of\s+(?P<s>.+)$",
     re.IGNORECASE,
 )
+# "key ideas of X", "the main features of X": plural facets of one subject, in lower case
+# but for a first word that opens a sentence (not "Houses of Parliament").
+_FACETS_OF = re.compile(
+    r"^(?:[Tt]he\s+)?(?:[A-Za-z][a-z]*\s+)??(?:[a-z]+\s+){0,2}?(?P<h>[A-Za-z][a-z]+)\s+of\s+(?P<s>.+)$"
+)
+# "facts about X", "the science behind X", "what's so special about X": what it is about
+# (the preposition in lower case: not "Much Ado About Nothing").
+_ABOUT = re.compile(r"^\S.*?\s+(?:about|behind|regarding|concerning)\s+(?P<s>\S.*)$")
 # "the pros and cons of X", "the gods and heroes of X": two facets of one subject.
 # (The first word may open a sentence; the second is lower case: not "Romeo and Juliet".)
 _PAIR_OF = re.compile(r"^(?:[Tt]he\s+)?[A-Za-z][a-z]*\s+and\s+[a-z]+\s+of\s+(?P<s>.+)$")
@@ -249,6 +257,21 @@ def is_wrapped(phrase: str) -> bool:
     return bool(_FACET_OF.match(phrase) or _PAIR_OF.match(phrase) or _POSSESSOR.match(phrase))
 
 
+def _unwrapped(phrase: str) -> str:
+    """Return what a phrase with no question shape is about: "facts about X", "key ideas of X".
+
+    Only there: a shape has taken its own facet off already ("effects of the atomic bombings
+    of Hiroshima" are the bombings').
+    """
+    about = _ABOUT.match(phrase)
+    phrase = about.group("s") if about else phrase
+    facets = _FACETS_OF.match(phrase)
+    if facets is None or not plural(head := facets.group("h")):
+        return phrase
+    named = head[0].isupper() and facets.group("s")[:1].isupper()  # "Houses of Parliament"
+    return phrase if named else facets.group("s")
+
+
 @dataclass(frozen=True, slots=True)
 class Frame:
     """A topic shape: its name, and the pattern that finds the subject in it."""
@@ -366,5 +389,6 @@ def match_frame(topic: str) -> tuple[Frame, str]:
             subject = core_subject(how_subject(found) if asks_after else found)
             if frame.name == "overview":  # no question shape: a facet may still wrap it
                 subject = core_subject(cleaned) if is_wrapped(cleaned) else subject
+                subject = core_subject(_unwrapped(subject))
             return frame, subject or cleaned
     return FRAMES[-1], cleaned

@@ -87,6 +87,15 @@ STEAM = SearchResult(
         ("what would happen if the moon disappeared", "what-if", "moon"),
         ("what happens if you don't sleep", "what-if", "sleep"),
         ("what's a black hole", "overview", "black hole"),
+        # Facets in the plural, and what a phrase is about, wrap the subject; names stay whole.
+        ("key ideas of stoicism", "overview", "stoicism"),
+        ("Key ideas of stoicism", "overview", "stoicism"),  # as the plan's theme writes it
+        ("the main features of Gothic architecture", "overview", "Gothic architecture"),
+        ("top facts about the Eiffel Tower", "overview", "Eiffel Tower"),
+        ("the science behind rainbows", "overview", "rainbows"),
+        ("Houses of Parliament", "overview", "Houses of Parliament"),
+        ("Much Ado About Nothing", "overview", "Much Ado About Nothing"),
+        ("statue of liberty", "overview", "statue of liberty"),
         # A request around the topic is no part of it; a noun that could be a verb stays.
         ("tell me everything about the Roman Colosseum", "overview", "Roman Colosseum"),
         ("can you explain how vaccines work", "how", "vaccines"),

@@ -61,6 +61,9 @@ def test_a_plan_is_led_by_the_topics_words_and_keeps_its_own_queries() -> None:
         ("explain photosynthesis to a child", "photosynthesis"),
         ("write a report on climate change", "climate change"),
         ("research methods in psychology", "research methods psychology"),  # a noun
+        ("a beginner's guide to astronomy", "astronomy"),
+        ("A short introduction to quantum mechanics", "quantum mechanics"),
+        ("The Hitchhiker's Guide to the Galaxy", "Hitchhiker's Guide Galaxy"),  # a name
     ],
 )
 def test_a_request_around_the_topic_is_not_searched(topic: str, query: str) -> None:

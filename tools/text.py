@@ -132,6 +132,13 @@ _REQUEST = re.compile(
     r"(?:\s+(?:about|on|of|regarding))?\s+(?P<s>\S.*)$",
     re.IGNORECASE,
 )
+# A request made as a noun phrase: "a beginner's guide to X", "a short introduction to X"
+# (in lower case: not "The Hitchhiker's Guide to the Galaxy").
+_GUIDE = re.compile(
+    r"^(?:an?|the|my)\s+(?:[\w-]+['’]s?\s+|[\w-]+\s+){0,2}?(?-i:guide|introduction|primer|crash\s+course)"
+    r"\s+(?:to|on|about)\s+(?P<s>\S.*)$",
+    re.IGNORECASE,
+)
 _FOR_WHOM = re.compile(
     r"\s+(?:simply|briefly|in\s+(?:simple|plain)\s+(?:terms|words|english)"
     r"|for\s+(?:beginners|kids|children|dummies)|to\s+an?\s+(?:child|kid|beginner))$",
@@ -141,7 +148,7 @@ _FOR_WHOM = re.compile(
 
 def without_request(topic: str) -> str:
     """Return the topic without a request wrapped around it ("tell me about X": X)."""
-    match = _REQUEST.match(topic)
+    match = _REQUEST.match(topic) or _GUIDE.match(topic)
     asked = match.group("s") if match else topic
     return _FOR_WHOM.sub("", asked) or topic
 
