@@ -19,10 +19,12 @@ _FACET_OF = re.compile(
     r"philosophy|culture|art|music|language|literature|technology)\s+of\s+(?P<s>.+)$",
     re.IGNORECASE,
 )
-# "key ideas of X", "the main features of X": plural facets of one subject, in lower case
+# "key ideas of X", "the main features of X", "famous paintings by X": plural facets of one
+# subject, in lower case
 # but for a first word that opens a sentence (not "Houses of Parliament").
 _FACETS_OF = re.compile(
-    r"^(?:[Tt]he\s+)?(?:[A-Za-z][a-z]*\s+)??(?:[a-z]+\s+){0,2}?(?P<h>[A-Za-z][a-z]+)\s+of\s+(?P<s>.+)$"
+    r"^(?:[Tt]he\s+)?(?:[A-Za-z][a-z]*\s+)??(?:[a-z]+\s+){0,2}?(?P<h>[A-Za-z][a-z]+)\s+(?:of|by)\s+"
+    r"(?P<s>.+)$"
 )
 # "facts about X", "the science behind X", "what's so special about X": what it is about
 # (the preposition in lower case: not "Much Ado About Nothing").
@@ -40,6 +42,10 @@ _SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
 _AUXILIARY = set("does do did can is are was were could would should will has have had".split())
 _PRONOUNS = {"we", "you", "they", "i", "it", "there", "people", "humans"}
 _PERSONAL = {"i", "you", "we", "they", "it"}
+# Prepositions and the particles of phrasal verbs ("come from", "take off", "break down").
+_PARTICLES = set(
+    "from of for with to about in on at by up out off down over away back apart".split()
+)
 _PLACING = {"in", "on", "at", "during", "after", "before", "under"}
 # Articles, and the copulas that say what a subject is ("A hurricane is ...").
 ARTICLES = frozenset({"the", "a", "an"})
@@ -141,6 +147,8 @@ def how_subject(rest: str) -> str:
             return pronoun
         place = next((i for i, w in enumerate(words) if i > 1 and w.lower() in _PLACING), None)
         words = words[:place]  # "why did Constantinople fall in 1453"
+        while len(words) > 1 and words[-1].lower() in _PARTICLES:
+            words = words[:-1]  # "where does rain come from": the verb's, not the subject's
         said = next(
             (
                 i
@@ -233,7 +241,10 @@ def verbs_of(topic: str) -> set[str]:
         _, before, _, after = around
         if any(w.lower() in COPULAS for w in before.split()[:2]):
             continue  # "why is the sky blue", "is coffee bad for you"
-        verbs = [w for w in re.findall(r"[\w'’-]+", after) if w.lower() not in _AUXILIARY]
+        said = re.findall(r"[\w'’-]+", after)
+        if said[:1] and said[0].lower() in COPULAS and not _participle(said[1] if said[1:] else ""):
+            continue  # "how come the sky is blue"
+        verbs = [w for w in said if w.lower() not in _AUXILIARY]
         found.update(verbs[:1])  # "made" in "how paper is made"
     return found
 
@@ -314,7 +325,7 @@ FRAMES: tuple[Frame, ...] = (
     ),
     Frame(
         "how",
-        re.compile(r"^how\s+(?P<s>.+?)\??$", re.IGNORECASE),
+        re.compile(r"^how\s+(?:come\s+)?(?P<s>.+?)\??$", re.IGNORECASE),  # "how come X": why
     ),
     # "why did X fall", "why are Xs getting stronger", "what did X discover": X, as in "how
     # does X work".

@@ -96,6 +96,11 @@ STEAM = SearchResult(
         ("Houses of Parliament", "overview", "Houses of Parliament"),
         ("Much Ado About Nothing", "overview", "Much Ado About Nothing"),
         ("statue of liberty", "overview", "statue of liberty"),
+        ("famous paintings by Van Gogh", "overview", "Van Gogh"),
+        # "how come" asks why; a verb's particle is no part of the subject.
+        ("how come the sky is blue", "how", "sky"),
+        ("where does rain come from", "why", "rain"),
+        ("how does a plane take off", "how", "plane"),
         # A request around the topic is no part of it; a noun that could be a verb stays.
         ("tell me everything about the Roman Colosseum", "overview", "Roman Colosseum"),
         ("can you explain how vaccines work", "how", "vaccines"),

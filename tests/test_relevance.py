@@ -728,6 +728,24 @@ def test_a_source_that_names_only_what_a_question_asks_of_its_subject_is_not_abo
     assert relevance.of(player) >= DEVOTED
 
 
+def test_how_come_asks_what_why_asks() -> None:
+    sky = page(
+        "Sky",
+        "The sky is everything that lies above the surface of the Earth. The sky is blue by "
+        "day because air scatters blue light.",
+    )
+    blue = page("Blue", "Blue is a primary colour. Blue is the colour of the clear sky.")
+    blues = page("Blues", "Blues is a music genre. Blues songs are sad.")
+    judged = [
+        [
+            Relevance(match_frame(topic)[1], [sky, blue, blues], topic).of(s)
+            for s in (sky, blue, blues)
+        ]
+        for topic in ("why is the sky blue", "how come the sky is blue")
+    ]
+    assert judged[0] == judged[1]
+
+
 def test_neither_the_verb_of_a_question_nor_the_place_it_is_set_in_is_its_subject() -> None:
     airplane = page(
         "Airplane",

@@ -80,6 +80,7 @@ def test_a_request_around_the_topic_is_not_searched(topic: str, query: str) -> N
         ),
         ("what is DNA and who discovered its structure?", ["DNA", "DNA structure"]),
         ("chess versus go", ["chess", "go"]),
+        ("the relationship between sleep and memory", ["sleep", "memory"]),  # not "relationship"
         ("pros and cons of nuclear power", []),  # one thing, asked two ways
         ("the great wall of china", []),
     ],

@@ -166,10 +166,11 @@ def topic_parts(text: str) -> list[str]:
     """Return the things a question joins, each as a keyword query; none for a question of one.
 
     "capitalism and socialism" asks about both, "Mount Everest, and who first reached its
-    summit" about the mountain and its ascent; the words of `FORM_WORDS` are left out.
+    summit" about the mountain and its ascent; the words of `FORM_WORDS` are left out, and so
+    is what relates the things "between" names ("the link between diet and disease").
     """
     parts: list[str] = []
-    for piece in _JOINS.split(text):
+    for piece in _JOINS.split(_BETWEEN.sub(" between", text)):
         kept = [w for w in content_words(piece, keep_case=True) if w.lower() not in FORM_WORDS]
         if kept and parts and _BACK_REFERENCE.search(piece):
             kept = [parts[0], *kept]  # "who discovered its structure": DNA's structure
@@ -189,6 +190,9 @@ _COMPARING = re.compile(
     r"\b(?:vs\.?|versus|compared?|comparing|comparison|differ\w*|between|than)\b", re.IGNORECASE
 )
 
+
+# What a clause says is "between" the things it names: "the relationship between X and Y".
+_BETWEEN = re.compile(r"(?:^|(?<=[,;:?!]))[^,;:?!]*?\bbetween\b", re.IGNORECASE)
 
 # A later part of a question that speaks of the first part's subject ("... and who first
 # reached its summit").
