@@ -13,7 +13,7 @@ from engines.extractive_candidates import capitalise, lead_sentence
 from engines.extractive_writer import uncovered_points, write_briefing
 from engines.keyphrases import key_terms, named_entities
 from engines.naming import LONG_PHRASE, bare_title
-from engines.relevance import DEVOTED, OFF, TITLED, Relevance, group_movement
+from engines.relevance import DEVOTED, OFF, TITLED, Relevance, group_movement, topic_subject
 from engines.sentences import split_sentences
 from engines.subject import match_frame
 from tools.text import content_words, stems, topic_parts
@@ -83,7 +83,8 @@ class ExtractiveEngine:
         self, topic: str, probe: Sequence[SearchResult], feedback: str | None
     ) -> ResearchPlan:
         """Plan points from what the first results are about; queries for each, names, terms."""
-        frame, subject = match_frame(topic)
+        frame = match_frame(topic)[0]
+        subject = topic_subject(topic, probe)
         relevance, subject_stems, on_topic = _on_topic(subject, probe, topic)
         points = outline(subject, topic, probe, relevance)
         names = named_entities(on_topic, exclude=subject_stems, limit=2)
@@ -126,7 +127,7 @@ class ExtractiveEngine:
     ) -> list[str]:
         """Return plan queries not yet run, uncovered points, then names and terms found."""
         done_keys = {q.casefold() for q in done}
-        _, subject = match_frame(plan.theme)
+        subject = topic_subject(plan.theme, sources)
         candidates = list(plan.search_queries)
         # Anchored on the subject: an aspect alone finds anything.
         candidates += [
@@ -148,8 +149,8 @@ class ExtractiveEngine:
         self, plan: ResearchPlan, sources: Sequence[SearchResult], done: Sequence[str]
     ) -> list[str]:
         """Return what the subject's own article names, now that it may have been found."""
-        _, subject = match_frame(plan.theme)
-        return Relevance(subject, sources, plan.theme).link_queries(sources, done, FOLLOW_UPS)
+        relevance = Relevance.of_topic(plan.theme, sources)
+        return relevance.link_queries(sources, done, FOLLOW_UPS)
 
     async def decide(self, progress: Progress) -> RoutingDecision:
         """Rewrite only when new sources arrived since the last draft; else stop."""

@@ -40,6 +40,7 @@ from engines.subject import (
     COPULAS,
     asked_of_subject,
     match_frame,
+    setting_of,
     verbs_of,
     without_setting,
 )
@@ -78,6 +79,29 @@ def _significant(text: str) -> list[str]:
 
 
 _NUMBER = re.compile(r"[ivxlc]+|\d+")
+
+
+def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
+    """Return what the topic is about: its subject (`match_frame`), or where it is set.
+
+    "religion in Japan", "volcanoes on Mars", "could life exist on Mars": a thing written in
+    lower case, set in a named place or time whose article its own article does not name, is
+    asked of that place ("the samurai in feudal Japan" stay the subject: Samurai names Japan;
+    so do "the seasons on Earth": Season names Earth).
+    """
+    subject = match_frame(topic)[1]
+    setting = setting_of(topic)
+    if not setting or subject[1:] != subject[1:].lower() or setting == setting.lower():
+        return subject
+    # Each by its article's name, whatever else was found ("Atmosphere of Earth").
+    place, own = _titled(setting.split(), sources), _titled(subject.split(), sources)
+    if place is None:
+        return subject
+    if own is None or phrase_count(folded(own.content), folded(bare_title(place.title))):
+        return subject  # not known to be elsewhere, or its article places it there
+    if subject[:1].isupper() and not common_noun(subject_tokens(subject), own.content):
+        return subject  # a name ("Shinto in Japan"), not a plan's theme that opens a sentence
+    return setting
 
 
 def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
@@ -418,6 +442,9 @@ class Relevance:
     # on Charles Babbage's proposed ... computer" (`_judge_subject`: for a person all of
     # them, for another subject the people).
     _in_lead: frozenset[str] = field(init=False)
+    # What the topic sets in the place that is its subject: "religion" in "religion in Japan"
+    # (`topic_subject`); "" for most topics.
+    _placed: str = field(init=False)
     _matter: Counter[str] = field(init=False)
     _topical: frozenset[str] = field(init=False)
     # The titles of the articles the topic names: naming one names the topic.
@@ -445,6 +472,8 @@ class Relevance:
 
     def __post_init__(self) -> None:
         self.topic = without_request(self.topic)  # "tell me about X" names no "Tell"
+        placed = self.topic and self.subject == setting_of(self.topic)
+        self._placed = match_frame(self.topic)[1] if placed else ""
         self.article = subject_article(self.subject, self.sources)
         partial = self.article is not None and stands_in(self.article, self.subject)
         written = matching_phrase(self.subject, self.article, partial)
@@ -485,7 +514,7 @@ class Relevance:
         self._as_is = {t for tokens, t in self._alternatives if tokens != folded(t)}
         own_title = bare_title(self.article.title) if self.article else None
         self._own = [(tokens, t) for tokens, t in self._alternatives if t == own_title]
-        asked = set(stems(asked_of_subject(self.topic))) if self.article else set()
+        asked = set(stems(self._asked_words())) if self.article else set()
         others = [(tokens, t) for tokens, t in self._alternatives if t != own_title]
         self._asked = [(tokens, t) for tokens, t in others if asked >= set(stems(t)) != set()]
         self._unasked = [pair for pair in others if pair not in self._asked]
@@ -544,8 +573,8 @@ class Relevance:
 
     @classmethod
     def of_topic(cls, theme: str, sources: Sequence[SearchResult]) -> "Relevance":
-        """How much each source is about the topic as asked (its subject by `match_frame`)."""
-        return cls(match_frame(theme)[1], sources, theme)
+        """How much each source is about the topic as asked (its subject by `topic_subject`)."""
+        return cls(topic_subject(theme, sources), sources, theme)
 
     def link_queries(
         self, sources: Sequence[SearchResult], done: Sequence[str], limit: int
@@ -646,7 +675,16 @@ class Relevance:
         matches = self._matches.get(key, 0.0) >= TOPIC_MATCH
         if judged == MENTIONS and matches and sided and not only_asked:
             return DEVOTED
+        if judged not in (OWN, MENTIONS, OFF) and self._placed:
+            # Of "religion in Japan", what is about Japan and never says religion (Manga)
+            # lends only the sentences that name Japan with more of the topic.
+            said = stems(f"{source.title} {source.content}")
+            return judged if all(_says(said, w) for w in stems(self._placed)) else MENTIONS
         return judged
+
+    def _asked_words(self) -> str:
+        """Return what the topic asks of its subject: "feel pain" of plants, "religion" of Japan."""
+        return f"{self._placed} {asked_of_subject(self.topic)}".strip()
 
     def _only_asked(self, source: SearchResult) -> bool:
         """Whether the source names, of the topic, only what a question asks of its subject.
@@ -702,6 +740,12 @@ class Relevance:
             ):
                 return RELATED
         return MENTIONS if naming else OFF
+
+
+def _says(stemmed: Sequence[str], stem: str) -> bool:
+    """Whether a text (its stems) uses a word of `stem`'s family: "religious" of "religion"."""
+    root = stem[: max(4, len(stem) - 2)]
+    return any(s.startswith(root) for s in stemmed)
 
 
 def _an_instance(title: str) -> bool:

@@ -20,8 +20,8 @@ _FACET_OF = re.compile(
     re.IGNORECASE,
 )
 # "key ideas of X", "the main features of X", "famous paintings by X": plural facets of one
-# subject, in lower case
-# but for a first word that opens a sentence (not "Houses of Parliament").
+# subject, in lower case but for a first word that opens a sentence (not "Houses of
+# Parliament").
 _FACETS_OF = re.compile(
     r"^(?:[Tt]he\s+)?(?:[A-Za-z][a-z]*\s+)??(?:[a-z]+\s+){0,2}?(?P<h>[A-Za-z][a-z]+)\s+(?:of|by)\s+"
     r"(?P<s>.+)$"
@@ -220,6 +220,19 @@ def without_setting(topic: str) -> str:
         return topic
     _, before, subject, after = around
     return before + subject if _SETTING_FOLLOWS.match(after) else topic
+
+
+def setting_of(topic: str) -> str:
+    """Return the place or time the topic sets its subject in; "" if none.
+
+    "Japan" in "religion in Japan", "Mars" in "could life exist on Mars". Nothing for a
+    question in two parts, which is about both.
+    """
+    around = _around_subject(topic) if topic else None
+    if around is None or _SECOND_PART.search(around[2]) or _SECOND_PART.search(topic, 1):
+        return ""
+    found = re.search(rf"\b{_SETTING_WORD}\s+(?P<s>\S.*?)\??$", around[3], re.IGNORECASE)
+    return core_subject(found.group("s")) if found else ""
 
 
 # A setting right after the subject: " in Europe", " under Genghis Khan".

@@ -27,6 +27,7 @@ from engines.relevance import (
     group_movement,
     named_by,
     subject_article,
+    topic_subject,
 )
 from engines.report_markdown import GAPS_SECTION, cited_sentences, sections, split_front_matter
 from engines.subject import match_frame
@@ -1058,3 +1059,58 @@ def test_a_short_common_noun_is_named_in_lower_case_a_short_name_only_as_written
     walk = page("Walking", "Walking is one of the main gaits of locomotion; people go on foot.")
     relevance = Relevance.of_topic("chess versus go", [go, walk])
     assert relevance.of(walk) == OFF
+
+
+RELIGION = (
+    "Religion",
+    "Religion is a range of social-cultural systems, including designated behaviors and "
+    "practices, morals, beliefs, worldviews, texts, sanctified places, prophecies and ethics. "
+    "Most peoples in history have practised a religion.",
+)
+CHRISTIANITY = (
+    "Christianity",
+    "Christianity is an Abrahamic monotheistic religion based on the life of Jesus. Christianity "
+    "is the religion with the most followers, and the religion of most of Europe.",
+)
+JAPAN = (
+    "Japan",
+    "Japan is an island country in East Asia. Shinto and Buddhism are the main religions of "
+    "Japan. Japan has the world's eleventh-largest population.",
+)
+SHINTO = (
+    "Shinto",
+    "Shinto is a religion originating in Japan. Shinto shrines are found all over Japan, and "
+    "most people in Japan take part in Shinto festivals.",
+)
+SAMURAI = (
+    "Samurai",
+    "The samurai were members of the warrior class of Japan. The samurai served the daimyo "
+    "of Japan for seven centuries.",
+)
+
+
+def test_a_thing_in_lower_case_set_in_a_named_place_is_asked_of_the_place() -> None:
+    """Religion's article names no Japan: "religion in Japan" is about Japan, and asks its
+    religion; the samurai's names Japan: they stay the subject."""
+    sources = [page(t, x) for t, x in (RELIGION, CHRISTIANITY, JAPAN, SHINTO, SAMURAI)]
+    assert topic_subject("religion in Japan", sources) == "Japan"
+    assert topic_subject("Religion in Japan", sources) == "Japan"  # as a plan's theme writes it
+    assert topic_subject("could religion thrive in Japan", sources) == "Japan"
+    assert topic_subject("the role of the samurai in Japan", sources) == "samurai"
+    assert topic_subject("Shinto in Japan", sources) == "Shinto"  # a name, as it is written
+    assert topic_subject("religion in Atlantis", sources) == "religion"  # no such place found
+    assert topic_subject("poverty in Japan", sources) == "poverty"  # no article of its own
+    anime = page("Anime", "Anime is animation made in Japan. Anime is popular in Japan and abroad.")
+    relevance = Relevance.of_topic("religion in Japan", [*sources, anime])
+    assert relevance.of(page(*SHINTO)) >= RELATED
+    assert relevance.of(anime) <= MENTIONS, "of Japan, but it never says religion"
+
+
+async def test_a_report_on_a_thing_in_a_place_keeps_to_the_place(
+    graph: ResearchGraph, tmp_path: Path
+) -> None:
+    with extractive_over(tmp_path, [RELIGION, CHRISTIANITY, JAPAN, SHINTO]) as deps:
+        state = await run_graph(graph, deps, "japan", start("religion in Japan"))
+    cited = state["final_report"].partition("## References")[2]
+    assert "Japan" in cited and "Shinto" in cited
+    assert "Christianity" not in cited, "a religion of elsewhere is not religion in Japan"
