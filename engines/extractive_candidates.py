@@ -14,13 +14,13 @@ from core.models import SearchResult
 from engines.kinds import kind_of
 from engines.naming import FORM_STEMS, bare_title
 from engines.relevance import MENTIONS, OFF, OWN, RELATED, Relevance
-from engines.sentences import first_sentence, split_sentences
+from engines.sentences import RUN_ON_CHARS, first_sentence, split_sentences
 from tools.text import cosine, stems, words
 
 # How much a sentence that names the subject, in a source that only mentions it, is
 # about it: below the bar of a key finding (`engines.extractive_writer`).
 PASSING = 0.55
-_MIN_CHARS, _MAX_CHARS = 40, 420
+_MIN_CHARS, _MAX_CHARS = 40, RUN_ON_CHARS
 # Sentences that open with these lean on a previous sentence we may not quote.
 _DANGLING = re.compile(
     r"^(?:this|these|those|they|them|such|however|also|but|and|both|another|other)\b",

@@ -10,6 +10,10 @@ _ABBREVIATIONS = frozenset(
     "u.s u.k u.n a.d b.c".split()
 )
 _CITATION_MARK = re.compile(r"\[\d+\]|\[citation needed\]", re.IGNORECASE)
+# A sentence this long has most likely lost a full stop where two paragraphs were joined.
+RUN_ON_CHARS = 420
+# Where: a word in lower case, then a word that opens a sentence ("... period The ancient").
+_LOST_STOP = re.compile(r"(?<=[a-z])\s+(?=(?:The|This|These|It|Its|In|He|She|They|His|Her)\s[a-z])")
 
 
 def _ends_with_abbreviation(chunk: str) -> bool:
@@ -37,7 +41,20 @@ def split_sentences(text: str) -> list[str]:
                 pending = ""
         if pending:
             sentences.append(pending)
-    return sentences
+    return [part for sentence in sentences for part in _run_on(sentence)]
+
+
+def _run_on(sentence: str) -> list[str]:
+    """Split a sentence too long to be one where a full stop was lost; else keep it whole."""
+    if len(sentence) <= RUN_ON_CHARS:
+        return [sentence]
+    parts, start = [], 0
+    for lost in _LOST_STOP.finditer(sentence):
+        before = sentence[start : lost.start()].rsplit(maxsplit=1)[-1]
+        if before.isalpha() and before.islower():  # not "Zheng He was", "symbol He and"
+            parts.append(sentence[start : lost.start()])
+            start = lost.end()
+    return [*parts, sentence[start:]]
 
 
 def first_sentence(text: str) -> str:

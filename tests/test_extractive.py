@@ -158,6 +158,23 @@ def test_sentences_split_after_abbreviations_and_initials_only_where_they_end() 
     ]
 
 
+def test_a_sentence_too_long_to_be_one_is_split_where_a_full_stop_was_lost() -> None:
+    first = (
+        "Stoicism is a philosophical movement and practical guide to living, emphasizing daily "
+        "self-discipline and moral improvement, which originated in the Hellenistic period of "
+        "ancient Greece and proliferated well into the Roman Imperial period"
+    )
+    second = (
+        "The ancient Stoics believed that the universe operated according to reason, or logos, "
+        "providing a unified account of the world, constructed from ideals of rational "
+        "discourse, monistic physics, and naturalistic ethics."
+    )
+    assert split_sentences(f"{first} {second}") == [first, second]
+    # A short one stays whole: "He" and "The" here are no sentence's first word.
+    short = "Helium has symbol He and atomic number 2, headed The unanimous list of gases."
+    assert split_sentences(short) == [short]
+
+
 def test_names_are_found_in_the_sources_but_not_the_subject() -> None:
     names = named_entities([GUTENBERG, PRESS], exclude={"print", "press"}, limit=5)
     assert "Gutenberg Bible" in names
