@@ -667,14 +667,14 @@ class Relevance:
         # The articles the topic names are about it, also where the subject's phrase
         # misses them (a comparison, keywords, a question with two parts).
         if judged < TITLED and key in self._topical:
-            return TITLED
+            judged = TITLED
         # One that names it and matches the whole topic well is about it: the extinction
         # event in "why did the dinosaurs go extinct"; of a comparison, one that names a side
         # as that side's article does ("Tiger" in Tiger Woods is a name, not the animal).
         sided = not self._sides or any(side.of(source) > OFF for side in self._sides)
         matches = self._matches.get(key, 0.0) >= TOPIC_MATCH
         if judged == MENTIONS and matches and sided and not only_asked:
-            return DEVOTED
+            judged = DEVOTED
         if judged not in (OWN, MENTIONS, OFF) and self._placed:
             # Of "religion in Japan", what is about Japan and never says religion (Manga)
             # lends only the sentences that name Japan with more of the topic.
