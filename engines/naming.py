@@ -19,6 +19,7 @@ from tools.text import (
     base_form,
     cosine,
     folded,
+    movement_forms,
     stem,
     stems,
     word_matches,
@@ -48,11 +49,12 @@ def subject_tokens(text: str) -> list[str]:
 
 
 def _root(token: str) -> str:
-    """Return a stem without "ist" or "ism", when enough is left to tell words apart."""
-    for suffix in ("ist", "ism"):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
-            return token[: -len(suffix)]
-    return token
+    """Return a follower's word as its movement's: "impressionist" is "impressionism".
+
+    Not the bare root: "social" does not name socialism, nor "existential" existentialism.
+    """
+    forms = movement_forms(token)
+    return forms[0] if forms else token
 
 
 # A subject of more words is named by most of them, in any order (`mentions`).

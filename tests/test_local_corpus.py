@@ -212,3 +212,24 @@ def test_stemming_is_safe_from_many_threads_at_once() -> None:
         together = list(pool.map(stem, made_up))
     stem.cache_clear()
     assert together == [stem(w) for w in made_up]
+
+
+def test_a_movement_is_found_by_its_followers_word_and_the_other_way_round(
+    tmp_path: Path,
+) -> None:
+    articles = {
+        "Jorvik Aalund": "Jorvik Aalund was a Danish writer, considered the first vorticist poet.",
+        "Vorticism": "Vorticism was a modernist art movement in Britain.",
+        "Vortex": "A vortex is a region in a fluid in which the flow revolves around an axis.",
+    }
+    corpus = corpus_of(articles, tmp_path)
+    # The index's stemmer keeps "vorticist" apart from "vorticism".
+    assert match_expression(["vorticism", "poets"], "AND") == (
+        '("vorticism" OR "vorticist") AND "poets"'
+    )
+    assert {h.title for h in corpus.search_sync("vorticism", 5)} == {"Vorticism", "Jorvik Aalund"}
+    assert {h.title for h in corpus.search_sync("vorticists", 5)} == {
+        "Vorticism",
+        "Jorvik Aalund",
+    }
+    corpus.close()

@@ -7,7 +7,7 @@ from engines.naming import mentions, named_by_topic, spans_parts, subject_tokens
 from engines.relevance import OFF, OWN, RELATED, TITLED, Relevance, subject_article
 from engines.report_markdown import sections, split_front_matter
 from engines.subject import match_frame
-from tools.text import content_words
+from tools.text import content_words, stem
 
 from .support import page, quoted
 
@@ -415,3 +415,30 @@ def test_a_title_spans_the_parts_of_a_topic_only_when_no_part_holds_it_whole() -
     )
     assert not spans_parts("Romeo and Juliet", "Romeo and Juliet")
     assert not spans_parts("Bread", "bread yeast fermentation")
+
+
+async def test_a_movement_is_named_by_its_followers_word_not_by_its_root() -> None:
+    existentialism = subject_tokens("existentialism")
+    assert subject_tokens("existentialists") == existentialism
+    assert subject_tokens("social") != subject_tokens("socialism")
+    # Of meaning, a follower is of the movement's family; a verb in "-sist" is no follower.
+    assert stem("existentialists") == stem("existentialism")
+    assert stem("consists") == stem("consisted") == "consist"
+    first = "Kierkegaard is widely considered to be the first existentialist philosopher."
+    logic = "Logicians contrast universal and existential propositions in their treatises."
+    assert mentions(first, existentialism) == 1
+    assert mentions(logic, existentialism) == 0
+    movement = page(
+        "Existentialism",
+        "Existentialism is a family of philosophical views on the struggle to lead an "
+        "authentic life.",
+    )
+    philosopher = page(
+        "Søren Kierkegaard",
+        f"Søren Kierkegaard was a Danish theologian and poet. {first}",
+    )
+    proposition = page("Proposition", f"A proposition is what a sentence asserts. {logic}")
+    said = await quoted(
+        "what is existentialism", "Existentialism", movement, philosopher, proposition
+    )
+    assert first in said and logic not in said

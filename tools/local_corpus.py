@@ -15,7 +15,16 @@ from pathlib import Path
 
 from tools.corpus_files import Document
 from tools.search import Depth, SearchError, SearchHit
-from tools.text import FORM_WORDS, STOPWORDS, content_words, fold, stem, without_possessive, words
+from tools.text import (
+    FORM_WORDS,
+    STOPWORDS,
+    content_words,
+    fold,
+    movement_forms,
+    stem,
+    without_possessive,
+    words,
+)
 
 PASSAGE_CHARS = 1500
 _SCHEMA = """
@@ -127,9 +136,20 @@ def query_terms(query: str) -> list[str]:
     return [t for t in dict.fromkeys(found) if t]
 
 
+def term_forms(term: str) -> list[str]:
+    """Return the forms a query word is found by: itself, and a movement's other word.
+
+    The index's Porter stemmer keeps "existentialist" apart from "existentialism": a query
+    for the movement finds its followers too, and the other way round.
+    """
+    forms = movement_forms(fold(term))
+    return [term, *(f for f in forms or () if f != fold(term))]
+
+
 def match_expression(terms: list[str], operator: str) -> str:
-    """Return an FTS5 query of quoted terms joined by AND or OR."""
-    return f" {operator} ".join(f'"{t}"' for t in terms)
+    """Return an FTS5 query of quoted terms (each with its `term_forms`) joined by AND or OR."""
+    groups = (" OR ".join(f'"{f}"' for f in term_forms(t)) for t in terms)
+    return f" {operator} ".join(g if " OR " not in g else f"({g})" for g in groups)
 
 
 class LocalCorpus:
@@ -171,7 +191,10 @@ class LocalCorpus:
         """
         # Per query word: as written (plurals aside), and any word of its stem.
         patterns = [
-            (re.compile(rf"\b{re.escape(fold(t))}s?\b"), re.compile(rf"\b{re.escape(stem(t))}"))
+            (
+                re.compile(rf"\b(?:{'|'.join(re.escape(fold(f)) for f in term_forms(t))})s?\b"),
+                re.compile(rf"\b{re.escape(stem(t))}"),
+            )
             for t in terms
         ]
         ranked: list[Row] = []

@@ -102,6 +102,21 @@ def base_form(word: str) -> str:
     return base[:-1] if base.endswith("e") and len(base) > 3 else base
 
 
+def movement_forms(word: str) -> tuple[str, str] | None:
+    """Return a movement's word and its follower's, of either: "impressionist" gives both.
+
+    The stemmer keeps them apart ("existentialist", "existenti") and cuts "existentialism"
+    to what "existential" is too; None for any other word, and for short ones ("artist").
+    """
+    single = word[:-1] if word.endswith(("isms", "ists")) else word
+    for ending in ("ism", "ist"):
+        root = single[: -len(ending)]
+        # "consist" and "persist" are verbs, not followers.
+        if single.endswith(ending) and len(root) >= 4 and not root.endswith("s"):
+            return f"{root}ism", f"{root}ist"
+    return None
+
+
 def folded(text: str) -> list[str]:
     """Return every word of `text`, folded; stopwords kept so phrases compare word for word."""
     return [fold(w) for w in words(text)]
@@ -201,11 +216,16 @@ _BACK_REFERENCE = re.compile(r"\b(?:its|it|their|they|them|his|he|him|her|she)\b
 
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
-    """Return the Snowball (Porter 2) stem of one lower-cased word; safe in any thread."""
+    """Return the Snowball (Porter 2) stem of one lower-cased word; safe in any thread.
+
+    A follower's word stems as its movement's (`movement_forms`): "existentialist" is of
+    existentialism's family, as "existential" already is.
+    """
     stemmer = getattr(_stemmers, "english", None)
     if stemmer is None:
         stemmer = _stemmers.english = snowballstemmer.stemmer("english")
-    return str(stemmer.stemWord(word))
+    forms = movement_forms(word)
+    return str(stemmer.stemWord(forms[0] if forms else word))
 
 
 def stems(text: str) -> list[str]:
