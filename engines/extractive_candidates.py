@@ -23,7 +23,15 @@ PASSING = 0.55
 _MIN_CHARS, _MAX_CHARS = 40, RUN_ON_CHARS
 # Sentences that open with these lean on a previous sentence we may not quote.
 _DANGLING = re.compile(
-    r"^(?:this|these|those|they|them|such|however|also|but|and|both|another|other)\b",
+    r"^(?:this|these|those|they|them|such|also|but|and|both|another|other|additional)\b",
+    re.IGNORECASE,
+)
+# A connective that ties a sentence to the one before it ("Nevertheless, bossa nova was
+# influenced by jazz"): quoted alone, the sentence says its claim without it.
+_CONNECTIVE = re.compile(
+    r"^(?:however|nevertheless|nonetheless|moreover|furthermore|additionally|in addition"
+    r"|similarly|likewise|consequently|therefore|thus|hence|as a result|meanwhile|instead"
+    r"|in contrast|by contrast|on the other hand|in fact|indeed),\s+(?=\w)",
     re.IGNORECASE,
 )
 _CONTEXTUAL = re.compile(
@@ -74,6 +82,11 @@ class Candidate:
     about: float = 0.0  # how much its source is about the subject (engines.relevance)
     named: bool = False  # the sentence names the subject
     person: bool = False  # from an article about a person the subject concerns
+    # It speaks of its own source's subject (it opens with that subject or its pronoun),
+    # and that source's definition names the topic's subject: a part or a work of it. Of
+    # Jane Austen, "A novel of manners, it follows ..." in "Pride and Prejudice is a novel
+    # by English author Jane Austen. ..."
+    of_a_part: bool = False
     base: float = 0.0
 
 
@@ -205,6 +218,7 @@ def _resolve_pronoun(
     article's subject when the sentence before was about it too (`subject_before`): the
     lead, or one that opened with the subject or "it"; so do a person's "he" or "she", and
     an opening "They" where the lead names a plural subject ("The Beatles were ...").
+    A connective that opens it goes first (`_CONNECTIVE`).
     """
     if position == 0:
         return sentence
@@ -214,6 +228,7 @@ def _resolve_pronoun(
         article.plural,
         article.person,
     )
+    sentence = capitalise(_CONNECTIVE.sub("", sentence, count=1))
     if plural and subject_before and sentence.startswith("They "):
         sentence = capitalise(plural) + sentence[len("They") :]
     sentence = _named_before(sentence, before)
@@ -282,6 +297,7 @@ def quotable(
         if about == OFF:
             continue
         article = _Article.of(source)
+        a_part = relevance.names(lead_sentence(source))
         subject_before = False  # the sentence before this one spoke of the article's subject
         before = ""  # the sentence before this one
         for position, raw in enumerate(split_sentences(source.content)):
@@ -314,6 +330,7 @@ def quotable(
                         about=about,
                         named=named,
                         person=about >= RELATED and kind_of(source.content) == "person",
+                        of_a_part=a_part and subject_before,
                     )
                 )
     n = max(len(documents), 1)

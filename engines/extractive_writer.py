@@ -165,7 +165,10 @@ class _Point:
     def speaks(self, candidate: Candidate) -> bool:
         """Return whether the sentence answers the point (see the class)."""
         if self.own_article(candidate):  # what it is, and what it says of the subject
-            return candidate.position == 0 or _speaks_to_subject(candidate)
+            # Of an article about the topic that is a part of it, also what it says of
+            # itself: "A novel of manners, Pride and Prejudice follows ..." of Jane Austen.
+            itself = candidate.of_a_part and candidate.about >= DEVOTED
+            return candidate.position == 0 or itself or _speaks_to_subject(candidate)
         terms = candidate.terms.keys()
         return _speaks_to_subject(candidate) and (
             (bool(self.wanted) and set(self.wanted) <= terms)

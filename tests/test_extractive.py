@@ -611,3 +611,48 @@ async def test_the_summary_opens_with_the_subject_not_a_thing_of_it() -> None:
     # The subject's own article first, two sentences at most; then the others about it.
     assert cited[:2] == ["1", "1"] and "2" in cited[2:]
     assert draft.split("[^1]: ")[1].startswith("[Dust Bowl](")
+
+
+async def test_a_section_under_an_article_about_the_topic_quotes_what_it_says_of_itself() -> None:
+    writer = page(
+        "Ada Quill",
+        "Ada Quill was an English writer known for her four novels about the gentry of Kent.",
+    )
+    novel = page(
+        "The Glass Orchard",
+        "The Glass Orchard is a novel by English author Ada Quill. Written when she was aged "
+        "20, it was her third novel and was published in 1813. A novel of manners, it follows "
+        "the heroine Mara Vell, who learns the cost of hasty judgments. Ada Quill revised the "
+        "novel twice before her death.",
+    )
+    county = page("Kent", "Kent is a county in South East England. Its gentry built houses.")
+    said = await quoted(
+        "the life and work of Ada Quill", "The Glass Orchard", writer, novel, county
+    )
+    # Neither sentence names Ada Quill: they say what the novel, an article about her, is.
+    assert (
+        "A novel of manners, The Glass Orchard follows the heroine Mara Vell, who learns the "
+        "cost of hasty judgments." in said
+    )
+    assert not any("county" in s for s in said)
+
+
+async def test_a_connective_is_left_out_and_a_sentence_leaning_on_another_not_quoted() -> None:
+    leaning = "Additional military uses are reconnaissance and early warning."
+    satellite = page(
+        "Navigation satellite",
+        "A navigation satellite is a satellite that broadcasts its position and time. "
+        f"{leaning} Furthermore, the satellite carries an atomic clock. As a result of its "
+        "clock, a navigation satellite times signals to a billionth of a second. In "
+        "addition, it orbits at about 20,000 km.",
+    )
+    said = await quoted("navigation satellite", "Uses", satellite)
+    assert leaning not in said
+    # Without "Furthermore," and "In addition,": the category noun and the pronoun become
+    # the article's subject, as in any other sentence.
+    assert "The navigation satellite carries an atomic clock." in said
+    assert "The navigation satellite orbits at about 20,000 km." in said
+    assert (
+        "As a result of its clock, a navigation satellite times signals to a billionth of a "
+        "second." in said
+    ), "'As a result of' is no connective"
