@@ -39,6 +39,8 @@ from engines.subject import (
     ARTICLES,
     COPULAS,
     asked_of_subject,
+    facet_asked,
+    is_field,
     match_frame,
     setting_of,
     verbs_of,
@@ -445,6 +447,12 @@ class Relevance:
     # What the topic sets in the place that is its subject: "religion" in "religion in Japan"
     # (`topic_subject`); "" for most topics.
     _placed: str = field(init=False)
+    # Where else the topic sets its subject: "the cell" of mitochondria; "" for most topics.
+    _setting: str = field(init=False)
+    # What every source but the subject's own article must say to be about the topic: the
+    # thing set in a place ("religion" of Japan), or the field that says which subject it
+    # is ("economics" of inflation: not Cosmic inflation).
+    _must_say: str = field(init=False)
     _matter: Counter[str] = field(init=False)
     _topical: frozenset[str] = field(init=False)
     # The titles of the articles the topic names: naming one names the topic.
@@ -474,6 +482,9 @@ class Relevance:
         self.topic = without_request(self.topic)  # "tell me about X" names no "Tell"
         placed = self.topic and self.subject == setting_of(self.topic)
         self._placed = match_frame(self.topic)[1] if placed else ""
+        setting = setting_of(self.topic) if self.topic else ""
+        self._setting = "" if setting == self.subject else setting
+        self._must_say = self._placed or (self._setting if is_field(self._setting) else "")
         self.article = subject_article(self.subject, self.sources)
         partial = self.article is not None and stands_in(self.article, self.subject)
         written = matching_phrase(self.subject, self.article, partial)
@@ -675,16 +686,26 @@ class Relevance:
         matches = self._matches.get(key, 0.0) >= TOPIC_MATCH
         if judged == MENTIONS and matches and sided and not only_asked:
             judged = DEVOTED
-        if judged not in (OWN, MENTIONS, OFF) and self._placed:
+        if judged not in (OWN, MENTIONS, OFF) and self._must_say:
             # Of "religion in Japan", what is about Japan and never says religion (Manga)
             # lends only the sentences that name Japan with more of the topic.
             said = stems(f"{source.title} {source.content}")
-            return judged if all(_says(said, w) for w in stems(self._placed)) else MENTIONS
+            return judged if all(_says(said, w) for w in stems(self._must_say)) else MENTIONS
         return judged
 
     def _asked_words(self) -> str:
-        """Return what the topic asks of its subject: "feel pain" of plants, "religion" of Japan."""
-        return f"{self._placed} {asked_of_subject(self.topic)}".strip()
+        """Return what the topic asks of its subject: "feel pain" of plants, "religion" of Japan.
+
+        Also the field it is asked in ("biology" of sleep) and where else it is set (the cell
+        of mitochondria).
+        """
+        asked = (
+            self._placed,
+            asked_of_subject(self.topic),
+            facet_asked(self.topic),
+            self._setting,
+        )
+        return " ".join(a for a in asked if a)
 
     def _only_asked(self, source: SearchResult) -> bool:
         """Whether the source names, of the topic, only what a question asks of its subject.

@@ -12,11 +12,16 @@ from dataclasses import dataclass
 
 from tools.text import without_request
 
+# Fields of study and of making: "the biology of X" asks X of one; "inflation in economics"
+# says which inflation.
+_FIELDS = (
+    "biology|chemistry|physics|science|economics|politics|psychology|geography|philosophy|"
+    "culture|art|music|language|literature|technology"
+)
 # "the biology of X", "the structure of X": a field or facet of the subject, not the subject.
 _FACET_OF = re.compile(
-    r"^(?:the\s+)?(?:biology|chemistry|physics|science|economics|politics|psychology|"
-    r"geography|structure|role|importance|meaning|nature|basics|principles|theory|"
-    r"philosophy|culture|art|music|language|literature|technology)\s+of\s+(?P<s>.+)$",
+    rf"^(?:the\s+)?(?P<f>{_FIELDS}|structure|role|importance|meaning|nature|basics|"
+    r"principles|theory)\s+of\s+(?P<s>.+)$",
     re.IGNORECASE,
 )
 # "key ideas of X", "the main features of X", "famous paintings by X": plural facets of one
@@ -274,6 +279,23 @@ def asked_of_subject(topic: str) -> str:
         return ""
     name, _, _, after = around
     return after.strip(" ?") if name in _ASKS_AFTER else ""
+
+
+def facet_asked(topic: str) -> str:
+    """Return the field or facet a topic asks of its subject; "" if none.
+
+    "biology" in "the biology of sleep": no thing of its own the topic names (`relevance`).
+    """
+    for start in re.finditer(r"(?:^|\s)(?=\S)", topic):
+        found = _FACET_OF.match(topic[start.end() :])
+        if found:
+            return found.group("f").lower()
+    return ""
+
+
+def is_field(phrase: str) -> bool:
+    """Whether the phrase is the name of a field ("economics"), as a setting says which X."""
+    return re.fullmatch(_FIELDS, phrase, re.IGNORECASE) is not None
 
 
 def is_wrapped(phrase: str) -> bool:

@@ -115,6 +115,10 @@ def test_a_name_defined_by_a_role_is_a_person_without_pronouns() -> None:
     assert kind_of("Frank Capra was an Italian-born American film director.") == "person"
     assert kind_of("Sonja Henie was a Norwegian figure skater and film star.") == "person"
     assert kind_of("Joan Miró was a Catalan painter, sculptor, and ceramicist.") == "person"
+    # What the role is known for, not the novels it wrote, is what follows it.
+    austen = "Ada Quill was an English writer known primarily for her six novels of manners."
+    assert kind_of(austen) == "person"
+    assert kind_of("Edgar Degas was a French artist famous for his pastel drawings.") == "person"
     # Not a name, an adjective that looks like a role, a kind noun first: no person.
     assert kind_of("The explorer is a rover that maps the Moon.") != "person"
     assert kind_of("Nineteen Eighty-Four is a dystopian and speculative novel.") == "work"
@@ -1114,3 +1118,64 @@ async def test_a_report_on_a_thing_in_a_place_keeps_to_the_place(
     cited = state["final_report"].partition("## References")[2]
     assert "Japan" in cited and "Shinto" in cited
     assert "Christianity" not in cited, "a religion of elsewhere is not religion in Japan"
+
+
+def test_the_field_a_topic_asks_of_its_subject_is_no_subject_of_its_own() -> None:
+    sleep = page(
+        "Sleep",
+        "Sleep is a state of reduced mental and physical activity. During sleep the body "
+        "repairs tissue and the brain consolidates memory.",
+    )
+    field = page("Biology", "Biology is the scientific study of life and living organisms.")
+    molecules = page(
+        "Molecular biology",
+        "Molecular biology is the branch of biology that studies the molecules of cells. "
+        "Molecular biology grew from biochemistry and genetics.",
+    )
+    dream = page(
+        "Dream",
+        "A dream is a succession of images that occur during sleep. Dreams mainly occur in "
+        "the rapid-eye-movement stage of sleep.",
+    )
+    sources = [sleep, field, molecules, dream]
+    topic = "the biology of sleep"
+    relevance = Relevance.of_topic(topic, sources)
+    assert relevance.of(sleep) == OWN
+    assert relevance.of(dream) >= DEVOTED
+    assert relevance.of(field) >= TITLED, "the topic names it"
+    assert relevance.of(molecules) < DEVOTED, "its title says biology, and it never says sleep"
+
+
+def test_a_setting_in_lower_case_is_said_by_every_source_about_the_topic() -> None:
+    inflation = page(
+        "Inflation",
+        "In economics, inflation is a general increase in the prices of goods and services. "
+        "Inflation lowers the purchasing power of money.",
+    )
+    cosmic = page(
+        "Cosmic inflation",
+        "In physical cosmology, cosmic inflation is a theory of exponential expansion of "
+        "space in the early universe. Inflation ended a tiny fraction of a second later.",
+    )
+    deflation = page(
+        "Deflation",
+        "In economics, deflation is a decrease in the general price level. Deflation is the "
+        "opposite of inflation.",
+    )
+    cell = page("Cell (biology)", "The cell is the basic unit of life. Cells hold organelles.")
+    muscle = page(
+        "Muscle cell",
+        "A muscle cell is a cell found in muscle tissue. Muscle cells contract and relax.",
+    )
+    organelle = page(
+        "Mitochondria",
+        "Mitochondria are organelles found in the cells of most eukaryotes. Mitochondria "
+        "make most of the cell's supply of ATP.",
+    )
+    sources = [inflation, cosmic, deflation, cell, muscle, organelle]
+    relevance = Relevance.of_topic("what is inflation in economics", sources)
+    assert relevance.of(inflation) == OWN and relevance.of(deflation) >= RELATED
+    assert relevance.of(cosmic) < DEVOTED, "it never says economics"
+    relevance = Relevance.of_topic("the role of mitochondria in the cell", sources)
+    assert relevance.of(organelle) == OWN and relevance.of(cell) >= TITLED
+    assert relevance.of(muscle) < DEVOTED, "its title says cell, and it never says mitochondria"
