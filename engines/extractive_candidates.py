@@ -83,9 +83,10 @@ class Candidate:
     named: bool = False  # the sentence names the subject
     person: bool = False  # from an article about a person the subject concerns
     # It speaks of its own source's subject (it opens with that subject or its pronoun),
-    # and that source's definition names the topic's subject: a part or a work of it. Of
-    # Jane Austen, "A novel of manners, it follows ..." in "Pride and Prejudice is a novel
-    # by English author Jane Austen. ..."
+    # and the topic's subject is a name that source's definition gives: a work or a part of
+    # it. Of Jane Austen, "A novel of manners, it follows ..." in "Pride and Prejudice is a
+    # novel by English author Jane Austen. ..." (not what television is, for sound: a common
+    # noun is named by too much).
     of_a_part: bool = False
     base: float = 0.0
 
@@ -297,7 +298,8 @@ def quotable(
         if about == OFF:
             continue
         article = _Article.of(source)
-        a_part = relevance.names(lead_sentence(source))
+        # A work or part of what the topic names: its definition names it ("a novel by ...").
+        a_part = not relevance.common and relevance.names(lead_sentence(source))
         subject_before = False  # the sentence before this one spoke of the article's subject
         before = ""  # the sentence before this one
         for position, raw in enumerate(split_sentences(source.content)):

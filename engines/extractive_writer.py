@@ -165,8 +165,8 @@ class _Point:
     def speaks(self, candidate: Candidate) -> bool:
         """Return whether the sentence answers the point (see the class)."""
         if self.own_article(candidate):  # what it is, and what it says of the subject
-            # Of an article about the topic that is a part of it, also what it says of
-            # itself: "A novel of manners, Pride and Prejudice follows ..." of Jane Austen.
+            # Of an article about the topic that is a work or a part of what it names,
+            # also what it says of itself: "A novel of manners, Pride and Prejudice ...".
             itself = candidate.of_a_part and candidate.about >= DEVOTED
             return candidate.position == 0 or itself or _speaks_to_subject(candidate)
         terms = candidate.terms.keys()

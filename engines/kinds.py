@@ -125,6 +125,8 @@ _PARTICIPLE = re.compile(r"\w(?:ed|ing)$")
 _ARTICLES = frozenset({"The", "A", "An"})
 # What may follow the head of a definition: its end, or more about it.
 _AFTER_HEAD = frozenset({"", "and", "who", "whose"})
+# A role is described by what it is known for or as, a few words on.
+_KNOWN_AS = frozenset({"for", "as"})
 
 
 def named_role(lead: str) -> bool:
@@ -143,10 +145,12 @@ def named_role(lead: str) -> bool:
         return False
     tokens = re.findall(r"[\w'-]+|,", lead[copula.end() :])[:_WINDOW]
     window = [w if w[:1].islower() or w == "," else "Name" for w in tokens] + [""]
-    for word, following in zip(window, window[1:], strict=False):
+    for i, (word, following) in enumerate(zip(window, window[1:], strict=False)):
         # "-ist" words are adjectives too: "the far-right, ultranationalist, racist ideology".
         listed = following == "," and not word.endswith("ist")
-        if _ROLE.fullmatch(word) and (following in _AFTER_HEAD or listed):
+        # "a writer known primarily for", "an artist famous for": what the role is known as.
+        described = _KNOWN_AS.intersection(window[i + 1 : i + 4])
+        if _ROLE.fullmatch(word) and (following in _AFTER_HEAD or listed or described):
             return True
         if _singular(word) in _HEADS and not _ROLE.fullmatch(following):
             return False

@@ -656,3 +656,21 @@ async def test_a_connective_is_left_out_and_a_sentence_leaning_on_another_not_qu
         "As a result of its clock, a navigation satellite times signals to a billionth of a "
         "second." in said
     ), "'As a result of' is no connective"
+
+
+async def test_what_an_article_says_of_itself_is_quoted_only_of_a_part_of_a_name() -> None:
+    sound = page(
+        "Sound",
+        "In physics, sound is a vibration that propagates as an acoustic wave through a "
+        "medium. Sound travels faster in water than in air.",
+    )
+    television = page(
+        "Television",
+        "Television is a telecommunication medium for transmitting moving images and sound. "
+        "Television is a mass medium for advertising, entertainment, news, and sports. "
+        "Television sets carry loudspeakers for the sound.",
+    )
+    said = await quoted("the physics of sound", "Television", sound, television)
+    assert "Television is a mass medium for advertising, entertainment, news, and sports." not in (
+        said
+    )
