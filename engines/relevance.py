@@ -49,6 +49,7 @@ from engines.subject import (
 from tools.text import (
     FORM_WORDS,
     STOPWORDS,
+    compared_parts,
     cosine,
     folded,
     stems,
@@ -539,7 +540,16 @@ class Relevance:
             else Counter()
         )
         sides = [] if self.article is not None or not self.topic else self._alternatives
-        self._sides = [Relevance(title, self.sources, as_written=True) for _, title in sides]
+        named = [title for _, title in sides]
+        # A thing compared that no collected title names stands as a side of its own, by its
+        # words: "epicureanism" in "stoicism vs epicureanism", said by Epicurus's article.
+        unnamed = [
+            part
+            for part in (compared_parts(self.topic) if sides else [])
+            if not any(set(_significant(t)) <= set(_significant(part)) for t in named)
+        ]
+        self._sides = [Relevance(title, self.sources, as_written=True) for title in named]
+        self._sides += [Relevance(part, self.sources) for part in unnamed]
 
     def _named_by_topic(self, bm25_scores: Sequence[float]) -> frozenset[str]:
         """The sources whose titles the topic names, but not its verb nor where it is set.

@@ -1179,3 +1179,21 @@ def test_a_setting_in_lower_case_is_said_by_every_source_about_the_topic() -> No
     relevance = Relevance.of_topic("the role of mitochondria in the cell", sources)
     assert relevance.of(organelle) == OWN and relevance.of(cell) >= TITLED
     assert relevance.of(muscle) < DEVOTED, "its title says cell, and it never says mitochondria"
+
+
+def test_a_thing_compared_that_no_title_names_is_a_side_by_its_words() -> None:
+    stoicism = page(
+        "Stoicism",
+        "Stoicism is a school of Hellenistic philosophy founded in Athens. The Stoics taught "
+        "that virtue is the only good.",
+    )
+    founder = page(
+        "Epicurus",
+        "Epicurus was an ancient Greek philosopher who founded the school of Epicureanism. "
+        "He taught that pleasure is the absence of pain.",
+    )
+    bystander = page("Athens", "Athens is the capital of Greece and a centre of philosophy.")
+    relevance = Relevance.of_topic("stoicism vs epicureanism", [stoicism, founder, bystander])
+    assert relevance.of(stoicism) >= TITLED
+    assert relevance.of(founder) > OFF, "it names epicureanism, the other side"
+    assert relevance.of(bystander) == OFF
