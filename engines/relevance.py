@@ -476,6 +476,8 @@ class Relevance:
     # article the topic names stands as a subject of its own: what is about one of them is
     # about the topic.
     _sides: list["Relevance"] = field(init=False)
+    # Of those, the things compared that no collected title names ("epicureanism").
+    _unnamed: list["Relevance"] = field(init=False)
     # Judged once per source: the review asks again for every claim that cites it.
     _judged: dict[str, float] = field(init=False, default_factory=dict)
 
@@ -548,8 +550,9 @@ class Relevance:
             for part in (compared_parts(self.topic) if sides else [])
             if not any(set(_significant(t)) <= set(_significant(part)) for t in named)
         ]
+        self._unnamed = [Relevance(part, self.sources) for part in unnamed]
         self._sides = [Relevance(title, self.sources, as_written=True) for title in named]
-        self._sides += [Relevance(part, self.sources) for part in unnamed]
+        self._sides += self._unnamed
 
     def _named_by_topic(self, bm25_scores: Sequence[float]) -> frozenset[str]:
         """The sources whose titles the topic names, but not its verb nor where it is set.
@@ -670,8 +673,14 @@ class Relevance:
         return bool(self._alternatives) and all(t in self._common for _, t in self._alternatives)
 
     def asked_for(self, source: SearchResult) -> bool:
-        """Whether the source is the subject's own article or one the topic names."""
-        return self.of(source) == OWN or normalize_url(source.url) in self._topical
+        """Whether the source is the subject's own article or one the topic names.
+
+        Of a thing compared that no title names, a source about the topic that names it
+        stands in for its article: the summary speaks of both sides.
+        """
+        if self.of(source) == OWN or normalize_url(source.url) in self._topical:
+            return True
+        return self.of(source) >= DEVOTED and any(side.of(source) > OFF for side in self._unnamed)
 
     def of(self, source: SearchResult) -> float:
         """OWN, TITLED, LINKED, DEVOTED, RELATED, MENTIONS or OFF."""

@@ -1197,3 +1197,5 @@ def test_a_thing_compared_that_no_title_names_is_a_side_by_its_words() -> None:
     assert relevance.of(stoicism) >= TITLED
     assert relevance.of(founder) > OFF, "it names epicureanism, the other side"
     assert relevance.of(bystander) == OFF
+    # The summary speaks of both sides: the founder's article stands in for the other's.
+    assert relevance.asked_for(founder) and not relevance.asked_for(bystander)
