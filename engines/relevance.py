@@ -405,6 +405,12 @@ def named_by(
     return frozenset(linked)
 
 
+def _leads(title: str, phrase: str) -> bool:
+    """Whether `title` is the first words of `phrase`, and not all of it: "Light", "light bulb"."""
+    first, whole = folded(title), folded(phrase)
+    return len(first) < len(whole) and whole[: len(first)] == first
+
+
 def _title_tokens(title: str) -> list[str]:
     """Return a title's words as a text must write them: plurals aside, unless the name ends so.
 
@@ -512,6 +518,11 @@ class Relevance:
             # by "Ancient Greek philosophy".
             heads = (own, written)
             titles = {t for t in titles if not any(modifies(t, h, self.topic) for h in heads)}
+            if phrase_count(folded(own), folded(written)):
+                # A compound the article's title holds whole ("light bulb" in "Incandescent
+                # light bulb"): its first words modify it, and name nothing of it: the Speed
+                # of light is not about light bulbs.
+                titles = {t for t in titles if not _leads(t, written)}
             if partial:
                 # What the topic names beside the subject a stand-in stands for is no part
                 # of it: "home" in "cheap solar panels home", which "Solar power" never says.

@@ -1199,3 +1199,25 @@ def test_a_thing_compared_that_no_title_names_is_a_side_by_its_words() -> None:
     assert relevance.of(bystander) == OFF
     # The summary speaks of both sides: the founder's article stands in for the other's.
     assert relevance.asked_for(founder) and not relevance.asked_for(bystander)
+
+
+def test_the_first_words_of_a_compound_name_nothing_of_it() -> None:
+    bulb = page(
+        "Incandescent light bulb",
+        "An incandescent light bulb is an electric light that heats a filament until it "
+        "glows. The light bulb was made practical by Thomas Edison.",
+    )
+    light = page("Light", "Light is electromagnetic radiation that the human eye can see.")
+    speed = page(
+        "Speed of light",
+        "The speed of light in vacuum is a universal constant. Light travels at about "
+        "300,000 km per second.",
+    )
+    edison = page(
+        "Thomas Edison",
+        "Thomas Edison was an American inventor known for his work on the incandescent light "
+        "bulb and the phonograph.",
+    )
+    relevance = Relevance.of_topic("who invented the light bulb", [bulb, light, speed, edison])
+    assert relevance.of(bulb) == OWN and relevance.of(edison) >= DEVOTED
+    assert relevance.of(speed) < DEVOTED, "it names light, not the light bulb"
