@@ -39,6 +39,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             compileall.compile_dir(folder, quiet=1)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the `slow` tests (real processes, tens of seconds each) before the rest.
+
+    Under pytest-xdist (`-n`) the long ones then overlap with the many short ones, rather
+    than ending the run on one worker while the other sits idle. A stable sort: the order
+    within each group is the one collected.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 def corpus_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     index = tmp_path_factory.mktemp("corpus") / "index.sqlite"
