@@ -368,8 +368,6 @@ def _joined(source: SearchResult, terms: set[str], pool: Sequence[tuple[str, set
     return sum(1 for _ in joining) >= JOINED_BY
 
 
-# A follower or a movement: "Impressionist", "Impressionists", "Impressionism".
-_FOLLOWER = re.compile(r"(?:ism|ists?)$")
 # Endings that inflect a word without making another: "volcanoes", "sinking", "ruled".
 _INFLECTIONS = ("s", "es", "'s", "d", "ed", "ing", "ings")
 
@@ -386,8 +384,8 @@ def same_word(a: str, b: str) -> bool:
     A follower and the movement are one word too: "Impressionist", "Impressionism".
     """
     a, b = a.lower(), b.lower()
-    root_a, root_b = (_FOLLOWER.sub("", w) for w in (a, b))
-    if root_a == root_b and len(root_a) >= 4 and root_a != a and root_b != b:
+    movement = movement_forms(a)
+    if movement is not None and movement == movement_forms(b):
         return True
     short, long = sorted((a, b), key=len)
     if short.endswith("y") and long in (short[:-1] + "ies", short[:-1] + "ied"):
