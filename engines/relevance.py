@@ -489,10 +489,10 @@ class Relevance:
 
     def __post_init__(self) -> None:
         self.topic = without_request(self.topic)  # "tell me about X" names no "Tell"
-        placed = self.topic and self.subject == setting_of(self.topic)
-        self._placed = match_frame(self.topic)[1] if placed else ""
         setting = setting_of(self.topic) if self.topic else ""
-        self._setting = "" if setting == self.subject else setting
+        placed = bool(setting) and self.subject == setting
+        self._placed = match_frame(self.topic)[1] if placed else ""
+        self._setting = "" if placed else setting
         self._must_say = self._placed or (self._setting if is_field(self._setting) else "")
         self.article = subject_article(self.subject, self.sources)
         partial = self.article is not None and stands_in(self.article, self.subject)

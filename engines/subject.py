@@ -19,11 +19,8 @@ _FIELDS = (
     "culture|art|music|language|literature|technology"
 )
 # "the biology of X", "the structure of X": a field or facet of the subject, not the subject.
-_FACET_OF = re.compile(
-    rf"^(?:the\s+)?(?P<f>{_FIELDS}|structure|role|importance|meaning|nature|basics|"
-    r"principles|theory)\s+of\s+(?P<s>.+)$",
-    re.IGNORECASE,
-)
+_FACETS = rf"{_FIELDS}|structure|role|importance|meaning|nature|basics|principles|theory"
+_FACET_OF = re.compile(rf"^(?:the\s+)?(?P<f>{_FACETS})\s+of\s+(?P<s>.+)$", re.IGNORECASE)
 # "key ideas of X", "the main features of X", "famous paintings by X": plural facets of one
 # subject, in lower case but for a first word that opens a sentence (not "Houses of
 # Parliament").
@@ -286,11 +283,8 @@ def facet_asked(topic: str) -> str:
 
     "biology" in "the biology of sleep": no thing of its own the topic names (`relevance`).
     """
-    for start in re.finditer(r"(?:^|\s)(?=\S)", topic):
-        found = _FACET_OF.match(topic[start.end() :])
-        if found:
-            return found.group("f").lower()
-    return ""
+    found = re.search(rf"(?<!\S)(?P<f>{_FACETS})\s+of\s+.", topic, re.IGNORECASE)
+    return found.group("f").lower() if found else ""
 
 
 def is_field(phrase: str) -> bool:
