@@ -1,17 +1,11 @@
 """API keys: who is calling, so each key sees only its own threads."""
 
-import hashlib
 import hmac
 
 from fastapi import Request
 
 from service.errors import Unauthorized
-from service.thread_ids import LOCAL_OWNER
-
-
-def owner_id(key: str) -> str:
-    """Return a stable, non-secret name for the owner of a key (never the key itself)."""
-    return "key-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+from service.thread_ids import LOCAL_OWNER, owner_id
 
 
 class KeyAuth:

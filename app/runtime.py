@@ -17,7 +17,7 @@ from service.collections import CollectionLimits, Collections
 from service.execution import RunExecutor
 from service.launchers import LocalLauncher
 from service.runs import RunManager
-from service.signals import MemorySignals, RedisSignals
+from service.signals import MemorySignals
 from service.watches import Watches
 from service.webhooks import WebhookSender
 
@@ -93,6 +93,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         from service.run_queue import DEQUEUE_WAIT_S, QueueLauncher
         from service.saq_queue import research_queue
         from stores.redis_connection import redis_client
+        from stores.redis_signals import RedisSignals
 
         assert settings.redis_url is not None
         signals = RedisSignals(stores.redis)

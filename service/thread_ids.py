@@ -6,6 +6,7 @@ key names is stored as `<name>@<owner>`, so no key can tell another's threads ex
 generated ids (UUIDs) are stored as they are.
 """
 
+import hashlib
 import re
 
 CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -13,6 +14,11 @@ CLIENT_ID_RULE = "1-128 letters, digits, '.', '_' or '-', starting with a letter
 _SCOPE = "@"
 # The one owner of every thread when the service runs without API keys.
 LOCAL_OWNER = "local"
+
+
+def owner_id(key: str) -> str:
+    """Return a stable, non-secret name for the owner of an API key (never the key itself)."""
+    return "key-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def is_client_id(thread_id: str) -> bool:

@@ -777,3 +777,14 @@ def test_export_writes_the_report_as_an_html_document_word_or_pdf(
     wrong = cli(cli_env, "export", "t1", "--format", "odt", cwd=tmp_path)
     assert unknown.returncode != 0 and "nope" in unknown.stderr
     assert wrong.returncode == 2 and "'odt' is not one of" in wrong.stderr
+
+
+def test_a_terminal_run_loads_neither_the_web_framework_nor_the_redis_client() -> None:
+    """`research-agent run` on the embedded defaults imports only what it uses: start-up is
+    part of every run's wall time (bench/demo_run.py)."""
+    probe = "import sys, app.cli.threads; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert "'fastapi'" not in loaded and "'redis'" not in loaded, loaded
+    assert "'langgraph'" in loaded  # the probe does see what the run imports

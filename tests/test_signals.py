@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pytest
 from redis.asyncio import Redis
 
-from service.signals import RedisSignals
 from stores.redis_batches import RedisBatches
+from stores.redis_signals import RedisSignals
 
 RECHECK_S = 1.0  # shorter than the service's, so that the tests of it are quick
 

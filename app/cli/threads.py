@@ -15,7 +15,6 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from app.auth import owner_id
 from app.cli.console import (
     err,
     explain,
@@ -38,7 +37,7 @@ from graph.builder import ResearchGraph, build_graph
 from service.errors import InvalidState, NotFound
 from service.reproduction import RunArchive, export_archive, import_archive
 from service.runner import is_finished, pending_interrupt, remaining_steps, thread_config
-from service.thread_ids import LOCAL_OWNER, check_client_id, public_id, scoped
+from service.thread_ids import LOCAL_OWNER, check_client_id, owner_id, public_id, scoped
 from service.views import rounds_of, snapshot_report
 from stores.registry import ThreadExists
 from tools.local_corpus import CorpusMissingError
