@@ -10,7 +10,7 @@ written never depends on the shape: the topic's own words lead every plan
 import re
 from dataclasses import dataclass
 
-from tools.text import without_request
+from tools.text import content_words, without_request
 
 # Fields of study and of making: "the biology of X" asks X of one; "inflation in economics"
 # says which inflation.
@@ -28,6 +28,9 @@ _FACETS_OF = re.compile(
     r"^(?:[Tt]he\s+)?(?:[A-Za-z][a-z]*\s+)??(?:[a-z]+\s+){0,2}?(?P<h>[A-Za-z][a-z]+)\s+(?:of|by)\s+"
     r"(?P<s>.+)$"
 )
+# "the life cycle of a star", "the parts of a flower": what is asked of any one of a kind
+# (not "the fall of the Roman Empire": a thing of its own, nor "the Statue of Liberty").
+_OF_A_KIND = re.compile(r"^(?:the\s+)?(?:[a-z]+\s+){1,3}?of\s+an?\s+(?P<s>[a-z].*)$")
 # "facts about X", "the science behind X", "what's so special about X": what it is about
 # (the preposition in lower case: not "Much Ado About Nothing").
 _ABOUT = re.compile(r"^\S.*?\s+(?:about|behind|regarding|concerning)\s+(?P<s>\S.*)$")
@@ -279,12 +282,16 @@ def asked_of_subject(topic: str) -> str:
 
 
 def facet_asked(topic: str) -> str:
-    """Return the field or facet a topic asks of its subject; "" if none.
+    """Return what a topic of no question shape asks of its subject, before it; "" if none.
 
-    "biology" in "the biology of sleep": no thing of its own the topic names (`relevance`).
+    "biology" in "the biology of sleep", "life cycle" in "the life cycle of a star", "myths"
+    in "common myths about the Middle Ages": no thing of its own the topic names
+    (`relevance`), but what it asks of one.
     """
-    found = re.search(rf"(?<!\S)(?P<f>{_FACETS})\s+of\s+.", topic, re.IGNORECASE)
-    return found.group("f").lower() if found else ""
+    around = _around_subject(without_request(topic)) if topic else None
+    if around is None or around[0] != "overview":
+        return ""
+    return " ".join(content_words(around[1]))
 
 
 def is_field(phrase: str) -> bool:
@@ -305,6 +312,9 @@ def _unwrapped(phrase: str) -> str:
     """
     about = _ABOUT.match(phrase)
     phrase = about.group("s") if about else phrase
+    kind = _OF_A_KIND.match(phrase)
+    if kind is not None:
+        return kind.group("s")
     facets = _FACETS_OF.match(phrase)
     if facets is None or not plural(head := facets.group("h")):
         return phrase

@@ -11,7 +11,7 @@ from engines.question_form import answers_asked
 from engines.relevance import Relevance, subject_article
 from engines.report_markdown import GAPS_SECTION, cited_sentences, split_front_matter
 from engines.sentences import split_sentences
-from engines.subject import match_frame
+from engines.subject import facet_asked, match_frame
 
 from .support import page, quoted
 
@@ -97,6 +97,9 @@ STEAM = SearchResult(
         ("Much Ado About Nothing", "overview", "Much Ado About Nothing"),
         ("statue of liberty", "overview", "statue of liberty"),
         ("famous paintings by Van Gogh", "overview", "Van Gogh"),
+        # What is asked of any one of a kind: the kind is the subject.
+        ("the life cycle of a star", "overview", "star"),
+        ("the parts of a flower", "overview", "flower"),
         # "how come" asks why; a verb's particle is no part of the subject.
         ("how come the sky is blue", "how", "sky"),
         ("where does rain come from", "why", "rain"),
@@ -113,6 +116,25 @@ STEAM = SearchResult(
 def test_topic_frames_find_the_subject(topic: str, frame: str, subject: str) -> None:
     found, found_subject = match_frame(topic)
     assert (found.name, found_subject) == (frame, subject)
+
+
+@pytest.mark.parametrize(
+    ("topic", "facet"),
+    [
+        ("the biology of sleep", "biology"),
+        ("what is the biology of sleep", "biology"),
+        ("the life cycle of a star", "life cycle"),
+        ("common myths about the Middle Ages", "common myths"),
+        ("key ideas of stoicism", "key ideas"),
+        ("tell me about the structure of DNA", "structure"),
+        # A question's shape asks its own way; a name is no facet of anything.
+        ("the history of jazz", ""),
+        ("who was Ada Lovelace", ""),
+        ("statue of liberty", ""),
+    ],
+)
+def test_what_a_phrase_asks_of_its_subject_is_the_words_around_it(topic: str, facet: str) -> None:
+    assert facet_asked(topic) == facet
 
 
 async def test_the_plan_draws_its_points_from_what_the_first_results_are_about() -> None:
