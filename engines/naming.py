@@ -20,6 +20,7 @@ from tools.text import (
     cosine,
     folded,
     movement_forms,
+    number_forms,
     stem,
     stems,
     word_matches,
@@ -381,9 +382,13 @@ def written_alike(part: str, whole: str) -> bool:
 def same_word(a: str, b: str) -> bool:
     """Return whether two words differ only by an inflection; "Titanic" is not "Titan".
 
-    A follower and the movement are one word too: "Impressionist", "Impressionism".
+    A follower and the movement are one word too: "Impressionist", "Impressionism"; so are
+    an irregular noun's numbers: "leaves", "Leaf".
     """
     a, b = a.lower(), b.lower()
+    number = number_forms(a)
+    if number is not None and number == number_forms(b):
+        return True
     movement = movement_forms(a)
     if movement is not None and movement == movement_forms(b):
         return True

@@ -233,3 +233,19 @@ def test_a_movement_is_found_by_its_followers_word_and_the_other_way_round(
         "Jorvik Aalund",
     }
     corpus.close()
+
+
+def test_an_irregular_plural_finds_the_singular_and_the_other_way_round(tmp_path: Path) -> None:
+    articles = {
+        "Leaf": "A leaf is the main organ of photosynthesis of a vascular plant.",
+        "Maple": "Maple trees are valued for the autumn colour of their leaves.",
+        "Leaves of Grass": "Leaves of Grass is a poetry collection by Walt Whitman.",
+        "Wolf": "The wolf is a large canine native to Eurasia and North America.",
+    }
+    corpus = corpus_of(articles, tmp_path)
+    # The index's stemmer keeps "leaves" apart from "leaf".
+    assert match_expression(["leaves", "autumn"], "AND") == '("leaves" OR "leaf") AND "autumn"'
+    assert corpus.search_sync("leaves", 1)[0].title == "Leaf"  # its title, in the plural
+    assert {h.title for h in corpus.search_sync("leaf", 5)} == {"Leaf", "Maple", "Leaves of Grass"}
+    assert corpus.search_sync("wolves", 1)[0].title == "Wolf"
+    corpus.close()

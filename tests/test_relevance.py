@@ -1221,3 +1221,21 @@ def test_the_first_words_of_a_compound_name_nothing_of_it() -> None:
     relevance = Relevance.of_topic("who invented the light bulb", [bulb, light, speed, edison])
     assert relevance.of(bulb) == OWN and relevance.of(edison) >= DEVOTED
     assert relevance.of(speed) < DEVOTED, "it names light, not the light bulb"
+
+
+def test_an_irregular_plural_names_the_article_in_the_singular() -> None:
+    leaf = page(
+        "Leaf",
+        "A leaf is a principal appendage of the stem of a vascular plant. Leaves are mostly "
+        "green in color due to chlorophyll.",
+    )
+    autumn = page(
+        "Autumn",
+        "Autumn is one of the four temperate seasons. Its main feature is the change in "
+        "colour of the leaves of deciduous trees.",
+    )
+    relevance = Relevance.of_topic("why do leaves change color in autumn", [autumn, leaf])
+    assert relevance.article == leaf
+    assert relevance.of(autumn) >= DEVOTED
+    wolves = Relevance.of_topic("how do wolves hunt", [page("Wolf", "The wolf is a canine.")])
+    assert wolves.article is not None and wolves.article.title == "Wolf"

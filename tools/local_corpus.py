@@ -21,6 +21,7 @@ from tools.text import (
     content_words,
     fold,
     movement_forms,
+    number_forms,
     stem,
     without_possessive,
     words,
@@ -137,13 +138,16 @@ def query_terms(query: str) -> list[str]:
 
 
 def term_forms(term: str) -> list[str]:
-    """Return the forms a query word is found by: itself, and a movement's other word.
+    """Return the forms a query word is found by: itself and its family's other word.
 
-    The index's Porter stemmer keeps "existentialist" apart from "existentialism": a query
-    for the movement finds its followers too, and the other way round.
+    The other word of a movement, or of an irregular noun's number: the index's Porter
+    stemmer keeps "existentialist" apart from "existentialism" and "leaves" apart from
+    "leaf", and a query for either finds the other too.
     """
-    forms = movement_forms(fold(term))
-    return [term, *(f for f in forms or () if f != fold(term))]
+    single = fold(term)
+    movement = [f for f in movement_forms(single) or () if f != single]
+    number = [f for f in number_forms(term) or () if f != term.lower()]
+    return [term, *dict.fromkeys(movement + number)]
 
 
 def match_expression(terms: list[str], operator: str) -> str:
@@ -229,9 +233,13 @@ class LocalCorpus:
                 run = tokens[start : start + n]
                 if all(t in STOPWORDS or len(t) < 2 for t in run):
                     continue
-                rows = self._ranked(f'title : "{" ".join(run)}"', TITLE_LOOKUP)
-                named = [words(_DISAMBIGUATION.sub("", row[0])) for row in rows]
                 singular = [fold(t) for t in run]
+                # "leaves" names Leaf, which the index's stemmer keeps apart.
+                irregular = singular != run and any(number_forms(t) for t in run)
+                rows = self._ranked(f'title : "{" ".join(run)}"', TITLE_LOOKUP)
+                if irregular:
+                    rows += self._ranked(f'title : "{" ".join(singular)}"', TITLE_LOOKUP)
+                named = [words(_DISAMBIGUATION.sub("", row[0])) for row in rows]
                 as_written = [row for row, title in zip(rows, named, strict=True) if title == run]
                 in_plural = [
                     row for row, title in zip(rows, named, strict=True) if title == singular != run

@@ -66,14 +66,47 @@ def without_possessive(word: str) -> str:
     return _POSSESSIVE.sub("", word)
 
 
+# English nouns whose plural is not the singular and an "s": a grammar's table. "lives"
+# and "leaves" are verbs too; read as the nouns, a text that uses the verb names the noun.
+_IRREGULAR_PLURALS = {
+    "leaves": "leaf", "wolves": "wolf", "knives": "knife", "wives": "wife", "lives": "life",
+    "halves": "half", "calves": "calf", "loaves": "loaf", "thieves": "thief",
+    "shelves": "shelf", "selves": "self", "elves": "elf", "hooves": "hoof", "scarves": "scarf",
+    "men": "man", "women": "woman", "children": "child", "mice": "mouse", "lice": "louse",
+    "geese": "goose", "teeth": "tooth", "feet": "foot", "oxen": "ox",
+    "fungi": "fungus", "cacti": "cactus", "nuclei": "nucleus", "radii": "radius",
+    "stimuli": "stimulus", "bacteria": "bacterium", "criteria": "criterion",
+    "phenomena": "phenomenon", "larvae": "larva", "algae": "alga", "antennae": "antenna",
+    "vertebrae": "vertebra", "nebulae": "nebula", "indices": "index", "matrices": "matrix",
+    "vertices": "vertex", "crises": "crisis", "analyses": "analysis",
+    "hypotheses": "hypothesis", "theses": "thesis", "oases": "oasis", "diagnoses": "diagnosis",
+}  # fmt: skip
+_IRREGULAR_SINGULARS = {singular: plural for plural, singular in _IRREGULAR_PLURALS.items()}
+
+
+def number_forms(word: str) -> tuple[str, str] | None:
+    """Return an irregular noun's singular and plural, of either: ("leaf", "leaves").
+
+    None for any other word: its plural is the stem's business.
+    """
+    lowered = word.lower()
+    if lowered in _IRREGULAR_PLURALS:
+        return _IRREGULAR_PLURALS[lowered], lowered
+    if lowered in _IRREGULAR_SINGULARS:
+        return lowered, _IRREGULAR_SINGULARS[lowered]
+    return None
+
+
 @lru_cache(maxsize=65_536)
 def fold(word: str) -> str:
     """Return the word lower-cased without a plural "s" or a possessive "'s".
 
-    "countries" -> "country", "Babbage's" -> "babbage", "glass" stays. Lighter than a stem,
-    so "humans" is not "humanism".
+    "countries" -> "country", "Babbage's" -> "babbage", "glass" stays, "leaves" -> "leaf"
+    (`number_forms`). Lighter than a stem, so "humans" is not "humanism".
     """
     lowered = without_possessive(word.lower()).replace("’", "'")
+    if lowered in _IRREGULAR_PLURALS:
+        return _IRREGULAR_PLURALS[lowered]
     if len(lowered) <= 3 or not lowered.endswith("s") or lowered.endswith(("ss", "us", "is")):
         return lowered
     if lowered.endswith("ies") and len(lowered) > 4:
@@ -219,11 +252,13 @@ def stem(word: str) -> str:
     """Return the Snowball (Porter 2) stem of one lower-cased word; safe in any thread.
 
     A follower's word stems as its movement's (`movement_forms`): "existentialist" is of
-    existentialism's family, as "existential" already is.
+    existentialism's family, as "existential" already is; an irregular plural as its
+    singular ("leaves" as "leaf").
     """
     stemmer = getattr(_stemmers, "english", None)
     if stemmer is None:
         stemmer = _stemmers.english = snowballstemmer.stemmer("english")
+    word = _IRREGULAR_PLURALS.get(word, word)
     forms = movement_forms(word)
     return str(stemmer.stemWord(forms[0] if forms else word))
 
