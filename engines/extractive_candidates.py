@@ -1,7 +1,8 @@
 """The sentences the extractive writer may quote, and what is known about each.
 
 A quotable sentence stands alone: a leading pronoun for the article's subject becomes its
-name; one that leans on an unquoted sentence is refused.
+name; early in an article, one whose opening pronoun stands for what the sentence before
+names is quoted with that sentence; any other that leans on an unquoted one is refused.
 """
 
 import math
@@ -15,7 +16,7 @@ from engines.kinds import kind_of
 from engines.naming import FORM_STEMS, bare_title
 from engines.relevance import MENTIONS, OFF, OWN, RELATED, Relevance
 from engines.sentences import RUN_ON_CHARS, first_sentence, split_sentences
-from tools.text import cosine, stems, words
+from tools.text import cosine, fold, stems, words
 
 # How much a sentence that names the subject, in a source that only mentions it, is
 # about it: below the bar of a key finding (`engines.extractive_writer`).
@@ -65,6 +66,10 @@ _GRAMMATICAL = frozenset(
     "as and or but".split()
 )
 _COPULAS = frozenset("is are was were be been has have had".split())
+# A sentence that opens with a pronoun it cannot be quoted without (`_leans_on`) is quoted
+# with the sentence before it, up to this far into the article (0: the lead).
+_OPENING_PRONOUN = re.compile(r"^(It|Its|They|Their|He|His|She|Her)\b")
+_LEANING_AT_MOST = 2
 _NEUTER = re.compile(
     r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
 )
@@ -88,6 +93,8 @@ class Candidate:
     # novel by English author Jane Austen. ..." (not what television is, for sound: a common
     # noun is named by too much).
     of_a_part: bool = False
+    # Of two sentences quoted together, the first: the one the second leans on (`_leans_on`).
+    opening: str = ""
     base: float = 0.0
 
 
@@ -273,6 +280,20 @@ def _resolve_pronoun(
     return sentence
 
 
+def _leans_on(sentence: str, before: str) -> bool:
+    """Whether the sentence's opening pronoun can only stand for what `before` names.
+
+    So early in an article (`_LEANING_AT_MOST`) nothing else was named; "They" needs a
+    plural there ("The Academy Awards ... are awards for ... They are presented ...").
+    """
+    pronoun = _OPENING_PRONOUN.match(sentence)
+    if pronoun is None:
+        return False
+    if pronoun.group(1) in ("They", "Their"):
+        return any(fold(w) != w for w in re.findall(r"\b[a-z]+\b", before))
+    return True
+
+
 def lead_sentence(source: SearchResult) -> str:
     """Return the source's first sentence: an encyclopaedia article's definition."""
     return first_sentence(source.content)
@@ -302,13 +323,22 @@ def quotable(
         a_part = not relevance.common and relevance.names(lead_sentence(source))
         subject_before = False  # the sentence before this one spoke of the article's subject
         before = ""  # the sentence before this one
+        alone = ""  # the sentence before this one, as it could be quoted alone
         for position, raw in enumerate(split_sentences(source.content)):
             previous, subject_before = subject_before, position == 0 or article.speaks_of_it(raw)
-            before, sentence_before = raw, before
+            before, sentence_before, leaned_on = raw, before, alone
+            alone = ""
             if not _MIN_CHARS <= len(raw) <= _MAX_CHARS or raw.endswith(("?", ":")):
                 continue
             text = _resolve_pronoun(raw, article, position, previous, sentence_before)
-            if text is None or not _names_a_person_first(text, source):
+            opening = ""
+            if text is not None and _names_a_person_first(text, source):
+                alone = text
+            elif leaned_on and position <= _LEANING_AT_MOST and _leans_on(raw, leaned_on):
+                # "She sank two hours later", after the sentence that names the ship: quoted
+                # with that sentence, as the source writes the two.
+                text, opening, position = f"{leaned_on} {raw}", leaned_on, position - 1
+            else:
                 continue
             # "The band comprised ..." read as "The Beatles comprised ...": of it too.
             subject_before = subject_before or bool(article.opens.match(text))
@@ -333,6 +363,7 @@ def quotable(
                         named=named,
                         person=about >= RELATED and kind_of(source.content) == "person",
                         of_a_part=a_part and subject_before,
+                        opening=opening,
                     )
                 )
     n = max(len(documents), 1)

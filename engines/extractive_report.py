@@ -31,14 +31,26 @@ class _Footnotes:
         self._sources: dict[str, SearchResult] = {}
 
     def cite(self, candidate: Candidate) -> str:
-        """Return the sentence with its footnote mark (and a full stop if it had none)."""
+        """Return the sentence with its footnote mark (and a full stop if it had none).
+
+        Two sentences quoted together are each marked: each is a claim of its own.
+        """
         key = normalize_url(candidate.source.url)
         if key not in self._numbers:
             self._numbers[key] = len(self._numbers) + 1
             self._sources[key] = candidate.source
-        text = markdown_text(candidate.text)  # quoted: its own Markdown stays text
         number = self._numbers[key]
-        return f"{text}[^{number}]" if text.endswith((".", "!", "?")) else f"{text}.[^{number}]"
+        opening = candidate.opening
+        sentences = (
+            [opening, candidate.text[len(opening) :].strip()] if opening else [candidate.text]
+        )
+        marked = []
+        for sentence in sentences:
+            text = markdown_text(sentence)  # quoted: its own Markdown stays text
+            marked.append(
+                f"{text}[^{number}]" if text.endswith((".", "!", "?")) else f"{text}.[^{number}]"
+            )
+        return " ".join(marked)
 
     def references(self) -> list[str]:
         """Return the References section, empty when nothing was cited."""

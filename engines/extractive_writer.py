@@ -50,8 +50,18 @@ class _Choice:
         self.chosen: list[Candidate] = []
 
     def likeness(self, candidate: Candidate) -> float:
-        """Return how much of the sentence a chosen one already says (its nearest cosine)."""
-        return max((cosine(candidate.terms, c.terms, self.idf) for c in self.chosen), default=0)
+        """Return how much of the sentence a chosen one already says (its nearest cosine).
+
+        All of it where one quotes the other (a sentence, and the pair it opens).
+        """
+        return max((self._likeness(candidate, c) for c in self.chosen), default=0)
+
+    def _likeness(self, candidate: Candidate, chosen: Candidate) -> float:
+        if candidate.source is chosen.source and (
+            candidate.text in chosen.text or chosen.text in candidate.text
+        ):
+            return 1.0
+        return cosine(candidate.terms, chosen.terms, self.idf)
 
     def pick(
         self,
@@ -77,6 +87,13 @@ class _Choice:
             )
             left.remove(best)
             if likeness[id(best)] >= REDUNDANT:
+                # A pair of sentences that goes on from one picked here takes its place.
+                opened = [
+                    p for p in picks if p.source is best.source and best.text.startswith(p.text)
+                ]
+                if opened:
+                    picks[picks.index(opened[0])] = best
+                    self.chosen[self.chosen.index(opened[0])] = best
                 continue
             if per_source is not None and taken[best.source.url] >= per_source:
                 continue

@@ -518,6 +518,13 @@ async def test_she_becomes_the_title_only_in_an_article_about_that_person() -> N
     )
     claims = await quoted("the sinking of the Titanic", "Sinking of the Titanic", sinking)
     assert not any("Sinking of the Titanic sank" in c for c in claims), claims
+    # Quoted right after the sentence it leans on, the ship's "She" reads as the source
+    # writes it; each sentence is cited.
+    lead = (
+        "RMS Titanic sank in the North Atlantic Ocean on 15 April 1912 after she struck an iceberg."
+    )
+    leaning = "She sank two hours and forty minutes later, with the loss of 1,500 lives."
+    assert leaning in claims and claims[claims.index(leaning) - 1] == lead, claims
     claims = await quoted("Marie Curie", "Marie Curie", curie)
     assert any(c.startswith("Marie Curie won the 1911 Nobel Prize") for c in claims), claims
 
