@@ -85,7 +85,7 @@ _NUMBER = re.compile(r"[ivxlc]+|\d+")
 
 
 def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
-    """Return what the topic is about: its subject (`match_frame`), or where it is set.
+    """Return what the topic is about: its subject (`match_frame`), or what or where it is of.
 
     "religion in Japan", "volcanoes on Mars", "could life exist on Mars": a thing written in
     lower case, set in a named place or time whose article its own article does not name, is
@@ -93,6 +93,14 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     so do "the seasons on Earth": Season names Earth).
     """
     subject = match_frame(topic)[1]
+    # "the decline of the Ottomans", "the climate of Antarctica": what it is of is the
+    # subject (the Ottoman Empire, Antarctica) where the whole has no article of its own
+    # ("the fall of the Roman Empire" has).
+    of = re.fullmatch(r"[a-z]+(?:\s+[a-z]+)?\s+of\s+(?:the\s+)?(?P<s>\S.*)", subject)
+    if of is not None:
+        article = subject_article(of.group("s"), sources)
+        if article is not None and subject_article(subject, sources) in (None, article):
+            return of.group("s")
     setting = setting_of(topic)
     if not setting or subject[1:] != subject[1:].lower() or setting == setting.lower():
         return subject
@@ -732,7 +740,7 @@ class Relevance:
         asked = (
             self._placed,
             asked_of_subject(self.topic),
-            facet_asked(self.topic),
+            facet_asked(self.topic, self.subject),
             self._setting,
         )
         return " ".join(a for a in asked if a)

@@ -39,12 +39,14 @@ _ABOUT = re.compile(r"^\S.*?\s+(?:about|behind|regarding|concerning)\s+(?P<s>\S.
 _PAIR_OF = re.compile(r"^(?:[Tt]he\s+)?[A-Za-z][a-z]*\s+and\s+[a-z]+\s+of\s+(?P<s>.+)$")
 # "X's rise and fall", "DNA's structure": the possessor is the subject.
 _POSSESSOR = re.compile(r"^(?P<s>.+?)['’]s?\s+\S.*$")
+_POSSESSIVE_AFTER = re.compile(r"^['’]s?\s")
 # "Buddhism in Asia", "the Mongol Empire under Genghis Khan": the subject comes first.
 _SETTING_WORD = r"(?:in|on|under|during|across|throughout)"
 _SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
 
 
 _AUXILIARY = set("does do did can is are was were could would should will has have had".split())
+_HAVE = {"has", "have", "had"}
 _PRONOUNS = {"we", "you", "they", "i", "it", "there", "people", "humans"}
 _PERSONAL = {"i", "you", "we", "they", "it"}
 # Prepositions and the particles of phrasal verbs ("come from", "take off", "break down").
@@ -90,8 +92,12 @@ def _after_pronoun(words: list[str], copula: bool) -> str:
     "it" otherwise stands for something named before ("why does it matter"): unknown.
     """
     rest = words[1:]
-    if rest and (rest[0].lower() in _AUXILIARY or rest[0].lower().endswith("n't")):
-        rest = rest[1:]  # "what happens if you don't sleep"
+    first = rest[0].lower() if rest else ""
+    # "what happens if you don't sleep"; not "have" that is the verb ("why do we have leap
+    # years"): only before a participle is it an auxiliary.
+    verb = first in _HAVE and not (rest[1:] and _participle(rest[1]))
+    if (first in _AUXILIARY or first.endswith("n't")) and not verb:
+        rest = rest[1:]
     if "to" in (w.lower() for w in rest):
         at = [w.lower() for w in rest].index("to")
         if len(rest) > at + 2:
@@ -146,10 +152,14 @@ def how_subject(rest: str) -> str:
     words = words[measure:]
     if words and words[0].lower() in _AUXILIARY:
         copula = words[0].lower() in COPULAS
+        perfect = words[0].lower() in _HAVE
         words = words[1:]
         pronoun = _after_pronoun(words, copula) if words and words[0].lower() in _PRONOUNS else ""
         if pronoun:
             return pronoun
+        participles = [i for i, w in enumerate(words) if i > 0 and _participle(w)]
+        if perfect and participles:
+            return " ".join(words[: participles[-1]])  # "how has medicine changed over time"
         place = next((i for i, w in enumerate(words) if i > 1 and w.lower() in _PLACING), None)
         words = words[:place]  # "why did Constantinople fall in 1453"
         while len(words) > 1 and words[-1].lower() in _PARTICLES:
@@ -281,17 +291,25 @@ def asked_of_subject(topic: str) -> str:
     return after.strip(" ?") if name in _ASKS_AFTER else ""
 
 
-def facet_asked(topic: str) -> str:
+def facet_asked(topic: str, subject: str = "") -> str:
     """Return what a topic of no question shape asks of its subject, before it; "" if none.
 
     "biology" in "the biology of sleep", "life cycle" in "the life cycle of a star", "myths"
-    in "common myths about the Middle Ages": no thing of its own the topic names
-    (`relevance`), but what it asks of one.
+    in "common myths about the Middle Ages", "climate" of Antarctica (`subject`, where the
+    topic's subject was found to be what it is of); after a possessor, what it has
+    ("Napoleon's greatest battles"): no thing of its own the topic names (`relevance`), but
+    what it asks of one.
     """
     around = _around_subject(without_request(topic)) if topic else None
     if around is None or around[0] != "overview":
         return ""
-    return " ".join(content_words(around[1]))
+    before, found, after = around[1], around[2], around[3]
+    at = found.casefold().rfind(subject.casefold()) if subject else -1
+    if at > 0:
+        before += found[:at]  # "climate of" Antarctica
+    if _POSSESSIVE_AFTER.match(after):
+        before += after  # Napoleon's "greatest battles"
+    return " ".join(content_words(before))
 
 
 def is_field(phrase: str) -> bool:
@@ -422,6 +440,9 @@ _ASKS_AFTER = ("how", "why", "what-if", "yes-no")
 _SECOND_PART = re.compile(r"\b(?:what|who|where|when|why|how|which)\b", re.IGNORECASE)
 
 
+# "what was life like in ancient Rome": "like" asks what it was, and is no part of it.
+_WHAT_LIKE = re.compile(r"^what\s+(?:is|are|was|were)\s+\S.*?\s+like(?:\s|$)", re.IGNORECASE)
+
 # "what's", "who's": the copula is read as written out.
 _CONTRACTED = re.compile(r"\b(what|who|where|how)['’]s\b", re.IGNORECASE)
 
@@ -440,5 +461,9 @@ def match_frame(topic: str) -> tuple[Frame, str]:
             if frame.name == "overview":  # no question shape: a facet may still wrap it
                 subject = core_subject(cleaned) if is_wrapped(cleaned) else subject
                 subject = core_subject(_unwrapped(subject))
+                described = re.match(r"(?P<s>.+?)\s+like(?:\s|$)", subject)
+                if _WHAT_LIKE.match(cleaned) and described:  # "what was life like"
+                    if described.group("s").lower() not in _PRONOUNS:
+                        subject = described.group("s")
             return frame, subject or cleaned
     return FRAMES[-1], cleaned

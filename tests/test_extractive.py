@@ -83,6 +83,12 @@ STEAM = SearchResult(
         ("is it safe to eat raw fish", "yes-no", "raw fish"),
         ("is there life on Mars", "yes-no", "life"),
         ("why do we dream", "why", "dream"),
+        ("why do we have leap years", "why", "leap years"),  # "have" is the verb here
+        ("how has medicine changed over time", "how", "medicine"),  # ... and an auxiliary
+        ("how has the united states changed", "how", "united states"),
+        # "what was X like" asks for a description of X: "like" is no part of it.
+        ("what was life like in ancient Rome", "overview", "life"),
+        ("what are cats like as pets", "overview", "cats"),
         ("how to grow tomatoes", "how", "tomatoes"),
         ("what would happen if the moon disappeared", "what-if", "moon"),
         ("what happens if you don't sleep", "what-if", "sleep"),
@@ -127,6 +133,7 @@ def test_topic_frames_find_the_subject(topic: str, frame: str, subject: str) -> 
         ("common myths about the Middle Ages", "common myths"),
         ("key ideas of stoicism", "key ideas"),
         ("tell me about the structure of DNA", "structure"),
+        ("Napoleon's greatest battles", "greatest battles"),  # what a possessor has
         # A question's shape asks its own way; a name is no facet of anything.
         ("the history of jazz", ""),
         ("who was Ada Lovelace", ""),

@@ -1239,3 +1239,44 @@ def test_an_irregular_plural_names_the_article_in_the_singular() -> None:
     assert relevance.of(autumn) >= DEVOTED
     wolves = Relevance.of_topic("how do wolves hunt", [page("Wolf", "The wolf is a canine.")])
     assert wolves.article is not None and wolves.article.title == "Wolf"
+
+
+def test_what_a_subject_with_no_article_of_its_own_is_of_is_the_subject() -> None:
+    ottomans = page(
+        "Ottoman Empire",
+        "The Ottoman Empire was a state that spanned much of Southeastern Europe from the 14th "
+        "century to the early 20th century.",
+    )
+    sultan = page(
+        "Abdul Hamid II",
+        "Abdul Hamid II was the 34th sultan of the Ottoman Empire. He oversaw a period of "
+        "decline with rebellions.",
+    )
+    assert topic_subject("the decline of the Ottomans", [sultan, ottomans]) == "Ottomans"
+    relevance = Relevance.of_topic("the decline of the Ottomans", [sultan, ottomans])
+    assert relevance.article == ottomans
+    assert relevance.of(sultan) >= DEVOTED
+    # What it is of has the article the whole would: what comes first is asked of it.
+    antarctica = page(
+        "Antarctica",
+        "Antarctica is Earth's southernmost continent. Antarctica is covered by an ice sheet "
+        "and has the coldest climate on Earth.",
+    )
+    tropics = page(
+        "Tropical climate",
+        "Tropical climate is a climate of the tropics. In the Koppen climate classification "
+        "it is a non-arid climate.",
+    )
+    sources = [tropics, antarctica]
+    assert topic_subject("the climate of Antarctica", sources) == "Antarctica"
+    relevance = Relevance.of_topic("the climate of Antarctica", sources)
+    assert relevance.of(tropics) < DEVOTED, "a climate, not Antarctica's"
+    # An event that has an article of its own stays the subject.
+    fall = page(
+        "Fall of the Western Roman Empire",
+        "The fall of the Western Roman Empire was the loss of central political control in "
+        "the Western Roman Empire.",
+    )
+    rome = page("Roman Empire", "The Roman Empire was the state ruled by the Romans.")
+    subject = topic_subject("the fall of the Roman Empire", [rome, fall])
+    assert subject == "fall of the Roman Empire"
