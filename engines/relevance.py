@@ -82,6 +82,10 @@ def _significant(text: str) -> list[str]:
 
 
 _NUMBER = re.compile(r"[ivxlc]+|\d+")
+# A thing of something, or one a relative clause says what it did to (`topic_subject`).
+_OF_WHAT = re.compile(
+    r"[a-z]+(?:\s+[a-z]+)?\s+(?:of|(?:who|that|which)\s+[a-z]+)\s+(?:the\s+)?(?P<s>\S.*)"
+)
 
 
 def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
@@ -93,10 +97,10 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     so do "the seasons on Earth": Season names Earth).
     """
     subject = match_frame(topic)[1]
-    # "the decline of the Ottomans", "the climate of Antarctica": what it is of is the
-    # subject (the Ottoman Empire, Antarctica) where the whole has no article of its own
-    # ("the fall of the Roman Empire" has).
-    of = re.fullmatch(r"[a-z]+(?:\s+[a-z]+)?\s+of\s+(?:the\s+)?(?P<s>\S.*)", subject)
+    # "the decline of the Ottomans", "the climate of Antarctica", "the people who built
+    # Stonehenge": what it is of is the subject (the Ottoman Empire, Antarctica, Stonehenge)
+    # where the whole has no article of its own ("the fall of the Roman Empire" has).
+    of = _OF_WHAT.fullmatch(subject)
     if of is not None:
         article = subject_article(of.group("s"), sources)
         if article is not None and subject_article(subject, sources) in (None, article):
@@ -478,6 +482,7 @@ class Relevance:
     # ("Pain" in "do plants feel pain"; see `_only_asked`), and the others but its own.
     _asked: list[tuple[list[str], str]] = field(init=False)
     _unasked: list[tuple[list[str], str]] = field(init=False)
+    _naming: list[tuple[list[str], str]] = field(init=False)  # but a facet's (`names`)
     # Of those titles, the ones a text must write as they are (`_title_tokens`: "Blues").
     _as_is: set[str] = field(init=False)
     _stemmed: dict[str, list[str]] = field(init=False)
@@ -551,6 +556,14 @@ class Relevance:
         others = [(tokens, t) for tokens, t in self._alternatives if t != own_title]
         self._asked = [(tokens, t) for tokens, t in others if asked >= set(stems(t)) != set()]
         self._unasked = [pair for pair in others if pair not in self._asked]
+        # What the words around the subject ask of it names none of it: "painting" names no
+        # part of "the most famous paintings of Rembrandt", though the article Painting is
+        # about it. (What a question asks after its subject does: "the immune system" of
+        # "how vaccines train the immune system".)
+        facet = set(stems(facet_asked(self.topic, self.subject))) if self.article else set()
+        self._naming = [
+            (tokens, t) for tokens, t in self._alternatives if not facet >= set(stems(t)) != set()
+        ]
         self._surnames = surnames(titles, self.sources)
         self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
         text = {bare_title(s.title): s.content for s in self.sources}  # each title's article
@@ -634,18 +647,19 @@ class Relevance:
         return list(dict.fromkeys(turns))[:limit]
 
     def names(self, text: str, short: bool = True) -> bool:
-        """Return whether `text` names the subject, or an article the topic names by its title.
+        """Return whether `text` names the subject, or another article the topic names.
 
-        "Chess" and "Go" name the topic "chess versus go". A title is named word for word,
-        plurals aside ("Invention" is not "invented"); a title of one short word only as
-        written ("Go", not "go"; nor inside a hyphenated name: "Yi Sun-sin" is not the
-        Sun): short words are common words too, unless its article writes it as one ("cat",
-        so "Siamese cat" names Cat). Without `short`, a name of one short word does not
-        count at all.
+        Not one it names only as what the words around the subject ask of it ("paintings" of
+        Rembrandt's). "Chess" and "Go" name the topic "chess versus go". A title is named
+        word for word, plurals aside ("Invention" is not "invented"); a title of one short
+        word only as written ("Go", not "go"; nor inside a hyphenated name: "Yi Sun-sin" is
+        not the Sun): short words are common words too, unless its article writes it as one
+        ("cat", so "Siamese cat" names Cat). Without `short`, a name of one short word does
+        not count at all.
         """
         if self._names_subject(text, short):
             return True
-        return self._names_title(text, self._alternatives, short) or any(
+        return self._names_title(text, self._naming, short) or any(
             by_surname(text, surname, name) for surname, name in self._surnames.items()
         )
 

@@ -1256,6 +1256,13 @@ def test_what_a_subject_with_no_article_of_its_own_is_of_is_the_subject() -> Non
     relevance = Relevance.of_topic("the decline of the Ottomans", [sultan, ottomans])
     assert relevance.article == ottomans
     assert relevance.of(sultan) >= DEVOTED
+    # What a relative clause says was done to it, likewise.
+    stones = page(
+        "Stonehenge",
+        "Stonehenge is a prehistoric megalithic structure on Salisbury Plain in Wiltshire, "
+        "England. Stonehenge was built in several stages.",
+    )
+    assert topic_subject("the people who built Stonehenge", [stones]) == "Stonehenge"
     # What it is of has the article the whole would: what comes first is asked of it.
     antarctica = page(
         "Antarctica",
@@ -1280,3 +1287,27 @@ def test_what_a_subject_with_no_article_of_its_own_is_of_is_the_subject() -> Non
     rome = page("Roman Empire", "The Roman Empire was the state ruled by the Romans.")
     subject = topic_subject("the fall of the Roman Empire", [rome, fall])
     assert subject == "fall of the Roman Empire"
+
+
+def test_what_a_topic_asks_of_its_subject_names_none_of_it() -> None:
+    rembrandt = page(
+        "Rembrandt",
+        "Rembrandt was a Dutch painter of the Golden Age. Rembrandt's paintings include The "
+        "Night Watch.",
+    )
+    painting = page(
+        "Painting",
+        "Painting is the practice of applying paint to a surface. Famous paintings hang in "
+        "museums.",
+    )
+    oil = page(
+        "Oil painting",
+        "Oil painting is a method of painting with pigments bound in oil. Many famous "
+        "paintings are oil paintings.",
+    )
+    relevance = Relevance.of_topic(
+        "the most famous paintings of Rembrandt", [rembrandt, painting, oil]
+    )
+    assert relevance.of(painting) >= TITLED, "the topic names it"
+    assert not relevance.names("Many famous paintings are oil paintings.")
+    assert relevance.of(oil) == OFF, "paintings, and never Rembrandt's"
