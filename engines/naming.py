@@ -172,10 +172,10 @@ def _capitalised_alone(raw: Sequence[re.Match[str]], i: int) -> bool:
 
 
 def _longer_name(raw: Sequence[re.Match[str]], last: int) -> bool:
-    """Return whether the name ending at raw[last] goes on, with a capital or a hyphen.
+    """Return whether the name ending at raw[last] goes on, with a capital or a dash.
 
     "Muhammad Ali Jinnah" and "Chess Olympiad" name something else than Muhammad Ali and
-    chess, "Yi Sun-sin" than the Sun.
+    chess, "Yi Sun-sin" than the Sun, "Wolf–Rayet star" than the wolf.
     """
     if last + 1 >= len(raw):
         return False
@@ -183,7 +183,7 @@ def _longer_name(raw: Sequence[re.Match[str]], last: int) -> bool:
     between = after.string[end.end() : after.start()]
     if not end.group()[:1].isupper():
         return False
-    return between == "-" or (after.group()[:1].isupper() and between.isspace())
+    return between in ("-", "–") or (after.group()[:1].isupper() and between.isspace())
 
 
 FORM_STEMS = frozenset(stem(w) for w in FORM_WORDS)

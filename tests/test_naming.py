@@ -57,6 +57,10 @@ def test_a_longer_name_is_someone_else_and_a_bracketed_abbreviation_is_the_name(
     sun = subject_tokens("Sun")
     assert mentions("The Sun is the star at the centre of the Solar System.", sun) == 1
     assert mentions("Yi Sun-sin was a Korean admiral.", sun) == 0
+    # ... or after an en dash: Wolf–Rayet stars are named after two astronomers.
+    wolf = subject_tokens("Wolf")
+    assert mentions("The Wolf–Rayet star is hot.", wolf) == 0
+    assert mentions("The wolf is a canine. A Wolf hunts in packs.", wolf) == 2
     star = page("Sun", "The Sun is the star at the centre of the Solar System.")
     admiral = page("Yi Sun-sin", "Yi Sun-sin was a Korean admiral of the Joseon period.")
     relevance = Relevance(match_frame("the Sun")[1], [star, admiral], "how big is the Sun")
