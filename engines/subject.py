@@ -198,6 +198,8 @@ def how_subject(rest: str) -> str:
             and not word.lower().endswith("ss")
         ):
             return " ".join(words[: i + 1])
+        if i > 0 and i + 1 < len(words) and word.islower() and _participle(word):
+            return " ".join(words[:i])  # "how Galileo used the telescope"
     return " ".join(words[:-1] or words)
 
 
@@ -408,7 +410,7 @@ FRAMES: tuple[Frame, ...] = (
         "what",
         re.compile(
             r"^(?:what|who|which)\s+(?!(?:is|are|was|were|do|does|did|can|could|will|would"
-            r"|should|has|have|had)\b)\w+\s+(?:(?:at|in|on|to|of|about|with)\s+)?"
+            r"|should|has|have|had)\b)\w+\s+(?:(?:at|in|on|to|of|about|with|during|after|before)\s+)?"
             r"(?P<s>.+?)(?:,|\s+and\s|\s+an?\s|\?|$)",
             re.IGNORECASE,
         ),

@@ -89,6 +89,9 @@ STEAM = SearchResult(
         # "what was X like" asks for a description of X: "like" is no part of it.
         ("what was life like in ancient Rome", "overview", "life"),
         ("what are cats like as pets", "overview", "cats"),
+        # A verb in the past ends the subject; "during" places what happens.
+        ("how Galileo used the telescope", "how", "Galileo"),
+        ("what happens during a solar eclipse", "what", "solar eclipse"),
         ("how to grow tomatoes", "how", "tomatoes"),
         ("what would happen if the moon disappeared", "what-if", "moon"),
         ("what happens if you don't sleep", "what-if", "sleep"),
