@@ -33,6 +33,11 @@ POINT_WORDS = 0.5
 ANSWER_WEIGHT = 0.3
 
 
+def _opens(single: Candidate, pair: Candidate) -> bool:
+    """Whether `pair` is `single` quoted with the sentence after it, which leans on it."""
+    return pair.source is single.source and pair.opening == single.text != ""
+
+
 def uncovered_points(review: Review | None) -> list[str]:
     """Return the points a review found uncovered, in its order ('...not covered: <point>')."""
     return [
@@ -57,9 +62,7 @@ class _Choice:
         return max((self._likeness(candidate, c) for c in self.chosen), default=0)
 
     def _likeness(self, candidate: Candidate, chosen: Candidate) -> float:
-        if candidate.source is chosen.source and (
-            candidate.text in chosen.text or chosen.text in candidate.text
-        ):
+        if _opens(chosen, candidate) or _opens(candidate, chosen):
             return 1.0
         return cosine(candidate.terms, chosen.terms, self.idf)
 
@@ -88,9 +91,7 @@ class _Choice:
             left.remove(best)
             if likeness[id(best)] >= REDUNDANT:
                 # A pair of sentences that goes on from one picked here takes its place.
-                opened = [
-                    p for p in picks if p.source is best.source and best.text.startswith(p.text)
-                ]
+                opened = [p for p in picks if _opens(p, best)]
                 if opened:
                     picks[picks.index(opened[0])] = best
                     self.chosen[self.chosen.index(opened[0])] = best

@@ -552,7 +552,8 @@ class Relevance:
         self._as_is = {t for tokens, t in self._alternatives if tokens != folded(t)}
         own_title = bare_title(self.article.title) if self.article else None
         self._own = [(tokens, t) for tokens, t in self._alternatives if t == own_title]
-        asked = set(stems(self._asked_words())) if self.article else set()
+        facet = facet_asked(self.topic, self.subject) if self.article else ""
+        asked = set(stems(self._asked_words(facet))) if self.article else set()
         others = [(tokens, t) for tokens, t in self._alternatives if t != own_title]
         self._asked = [(tokens, t) for tokens, t in others if asked >= set(stems(t)) != set()]
         self._unasked = [pair for pair in others if pair not in self._asked]
@@ -560,9 +561,11 @@ class Relevance:
         # part of "the most famous paintings of Rembrandt", though the article Painting is
         # about it. (What a question asks after its subject does: "the immune system" of
         # "how vaccines train the immune system".)
-        facet = set(stems(facet_asked(self.topic, self.subject))) if self.article else set()
+        facet_stems = set(stems(facet))
         self._naming = [
-            (tokens, t) for tokens, t in self._alternatives if not facet >= set(stems(t)) != set()
+            (tokens, t)
+            for tokens, t in self._alternatives
+            if not facet_stems >= set(stems(t)) != set()
         ]
         self._surnames = surnames(titles, self.sources)
         self._stemmed = {t: subject_tokens(t) for _, t in self._alternatives}
@@ -745,18 +748,13 @@ class Relevance:
             return judged if all(_says(said, w) for w in stems(self._must_say)) else MENTIONS
         return judged
 
-    def _asked_words(self) -> str:
+    def _asked_words(self, facet: str) -> str:
         """Return what the topic asks of its subject: "feel pain" of plants, "religion" of Japan.
 
-        Also the field it is asked in ("biology" of sleep) and where else it is set (the cell
-        of mitochondria).
+        Also the `facet` the words around it ask (`facet_asked`: "biology" of sleep) and where
+        else it is set (the cell of mitochondria).
         """
-        asked = (
-            self._placed,
-            asked_of_subject(self.topic),
-            facet_asked(self.topic, self.subject),
-            self._setting,
-        )
+        asked = (self._placed, asked_of_subject(self.topic), facet, self._setting)
         return " ".join(a for a in asked if a)
 
     def _only_asked(self, source: SearchResult) -> bool:
