@@ -133,13 +133,15 @@ def _plural_subject(source: SearchResult) -> str | None:
     return lead.group(1) if lead else None
 
 
-def _names_a_person_first(sentence: str, source: SearchResult) -> bool:
+def _names_a_person_first(sentence: str, source: SearchResult, position: int) -> bool:
     """Return False when a personal pronoun comes before its name ("In his youth, he").
 
     A name is a run of capitalised words or a word of the title ("Born in Florence, he").
+    The lead names whom its pronouns stand for, in whatever words: "François-Marie Arouet,
+    known by his pen name Voltaire, was ...".
     """
     pronoun = _PERSON_PRONOUN.search(sentence)
-    if pronoun is None:
+    if pronoun is None or position == 0:
         return True
     title = set(words(source.title))
     # "During his long career, Monet was ...": the name right after the clause is its "his".
@@ -332,7 +334,7 @@ def quotable(
                 continue
             text = _resolve_pronoun(raw, article, position, previous, sentence_before)
             opening = ""
-            if text is not None and _names_a_person_first(text, source):
+            if text is not None and _names_a_person_first(text, source, position):
                 alone = text
             elif leaned_on and position <= _LEANING_AT_MOST and _leans_on(raw, leaned_on):
                 # "She sank two hours later", after the sentence that names the ship: quoted

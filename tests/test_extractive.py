@@ -713,3 +713,20 @@ async def test_what_an_article_says_of_itself_is_quoted_only_of_a_part_of_a_name
     assert "Television is a mass medium for advertising, entertainment, news, and sports." not in (
         said
     )
+
+
+async def test_a_lead_that_names_a_person_by_another_name_first_is_quoted() -> None:
+    voltaire = SearchResult(
+        title="Voltaire",
+        url="https://example.org/voltaire",
+        content=(
+            "François-Marie Arouet, known by his pen name Voltaire, was a French Enlightenment "
+            "writer, philosopher, satirist, and historian. "
+            "In his later years, he settled near Geneva at Ferney."
+        ),
+    )
+    claims = await quoted("Voltaire", "Life", voltaire)
+    assert any(
+        c.startswith("François-Marie Arouet, known by his pen name Voltaire") for c in claims
+    )
+    assert not any("he settled" in c for c in claims)
