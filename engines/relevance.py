@@ -38,6 +38,7 @@ from engines.sentences import first_sentence, split_sentences
 from engines.subject import (
     ARTICLES,
     COPULAS,
+    POSSESSIVE_AFTER,
     asked_of_subject,
     facet_asked,
     is_field,
@@ -97,6 +98,9 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     so do "the seasons on Earth": Season names Earth).
     """
     subject = match_frame(topic)[1]
+    possessive = _possessive_name(topic, subject, sources)
+    if possessive:
+        return possessive
     # "the decline of the Ottomans", "the climate of Antarctica", "the people who built
     # Stonehenge": what it is of is the subject (the Ottoman Empire, Antarctica, Stonehenge)
     # where the whole has no article of its own ("the fall of the Roman Empire" has).
@@ -117,6 +121,31 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     if subject[:1].isupper() and not common_noun(subject_tokens(subject), own.content):
         return subject  # a name ("Shinto in Japan"), not a plan's theme that opens a sentence
     return setting
+
+
+def _possessive_name(topic: str, subject: str, sources: Sequence[SearchResult]) -> str:
+    """Return the name the subject opens with its possessive, if an article bears it; or "".
+
+    "the Hundred Years' War", "what causes Alzheimer's disease", "why was Hadrian's Wall
+    built": a name, not what a possessor has ("Napoleon's greatest battles"), where a
+    collected article's title is those words.
+    """
+    spaced = " ".join(topic.split())
+    written = spaced.replace("’", "'")
+    at = written.casefold().find(subject.casefold().replace("’", "'"))
+    if at < 0 or not POSSESSIVE_AFTER.match(written[at + len(subject) :]):
+        return ""
+    rest = written[at:].casefold()
+    longest = ""
+    for source in sources:
+        title = bare_title(source.title).replace("’", "'")
+        if (
+            len(title) > len(longest)
+            and rest.startswith(title.casefold())
+            and not rest[len(title) : len(title) + 1].isalnum()
+        ):
+            longest = title
+    return spaced[at : at + len(longest)]
 
 
 def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:

@@ -39,7 +39,7 @@ _ABOUT = re.compile(r"^\S.*?\s+(?:about|behind|regarding|concerning)\s+(?P<s>\S.
 _PAIR_OF = re.compile(r"^(?:[Tt]he\s+)?[A-Za-z][a-z]*\s+and\s+[a-z]+\s+of\s+(?P<s>.+)$")
 # "X's rise and fall", "DNA's structure": the possessor is the subject.
 _POSSESSOR = re.compile(r"^(?P<s>.+?)['’]s?\s+\S.*$")
-_POSSESSIVE_AFTER = re.compile(r"^['’]s?\s")
+POSSESSIVE_AFTER = re.compile(r"^['’]s?\s")
 # "Buddhism in Asia", "the Mongol Empire under Genghis Khan": the subject comes first.
 _SETTING_WORD = r"(?:in|on|under|during|across|throughout)"
 _SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
@@ -309,9 +309,17 @@ def facet_asked(topic: str, subject: str = "") -> str:
     at = found.casefold().rfind(subject.casefold()) if subject else -1
     if at > 0:
         before += found[:at]  # "climate of" Antarctica
-    if _POSSESSIVE_AFTER.match(after):
-        before += after  # Napoleon's "greatest battles"
+    if POSSESSIVE_AFTER.match(after):
+        # Napoleon's "greatest battles"; past a name written with a possessive, what
+        # follows it: "Parkinson's disease" "symptoms".
+        longer = _apostrophes(subject).startswith(_apostrophes(found))
+        before += after[len(subject) - len(found) if longer else 0 :]
     return " ".join(content_words(before))
+
+
+def _apostrophes(text: str) -> str:
+    """Return the text in lower case with one apostrophe for both ("Hadrian’s", "Hadrian's")."""
+    return text.casefold().replace("’", "'")
 
 
 def is_field(phrase: str) -> bool:

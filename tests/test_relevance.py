@@ -30,7 +30,7 @@ from engines.relevance import (
     topic_subject,
 )
 from engines.report_markdown import GAPS_SECTION, cited_sentences, sections, split_front_matter
-from engines.subject import match_frame
+from engines.subject import facet_asked, match_frame
 from graph.builder import ResearchGraph
 from nodes.context import Deps
 from tools.corpus_files import iter_documents
@@ -1287,6 +1287,32 @@ def test_what_a_subject_with_no_article_of_its_own_is_of_is_the_subject() -> Non
     rome = page("Roman Empire", "The Roman Empire was the state ruled by the Romans.")
     subject = topic_subject("the fall of the Roman Empire", [rome, fall])
     assert subject == "fall of the Roman Empire"
+
+
+def test_a_name_written_with_a_possessive_is_the_subject_where_an_article_bears_it() -> None:
+    war = page(
+        "Hundred Years' War",
+        "The Hundred Years' War was a series of conflicts between England and France. "
+        "The Hundred Years' War lasted 116 years.",
+    )
+    giotto = page(
+        "Giotto",
+        "Giotto was an Italian painter. His technique had been neglected for more than two "
+        "hundred years.",
+    )
+    assert topic_subject("the Hundred Years' War", [giotto, war]) == "Hundred Years' War"
+    relevance = Relevance.of_topic("the Hundred Years' War", [giotto, war])
+    assert relevance.article == war
+    assert relevance.of(giotto) == OFF, "'hundred years' does not name the war"
+    disease = page(
+        "Alzheimer's disease",
+        "Alzheimer's disease is a neurodegenerative disease. Alzheimer's disease causes dementia.",
+    )
+    assert topic_subject("what causes Alzheimer’s disease", [disease]) == "Alzheimer’s disease"
+    # What follows the name is asked of it; a possessor with no such article keeps its own.
+    assert facet_asked("Parkinson's disease symptoms", "Parkinson's disease") == "symptoms"
+    napoleon = page("Napoleon", "Napoleon was Emperor of the French. Napoleon fought battles.")
+    assert topic_subject("Napoleon's greatest battles", [napoleon]) == "Napoleon"
 
 
 def test_what_a_topic_asks_of_its_subject_names_none_of_it() -> None:
