@@ -43,6 +43,7 @@ from engines.subject import (
     facet_asked,
     is_field,
     match_frame,
+    plural,
     setting_of,
     verbs_of,
     without_setting,
@@ -101,6 +102,9 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     possessive = _possessive_name(topic, subject, sources)
     if possessive:
         return possessive
+    name = _name_of_the_kind(subject, sources)
+    if name:
+        return name
     # "the decline of the Ottomans", "the climate of Antarctica", "the people who built
     # Stonehenge": what it is of is the subject (the Ottoman Empire, Antarctica, Stonehenge)
     # where the whole has no article of its own ("the fall of the Roman Empire" has).
@@ -148,6 +152,40 @@ def _possessive_name(topic: str, subject: str, sources: Sequence[SearchResult]) 
     return spaced[at : at + len(longest)]
 
 
+def _name_of_the_kind(subject: str, sources: Sequence[SearchResult]) -> str:
+    """Return the name that says whose or where a plural after it is, if it has an article.
+
+    "stendhal novels", "tolkien books", "Kyoto temples": the novels are the name's, asked of
+    it as "Napoleon's battles" are, where a collected article is titled by the words before
+    the plural (or is a person of that surname) and writes them as a name; "" otherwise,
+    and where an article bears the whole ("Galápagos tortoises" would be one).
+    """
+    said = subject.split()
+    if len(said) < 2 or not plural(said[-1]) or not said[-1].islower():
+        return ""
+    if _titled(said, sources) is not None:
+        return ""
+    named = _titled(said[:-1], sources) or _surnamed(said[:-1], sources)
+    if named is None or common_noun(subject_tokens(bare_title(named.title)), named.content):
+        return ""
+    return " ".join(said[:-1])
+
+
+def _surnamed(said: list[str], sources: Sequence[SearchResult]) -> SearchResult | None:
+    """Return the best ranked person whose surname is the one word `said` ("tolkien")."""
+    if len(said) != 1:
+        return None
+    return next(
+        (
+            source
+            for source in sources
+            if words(bare_title(source.title))[-1:] == [said[0].casefold()]
+            and kind_of(source.content) == "person"
+        ),
+        None,
+    )
+
+
 def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
     """Return the source that is the subject's own article, if one was collected.
 
@@ -175,7 +213,8 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             closeness = len(set(title)) / len(set(wanted))
             alike = written_alike(bare_title(source.title), subject)
         elif set(wanted) <= set(title) and _adds_only_names(source.title, subject):
-            closeness = len(set(wanted)) / len(set(title))
+            # Initials are no more name to match: "J. R. R. Tolkien" is all but Tolkien.
+            closeness = len(set(wanted)) / len({t for t in title if len(t) > 1} | set(wanted))
             alike = written_alike(subject, bare_title(source.title))
         else:
             continue

@@ -307,8 +307,9 @@ def facet_asked(topic: str, subject: str = "") -> str:
         return ""
     before, found, after = around[1], around[2], around[3]
     at = found.casefold().rfind(subject.casefold()) if subject else -1
-    if at > 0:
-        before += found[:at]  # "climate of" Antarctica
+    if at >= 0:
+        # "climate of" Antarctica; Stendhal's "novels" in "stendhal novels".
+        before += f"{found[:at]} {found[at + len(subject) :]}"
     if POSSESSIVE_AFTER.match(after):
         # Napoleon's "greatest battles"; past a name written with a possessive, what
         # follows it: "Parkinson's disease" "symptoms".

@@ -37,7 +37,7 @@ from tools.corpus_files import iter_documents
 from tools.local_corpus import LocalCorpus, build_index
 from tools.text import base_form, fold, stems
 
-from .support import page, run_graph, start
+from .support import page, quoted, run_graph, start
 
 VOLCANO = page(
     "Volcano",
@@ -1313,6 +1313,42 @@ def test_a_name_written_with_a_possessive_is_the_subject_where_an_article_bears_
     assert facet_asked("Parkinson's disease symptoms", "Parkinson's disease") == "symptoms"
     napoleon = page("Napoleon", "Napoleon was Emperor of the French. Napoleon fought battles.")
     assert topic_subject("Napoleon's greatest battles", [napoleon]) == "Napoleon"
+
+
+async def test_a_name_before_a_plural_is_the_subject_and_the_plural_is_asked_of_it() -> None:
+    stendhal = page(
+        "Stendhal",
+        "Marie-Henri Beyle, better known by his pen name Stendhal, was a French writer. "
+        "Stendhal is best known for the novels Le Rouge et le Noir and La Chartreuse de Parme.",
+    )
+    novel = page(
+        "Novel",
+        "A novel is an extended work of narrative fiction. The novel has a long history.",
+    )
+    gatsby = page(
+        "The Great Gatsby",
+        "The Great Gatsby is a 1925 novel by F. Scott Fitzgerald. The novel is set in the "
+        "Jazz Age.",
+    )
+    sources = [novel, gatsby, stendhal]
+    assert topic_subject("stendhal novels", sources) == "stendhal"
+    relevance = Relevance.of_topic("stendhal novels", sources)
+    assert relevance.article == stendhal
+    assert relevance.of(gatsby) == OFF, "a novel, not one of Stendhal's"
+    summary = (await quoted("stendhal novels", "Works", *sources))[0]
+    assert summary.startswith("Marie-Henri Beyle"), "the summary opens with the subject's article"
+    # A person is named by the surname alone, and initials are no part of the name to match.
+    tolkien = page(
+        "J. R. R. Tolkien",
+        "John Ronald Reuel Tolkien was an English writer. He wrote The Hobbit and The Lord "
+        "of the Rings.",
+    )
+    book = page("Book", "A book is a written work of substantial length. Books are printed.")
+    assert topic_subject("tolkien books", [book, tolkien]) == "tolkien"
+    assert Relevance.of_topic("who was Tolkien", [book, tolkien]).article == tolkien
+    # A common noun before a plural is no name: "bread yeasts" are yeasts.
+    bread = page("Bread", "Bread is a staple food. Most bread is baked from a dough.")
+    assert topic_subject("bread yeasts", [bread]) == "bread yeasts"
 
 
 def test_what_a_topic_asks_of_its_subject_names_none_of_it() -> None:
