@@ -23,6 +23,7 @@ from tools.text import (
     number_forms,
     stem,
     stems,
+    topic_parts,
     word_matches,
     words,
     written_words,
@@ -255,12 +256,14 @@ def named_among(
     scored = zip(sources, scores, strict=True)
     written = written_words(topic)
     titled = [(source, score) for source, score in scored if _named(source, terms, written)]
-    titled = _as_written(_coherent(titled, terms, asked, sources), written)
+    parts = [part for part in map(stems, topic_parts(topic)) if part]
+    titled = _as_written(_coherent(titled, terms, asked, sources, parts), written)
     best = max((score for _, score in titled), default=0.0)
     kept = [
         source
         for source, score in titled
-        if score >= TITLE_MATCH * best > 0 and not _a_thing_named_as_a_name(source, written)
+        if (score >= TITLE_MATCH * best > 0 or _heads_a_part(source, parts))
+        and not _a_thing_named_as_a_name(source, written)
     ]
     # A word of a longer name the topic writes as one is another thing ("Ali" beside "Muhammad
     # Ali"; what follows "of" may be a subject of its own); "did vaccines end smallpox" still
@@ -322,6 +325,7 @@ def _coherent(
     terms: set[str],
     asked: Sequence[str],
     pool: Sequence[SearchResult],
+    parts: Sequence[Sequence[str]],
 ) -> list[tuple[SearchResult, float]]:
     """Keep the titled sources that share a matter with the one using most of the topic.
 
@@ -331,6 +335,7 @@ def _coherent(
     the Industrial Revolution. So is one the other sources found join to the rest of the
     topic (`_joined`): Fermentation, in "bread yeast fermentation", whose own article names
     neither bread nor yeast, where articles on beer and brewing name fermentation and yeast.
+    And so is the head of a part the topic joins to another (`parts`, `_heads_a_part`).
     """
     if len(titled) < 2:
         return titled
@@ -346,9 +351,21 @@ def _coherent(
         for i, pair in enumerate(titled)
         if i == anchor
         or whole[i]
+        or _heads_a_part(pair[0], parts)
         or cosine(words_of[anchor], words_of[i]) >= SHARED_TOPIC
         or _joined(pair[0], terms, others)
     ]
+
+
+def _heads_a_part(source: SearchResult, parts: Sequence[Sequence[str]]) -> bool:
+    """Return whether the title is words of a part the topic joins to another, its head too.
+
+    Whatever its vocabulary or its match of the whole topic, the question asks of Slavery
+    in "Frederick Douglass and the fight against slavery" (`parts`: the stems of each of
+    `topic_parts`); not of Eugenius Warming in "coral reefs and ocean warming".
+    """
+    title = set(stems(bare_title(source.title)))
+    return any(part[-1] in title and title <= set(part) for part in parts)
 
 
 # Sources of the pool besides its own article that must join a title to the rest of the topic.

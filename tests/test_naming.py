@@ -446,3 +446,26 @@ async def test_a_movement_is_named_by_its_followers_word_not_by_its_root() -> No
         "what is existentialism", "Existentialism", movement, philosopher, proposition
     )
     assert first in said and logic not in said
+
+
+def test_the_head_of_a_part_a_topic_joins_to_another_is_named_whatever_its_words() -> None:
+    douglass = page(
+        "Frederick Douglass",
+        "Frederick Douglass was an American social reformer, abolitionist, orator and writer. "
+        "Frederick Douglass escaped from Maryland in 1838.",
+    )
+    slavery = page(
+        "Slavery",
+        "Slavery is the ownership of a person as property. Slavery typically involves "
+        "compulsory work.",
+    )
+    warming = page(
+        "Eugenius Warming",
+        "Eugenius Warming was a Danish botanist. He was a founder of ecology.",
+    )
+    reef = page("Coral reef", "A coral reef is an underwater ecosystem. Coral reefs bleach.")
+    topic = "Frederick Douglass and the fight against slavery"
+    assert named_by_topic(topic, [douglass, slavery]) == {douglass.url, slavery.url}
+    # Not a person whose surname only the part writes.
+    named = named_by_topic("coral reefs and ocean warming", [reef, warming])
+    assert warming.url not in named
