@@ -660,17 +660,18 @@ class Relevance:
     def _named_by_topic(self, bm25_scores: Sequence[float]) -> frozenset[str]:
         """The sources whose titles the topic names, but not its verb nor where it is set.
 
-        "how airplanes fly" is not about the insect; "the effects of the Black Death in
+        "how airplanes fly" is not about the insect, "why is Shakespeare still read" not
+        about Reading; "the effects of the Black Death in
         Europe" asks about the plague: Europe is where, and the rivers and councils of Europe
         are not about it. A setting that is no place stays ("karma in Hinduism").
         """
         if not self.topic:
             return frozenset()
-        verbs = [folded(verb) for verb in verbs_of(self.topic)]
+        verbs = verbs_of(self.topic)
         scored = [
             (source, score)
             for source, score in zip(self.sources, bm25_scores, strict=True)
-            if folded(bare_title(source.title)) not in verbs
+            if not any(same_word(bare_title(source.title), verb) for verb in verbs)
         ]
         sources, scores = [s for s, _ in scored], [score for _, score in scored]
         named = named_among(self.topic, sources, scores)

@@ -45,6 +45,11 @@ _SETTING_WORD = r"(?:in|on|under|during|across|throughout)"
 _SETTING = re.compile(rf"^(?P<s>.+?)\s+{_SETTING_WORD}\s+\S.*$", re.IGNORECASE)
 
 
+# Adverbs that open what is said of a subject: "still read today", "so famous", "no longer".
+_ADVERBS = set(
+    "so very too still always never often ever really no not now usually sometimes already "
+    "also just quite rarely seldom generally mostly".split()
+)
 _AUXILIARY = set("does do did can is are was were could would should will has have had".split())
 _HAVE = {"has", "have", "had"}
 _PRONOUNS = {"we", "you", "they", "i", "it", "there", "people", "humans"}
@@ -98,6 +103,8 @@ def _after_pronoun(words: list[str], copula: bool) -> str:
     verb = first in _HAVE and not (rest[1:] and _participle(rest[1]))
     if (first in _AUXILIARY or first.endswith("n't")) and not verb:
         rest = rest[1:]
+    while len(rest) > 1 and rest[0].lower() in _ADVERBS:
+        rest = rest[1:]  # "why do we still use the QWERTY keyboard"
     if "to" in (w.lower() for w in rest):
         at = [w.lower() for w in rest].index("to")
         if len(rest) > at + 2:
@@ -160,6 +167,14 @@ def how_subject(rest: str) -> str:
         participles = [i for i, w in enumerate(words) if i > 0 and _participle(w)]
         if perfect and participles:
             return " ".join(words[: participles[-1]])  # "how has medicine changed over time"
+        # After a copula, what is said of it may open with an adverb ("why is Shakespeare
+        # still read", "why is the Mona Lisa so famous") or a participle in lower case ("why
+        # was the Titanic considered unsinkable"). (After "did" the verb may come first: "did
+        # the Black Death spread so fast".)
+        ends = [i for i, w in enumerate(words) if i > 0 and w.lower() in _ADVERBS]
+        ends += [i for i in participles if words[i].islower()]
+        if copula and ends:
+            return " ".join(words[: min(ends)])
         place = next((i for i, w in enumerate(words) if i > 1 and w.lower() in _PLACING), None)
         words = words[:place]  # "why did Constantinople fall in 1453"
         while len(words) > 1 and words[-1].lower() in _PARTICLES:
@@ -260,18 +275,23 @@ def verbs_of(topic: str) -> set[str]:
     """Return the verbs a question puts after its subject, in each of its parts.
 
     "fly" in "how airplanes fly", "go" in "why did the dinosaurs go extinct", "eat" in "can
-    dogs eat chocolate", "matter" in "what is photosynthesis and why does it matter"; none
-    after "is" or "are" ("why is the sky blue": blue is no verb).
+    dogs eat chocolate", "matter" in "what is photosynthesis and why does it matter"; after
+    "is" or "are" only a participle ("read" in "why is Shakespeare still read today"; "why
+    is the sky blue": blue is no verb).
     """
-    found = set()
+    found: set[str] = set()
     for start in [0, *(m.start() for m in _SECOND_PART.finditer(topic) if m.start() > 0)]:
         around = _around_subject(topic[start:])
         if around is None or around[0] not in _ASKS_AFTER:
             continue
         _, before, _, after = around
-        if any(w.lower() in COPULAS for w in before.split()[:2]):
-            continue  # "why is the sky blue", "is coffee bad for you"
         said = re.findall(r"[\w'’-]+", after)
+        if any(w.lower() in COPULAS for w in before.split()[:2]):
+            # "why is the sky blue", "is coffee bad for you": no verb; but a participle is
+            # one ("why is Shakespeare still read today").
+            said = [w for w in said if w.lower() not in _ADVERBS]
+            found.update(w for w in said[:1] if w.islower() and _participle(w))
+            continue
         if said[:1] and said[0].lower() in COPULAS and not _participle(said[1] if said[1:] else ""):
             continue  # "how come the sky is blue"
         verbs = [w for w in said if w.lower() not in _AUXILIARY]

@@ -58,6 +58,12 @@ STEAM = SearchResult(
         ("how does photosynthesis work", "how", "photosynthesis"),
         # A plural last is the verb's object: the verb is the word before it.
         ("how does the brain store memories", "how", "brain"),
+        # After a copula, an adverb or a participle opens what is said of the subject.
+        ("why is Shakespeare still read today", "why", "Shakespeare"),
+        ("why is the Mona Lisa so famous", "why", "Mona Lisa"),
+        ("why was the Titanic considered unsinkable", "why", "Titanic"),
+        ("is climate change caused by humans", "yes-no", "climate change"),
+        ("why do we still use the QWERTY keyboard", "why", "QWERTY keyboard"),
         ("why did the Qing dynasty fall", "why", "Qing dynasty"),
         ("photosynthesis", "overview", "photosynthesis"),
         # A question answered yes or no: its subject follows the auxiliary, and ends before

@@ -1315,6 +1315,20 @@ def test_a_name_written_with_a_possessive_is_the_subject_where_an_article_bears_
     assert topic_subject("Napoleon's greatest battles", [napoleon]) == "Napoleon"
 
 
+def test_the_verb_a_question_says_of_its_subject_names_no_article_in_any_form() -> None:
+    shakespeare = page(
+        "William Shakespeare",
+        "William Shakespeare was an English playwright. Shakespeare wrote Hamlet.",
+    )
+    reading = page(
+        "Reading",
+        "Reading is the process of taking in the sense of symbols. Reading is taught early.",
+    )
+    relevance = Relevance.of_topic("why is Shakespeare still read today", [shakespeare, reading])
+    assert relevance.article == shakespeare
+    assert relevance.of(reading) == OFF, "'read' is what is said of him"
+
+
 async def test_a_name_before_a_plural_is_the_subject_and_the_plural_is_asked_of_it() -> None:
     stendhal = page(
         "Stendhal",
