@@ -47,6 +47,7 @@ from engines.subject import (
     setting_of,
     verbs_of,
     without_setting,
+    wrapped_phrase,
 )
 from tools.text import (
     FORM_WORDS,
@@ -105,6 +106,17 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     name = _name_of_the_kind(subject, sources)
     if name:
         return name
+    # "pyramids of giza": where the whole phrase has an article of its own (Great Pyramid of
+    # Giza), not only what it is of (Giza), the whole is the subject.
+    whole = wrapped_phrase(topic)
+    if whole and whole != subject:
+        article = subject_article(whole, sources)
+        if (
+            article is not None
+            and article != subject_article(subject, sources)
+            and set(_significant(whole)) <= set(_significant(article.title))
+        ):
+            return whole
     # "the decline of the Ottomans", "the climate of Antarctica", "the people who built
     # Stonehenge": what it is of is the subject (the Ottoman Empire, Antarctica, Stonehenge)
     # where the whole has no article of its own ("the fall of the Roman Empire" has).

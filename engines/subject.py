@@ -478,9 +478,26 @@ _WHAT_LIKE = re.compile(r"^what\s+(?:is|are|was|were)\s+\S.*?\s+like(?:\s|$)", r
 _CONTRACTED = re.compile(r"\b(what|who|where|how)['’]s\b", re.IGNORECASE)
 
 
+def wrapped_phrase(topic: str) -> str:
+    """Return the noun phrase of a topic of no question shape, as written ("pyramids of giza").
+
+    Its facet, possessor or setting still on, its article off; "" for a question.
+    """
+    frame, _ = match_frame(topic)
+    if frame.name != "overview":
+        return ""
+    found = frame.pattern.match(_cleaned(topic))
+    return re.sub(r"^(?:the|a|an)\s+", "", found.group("s"), flags=re.IGNORECASE) if found else ""
+
+
+def _cleaned(topic: str) -> str:
+    """Return the topic as the frames read it: one space, no request, "what's" written out."""
+    return without_request(_CONTRACTED.sub(r"\1 is", " ".join(topic.split()).rstrip(".!?")))
+
+
 def match_frame(topic: str) -> tuple[Frame, str]:
     """Return the first frame whose pattern matches, and the subject it found."""
-    cleaned = without_request(_CONTRACTED.sub(r"\1 is", " ".join(topic.split()).rstrip(".!?")))
+    cleaned = _cleaned(topic)
     for frame in FRAMES:
         match = frame.pattern.match(cleaned)
         if match:

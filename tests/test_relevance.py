@@ -1287,6 +1287,16 @@ def test_what_a_subject_with_no_article_of_its_own_is_of_is_the_subject() -> Non
     rome = page("Roman Empire", "The Roman Empire was the state ruled by the Romans.")
     subject = topic_subject("the fall of the Roman Empire", [rome, fall])
     assert subject == "fall of the Roman Empire"
+    # A plural "of" a place is a name where an article bears it whole.
+    giza = page("Giza", "Giza is the third-largest city in Egypt. Giza lies near Cairo.")
+    pyramid = page(
+        "Great Pyramid of Giza",
+        "The Great Pyramid of Giza is the largest of the Egyptian pyramids. It was built "
+        "around 2600 BC.",
+    )
+    assert topic_subject("pyramids of giza", [giza, pyramid]) == "pyramids of giza"
+    assert Relevance.of_topic("pyramids of giza", [giza, pyramid]).article == pyramid
+    assert topic_subject("the climate of Antarctica", sources) == "Antarctica"
 
 
 def test_a_name_written_with_a_possessive_is_the_subject_where_an_article_bears_it() -> None:
