@@ -103,7 +103,7 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     possessive = _possessive_name(topic, subject, sources)
     if possessive:
         return possessive
-    name = _name_of_the_kind(subject, sources)
+    name = _name_of_the_kind(subject, sources) or _name_before_verb(topic, subject, sources)
     if name:
         return name
     # "pyramids of giza": where the whole phrase has an article of its own (Great Pyramid of
@@ -185,17 +185,46 @@ def _name_of_the_kind(subject: str, sources: Sequence[SearchResult]) -> str:
 
 def _surnamed(said: list[str], sources: Sequence[SearchResult]) -> SearchResult | None:
     """Return the best ranked person whose surname is the one word `said` ("tolkien")."""
+    return next(iter(_bearers(said, sources)), None)
+
+
+def _bearers(said: list[str], sources: Sequence[SearchResult]) -> list[SearchResult]:
+    """Return the people whose surname is the one word `said`, the best ranked first."""
     if len(said) != 1:
-        return None
-    return next(
-        (
-            source
-            for source in sources
-            if words(bare_title(source.title))[-1:] == [said[0].casefold()]
-            and kind_of(source.content) == "person"
-        ),
-        None,
-    )
+        return []
+    return [
+        source
+        for source in sources
+        if words(bare_title(source.title))[-1:] == [said[0].casefold()]
+        and kind_of(source.content) == "person"
+    ]
+
+
+def _name_before_verb(topic: str, subject: str, sources: Sequence[SearchResult]) -> str:
+    """Return the name a question's subject opens with, where a verb follows it; or "".
+
+    "how did Newton discover gravity", "why did Napoleon invade Russia": after the
+    auxiliary, a name with no article and then a word in lower case that no title joins to
+    it ("the Amazon rainforest", "Venus flytraps" stay whole) is the verb's subject. A
+    surname one collected person bears is that person: Isaac Newton, not the newton.
+    """
+    if match_frame(topic)[0].name not in ("how", "why"):
+        return ""
+    said = subject.split()
+    run = 0
+    while run < len(said) and (
+        said[run][:1].isupper()
+        or (0 < run < len(said) - 1 and len(said[run]) <= 3 and said[run + 1][:1].isupper())
+    ):
+        run += 1  # "Leonardo da Vinci", "Alexander the Great"
+    if not 0 < run < len(said) or said[run].lower() in STOPWORDS or plural(said[run]):
+        return ""
+    if said[run - 1].endswith(("'s", "’s")) or _titled(said[: run + 1], sources):
+        return ""  # "Rome's economy", "Nile crocodile"
+    people = _bearers(said[:run], sources)
+    if len(people) == 1:
+        return bare_title(people[0].title)
+    return " ".join(said[:run]) if people or _titled(said[:run], sources) else ""
 
 
 def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:

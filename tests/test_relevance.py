@@ -14,7 +14,7 @@ from engines.extractive import FOLLOW_UPS, ExtractiveEngine
 from engines.extractive_candidates import quotable
 from engines.keyphrases import key_terms, link_queries, linked_phrases
 from engines.kinds import kind_of
-from engines.naming import subject_tokens
+from engines.naming import named_by_topic, subject_tokens
 from engines.relevance import (
     DEVOTED,
     LINKED,
@@ -1323,6 +1323,40 @@ def test_a_name_written_with_a_possessive_is_the_subject_where_an_article_bears_
     assert facet_asked("Parkinson's disease symptoms", "Parkinson's disease") == "symptoms"
     napoleon = page("Napoleon", "Napoleon was Emperor of the French. Napoleon fought battles.")
     assert topic_subject("Napoleon's greatest battles", [napoleon]) == "Napoleon"
+
+
+def test_a_name_a_verb_follows_is_the_subject_and_a_surname_its_bearer() -> None:
+    isaac = page(
+        "Isaac Newton",
+        "Sir Isaac Newton was an English physicist and mathematician. Newton formulated the "
+        "laws of motion and universal gravitation.",
+    )
+    unit = page(
+        "Newton (unit)",
+        "The newton is the unit of force in the International System of Units. One newton "
+        "accelerates a kilogram.",
+    )
+    gravity = page("Gravity", "Gravity is a fundamental interaction. Newton described it.")
+    sources = [unit, gravity, isaac]
+    assert topic_subject("how did Newton discover gravity", sources) == "Isaac Newton"
+    assert Relevance.of_topic("how did Newton discover gravity", sources).article == isaac
+    napoleon = page("Napoleon", "Napoleon was Emperor of the French. Napoleon invaded Russia.")
+    tsar = page(
+        "Alexander I of Russia",
+        "Alexander I was Emperor of Russia from 1801. He ruled during the Napoleonic Wars.",
+    )
+    topic = "why did Napoleon invade Russia"
+    assert topic_subject(topic, [tsar, napoleon]) == "Napoleon"
+    assert tsar.url not in named_by_topic(topic, [tsar, napoleon]), "Russia is no surname"
+    # A name and a noun an article bears together stay the subject.
+    amazon = page(
+        "Amazon rainforest",
+        "The Amazon rainforest is a moist broadleaf tropical rainforest. It covers most of "
+        "the Amazon basin.",
+    )
+    river = page("Amazon River", "The Amazon River is the largest river by discharge.")
+    topic = "how does the Amazon rainforest produce oxygen"
+    assert topic_subject(topic, [river, amazon]) != "Amazon"
 
 
 def test_the_verb_a_question_says_of_its_subject_names_no_article_in_any_form() -> None:
