@@ -103,7 +103,7 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     possessive = _possessive_name(topic, subject, sources)
     if possessive:
         return possessive
-    name = _name_of_the_kind(subject, sources) or _name_before_verb(topic, subject, sources)
+    name = _name_of_the_kind(subject, sources) or _name_before_verb(topic, subject, sources)[0]
     if name:
         return name
     # "pyramids of giza": where the whole phrase has an article of its own (Great Pyramid of
@@ -200,16 +200,17 @@ def _bearers(said: list[str], sources: Sequence[SearchResult]) -> list[SearchRes
     ]
 
 
-def _name_before_verb(topic: str, subject: str, sources: Sequence[SearchResult]) -> str:
-    """Return the name a question's subject opens with, where a verb follows it; or "".
+def _name_before_verb(topic: str, subject: str, sources: Sequence[SearchResult]) -> tuple[str, str]:
+    """Return the name a question's subject opens with, and the verb that follows it.
 
     "how did Newton discover gravity", "why did Napoleon invade Russia": after the
     auxiliary, a name with no article and then a word in lower case that no title joins to
     it ("the Amazon rainforest", "Venus flytraps" stay whole) is the verb's subject. A
     surname one collected person bears is that person: Isaac Newton, not the newton.
+    ("", "") where there is no such name.
     """
     if match_frame(topic)[0].name not in ("how", "why"):
-        return ""
+        return "", ""
     said = subject.split()
     run = 0
     while run < len(said) and (
@@ -218,13 +219,15 @@ def _name_before_verb(topic: str, subject: str, sources: Sequence[SearchResult])
     ):
         run += 1  # "Leonardo da Vinci", "Alexander the Great"
     if not 0 < run < len(said) or said[run].lower() in STOPWORDS or plural(said[run]):
-        return ""
+        return "", ""
     if said[run - 1].endswith(("'s", "’s")) or _titled(said[: run + 1], sources):
-        return ""  # "Rome's economy", "Nile crocodile"
+        return "", ""  # "Rome's economy", "Nile crocodile"
     people = _bearers(said[:run], sources)
     if len(people) == 1:
-        return bare_title(people[0].title)
-    return " ".join(said[:run]) if people or _titled(said[:run], sources) else ""
+        return bare_title(people[0].title), said[run]
+    if people or _titled(said[:run], sources):
+        return " ".join(said[:run]), said[run]
+    return "", ""
 
 
 def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
@@ -702,13 +705,14 @@ class Relevance:
         """The sources whose titles the topic names, but not its verb nor where it is set.
 
         "how airplanes fly" is not about the insect, "why is Shakespeare still read" not
-        about Reading; "the effects of the Black Death in
+        about Reading, "how did Marco Polo travel to China" not about Travel; "the effects of the Black Death in
         Europe" asks about the plague: Europe is where, and the rivers and councils of Europe
         are not about it. A setting that is no place stays ("karma in Hinduism").
         """
         if not self.topic:
             return frozenset()
         verbs = verbs_of(self.topic)
+        verbs.add(_name_before_verb(self.topic, match_frame(self.topic)[1], self.sources)[1])
         scored = [
             (source, score)
             for source, score in zip(self.sources, bm25_scores, strict=True)

@@ -1348,6 +1348,16 @@ def test_a_name_a_verb_follows_is_the_subject_and_a_surname_its_bearer() -> None
     topic = "why did Napoleon invade Russia"
     assert topic_subject(topic, [tsar, napoleon]) == "Napoleon"
     assert tsar.url not in named_by_topic(topic, [tsar, napoleon]), "Russia is no surname"
+    # The verb after the name names no article.
+    polo = page("Marco Polo", "Marco Polo was a Venetian merchant. Marco Polo travelled to China.")
+    travel = page(
+        "Travel",
+        "Travel is the movement of people between places, such as China. People travel by "
+        "road and air; travel to China grew.",
+    )
+    relevance = Relevance.of_topic("how did Marco Polo travel to China", [travel, polo])
+    assert relevance.article == polo
+    assert relevance.of(travel) == OFF
     # A name and a noun an article bears together stay the subject.
     amazon = page(
         "Amazon rainforest",
