@@ -32,6 +32,7 @@ from engines.naming import (
     spans_parts,
     subject_tokens,
     surnames,
+    title_stems,
     written_alike,
 )
 from engines.sentences import first_sentence, split_sentences
@@ -137,6 +138,13 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     if subject[:1].isupper() and not common_noun(subject_tokens(subject), own.content):
         return subject  # a name ("Shinto in Japan"), not a plan's theme that opens a sentence
     return setting
+
+
+# What a possessive pronoun says the subject has, up to a grammatical word: "his theory".
+_OWNED = re.compile(
+    r"\b(?:his|her|its|their)\s+((?:(?!(?:of|and|or|in|on|to|for|with|from)\b)[\w'’-]+\s*){1,3})",
+    re.IGNORECASE,
+)
 
 
 def _possessive_name(topic: str, subject: str, sources: Sequence[SearchResult]) -> str:
@@ -705,7 +713,8 @@ class Relevance:
         """The sources whose titles the topic names, but not its verb nor where it is set.
 
         "how airplanes fly" is not about the insect, "why is Shakespeare still read" not
-        about Reading, "how did Marco Polo travel to China" not about Travel; "the effects of the Black Death in
+        about Reading, "how did Marco Polo travel to China" not about Travel; what the
+        subject has is asked of it ("how did Darwin develop his theory": not Theory); "the effects of the Black Death in
         Europe" asks about the plague: Europe is where, and the rivers and councils of Europe
         are not about it. A setting that is no place stays ("karma in Hinduism").
         """
@@ -713,10 +722,12 @@ class Relevance:
             return frozenset()
         verbs = verbs_of(self.topic)
         verbs.add(_name_before_verb(self.topic, match_frame(self.topic)[1], self.sources)[1])
+        owned = [set(stems(had)) for had in _OWNED.findall(self.topic)]
         scored = [
             (source, score)
             for source, score in zip(self.sources, bm25_scores, strict=True)
             if not any(same_word(bare_title(source.title), verb) for verb in verbs)
+            and not any(set() != title_stems(source.title) <= had for had in owned)
         ]
         sources, scores = [s for s, _ in scored], [score for _, score in scored]
         named = named_among(self.topic, sources, scores)

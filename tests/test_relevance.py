@@ -1358,6 +1358,20 @@ def test_a_name_a_verb_follows_is_the_subject_and_a_surname_its_bearer() -> None
     relevance = Relevance.of_topic("how did Marco Polo travel to China", [travel, polo])
     assert relevance.article == polo
     assert relevance.of(travel) == OFF
+    # What a possessive pronoun says the subject has is asked of it: no article of its own.
+    darwin = page(
+        "Charles Darwin",
+        "Charles Darwin was an English naturalist. Darwin's theory of evolution by natural "
+        "selection explained the diversity of life.",
+    )
+    theory = page(
+        "Theory",
+        "A theory is a set of ideas that explains something. A scientific theory explains "
+        "evolution or gravity; people develop a theory over time.",
+    )
+    relevance = Relevance.of_topic("how did Darwin develop his theory", [theory, darwin])
+    assert relevance.article == darwin
+    assert relevance.of(theory) < TITLED
     # A name and a noun an article bears together stay the subject.
     amazon = page(
         "Amazon rainforest",
