@@ -64,6 +64,12 @@ def test_a_plan_is_led_by_the_topics_words_and_keeps_its_own_queries() -> None:
         ("a beginner's guide to astronomy", "astronomy"),
         ("A short introduction to quantum mechanics", "quantum mechanics"),
         ("The Hitchhiker's Guide to the Galaxy", "Hitchhiker's Guide Galaxy"),  # a name
+        # What a keyword topic calls the report it asks for.
+        ("volcano facts for kids", "volcano"),
+        ("jazz 101", "jazz"),
+        ("the Renaissance explained", "Renaissance"),
+        ("a list of Greek philosophers", "Greek philosophers"),
+        ("timeline of the Cold War", "Cold War"),
     ],
 )
 def test_a_request_around_the_topic_is_not_searched(topic: str, query: str) -> None:

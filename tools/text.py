@@ -192,13 +192,23 @@ _FOR_WHOM = re.compile(
     r"|for\s+(?:beginners|kids|children|dummies)|to\s+an?\s+(?:child|kid|beginner))$",
     re.IGNORECASE,
 )
+# What a keyword topic calls the report it asks for: "volcano facts", "jazz 101", "the
+# Renaissance explained", "a list of Greek philosophers".
+_REPORT_AFTER = re.compile(
+    r"(?<=\S)\s+(?:facts|explained|overview|basics|summary|101|in\s+a\s+nutshell)$",
+    re.IGNORECASE,
+)
+_REPORT_BEFORE = re.compile(
+    r"^(?:an?\s+|the\s+)?(?:list|timeline|summary)\s+of\s+(?=\S)", re.IGNORECASE
+)
 
 
 def without_request(topic: str) -> str:
     """Return the topic without a request wrapped around it ("tell me about X": X)."""
     match = _REQUEST.match(topic) or _GUIDE.match(topic)
     asked = match.group("s") if match else topic
-    return _FOR_WHOM.sub("", asked) or topic
+    asked = _REPORT_AFTER.sub("", _FOR_WHOM.sub("", asked))
+    return _REPORT_BEFORE.sub("", asked) or topic
 
 
 def keyword_query(topic: str) -> str:
