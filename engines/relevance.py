@@ -714,14 +714,16 @@ class Relevance:
 
         "how airplanes fly" is not about the insect, "why is Shakespeare still read" not
         about Reading, "how did Marco Polo travel to China" not about Travel; what the
-        subject has is asked of it ("how did Darwin develop his theory": not Theory); "the effects of the Black Death in
-        Europe" asks about the plague: Europe is where, and the rivers and councils of Europe
-        are not about it. A setting that is no place stays ("karma in Hinduism").
+        subject has is asked of it ("how did Darwin develop his theory": not Theory); "the
+        effects of the Black Death in Europe" asks about the plague: Europe is where, and
+        the rivers and councils of Europe are not about it. A setting that is no place
+        stays ("karma in Hinduism").
         """
         if not self.topic:
             return frozenset()
         verbs = verbs_of(self.topic)
         verbs.add(_name_before_verb(self.topic, match_frame(self.topic)[1], self.sources)[1])
+        verbs.discard("")
         owned = [set(stems(had)) for had in _OWNED.findall(self.topic)]
         scored = [
             (source, score)

@@ -171,10 +171,11 @@ def how_subject(rest: str) -> str:
         # still read", "why is the Mona Lisa so famous") or a participle in lower case ("why
         # was the Titanic considered unsinkable"). (After "did" the verb may come first: "did
         # the Black Death spread so fast".)
-        ends = [i for i, w in enumerate(words) if i > 0 and w.lower() in _ADVERBS]
-        ends += [i for i in participles if words[i].islower()]
-        if copula and ends:
-            return " ".join(words[: min(ends)])
+        if copula:
+            ends = [i for i, w in enumerate(words) if i > 0 and w.lower() in _ADVERBS]
+            ends += [i for i in participles if words[i].islower()]
+            if ends:
+                return " ".join(words[: min(ends)])
         place = next((i for i, w in enumerate(words) if i > 1 and w.lower() in _PLACING), None)
         words = words[:place]  # "why did Constantinople fall in 1453"
         while len(words) > 1 and words[-1].lower() in _PARTICLES:
