@@ -22,7 +22,11 @@ CAUSES = Answer(
         r"\b(?:because|due\s+to|owing\s+to|caus(?:e|es|ed|ing)|contribut\w*|factors?|reasons?"
         r"|led\s+to|leading\s+to|lead\s+to|result(?:ed|s)?\s+(?:of|from)|trigger\w*|spark\w*"
         r"|prompt(?:ed|ing)|brought\s+about|stemm\w*\s+from|driven\s+by|precipitat\w*"
-        r"|weaken\w*|undermin\w*)\b",
+        r"|weaken\w*|undermin\w*"
+        # A purpose answers "why did they do it": "with the aim of forcing ...".
+        r"|in\s+order\s+to|so\s+as\s+to|with\s+the\s+(?:aim|goal|intention|purpose|objective)\s+of"
+        r"|aim(?:ed|ing)\s+(?:at|to)|intended\s+to|in\s+an?\s+(?:attempt|effort|bid)\s+to"
+        r"|sought\s+to|motivated\s+by)\b",
         re.IGNORECASE,
     ),
 )

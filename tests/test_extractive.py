@@ -7,7 +7,7 @@ from engines.checks import check_draft
 from engines.extractive import ExtractiveEngine
 from engines.extractive_candidates import quotable
 from engines.keyphrases import named_entities
-from engines.question_form import answers_asked
+from engines.question_form import answers_asked, says
 from engines.relevance import Relevance, subject_article
 from engines.report_markdown import GAPS_SECTION, cited_sentences, split_front_matter
 from engines.sentences import split_sentences
@@ -601,6 +601,18 @@ async def test_a_why_question_is_answered_by_what_the_sources_say_caused_it() ->
     effects = sections["Executive Summary"] + sections.get("Effects and consequences", "")
     assert "led to the Soil Conservation Act" in effects
     assert "caused by severe drought" not in sections["Executive Summary"].split(".")[0]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The invasion was initiated with the aim of forcing Russia to comply with the blockade.",
+        "The wall was built in order to stop emigration to the West.",
+        "The king sought to restore his authority over the barons.",
+    ],
+)
+def test_a_purpose_answers_why_they_did_it(sentence: str) -> None:
+    assert says(answers_asked("why did Napoleon invade Russia")[0], sentence) > 0
 
 
 async def test_pros_and_cons_name_both_or_say_which_the_sources_leave_open() -> None:
