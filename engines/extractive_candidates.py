@@ -70,8 +70,11 @@ _COPULAS = frozenset("is are was were be been has have had".split())
 # with the sentence before it, up to this far into the article (0: the lead).
 _OPENING_PRONOUN = re.compile(r"^(It|Its|They|Their|He|His|She|Her)\b")
 _LEANING_AT_MOST = 2
+# "It" stands for the subject, but not where it is impersonal: "It is thought that", "It
+# can be said that".
 _NEUTER = re.compile(
-    r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear))"
+    r"^It\b(?!\s+is\s+(?:not\s+)?(?:known|thought|believed|estimated|said|likely|possible|unclear)"
+    r"|\s+(?:can|could|may|might|must|should)\s+be\s+(?:said|argued|noted|thought))"
 )
 
 

@@ -263,7 +263,10 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             continue
         if set(title) <= set(wanted) and heads & set(title):
             closeness = len(set(title)) / len(set(wanted))
-            alike = written_alike(bare_title(source.title), subject)
+            # A noun in -ing is another word than the one it is made of: "Marketing" is not
+            # the market of "the stock market".
+            gerund = any(w.endswith("ing") and w not in as_written for w in words(source.title))
+            alike = written_alike(bare_title(source.title), subject) and not gerund
         elif set(wanted) <= set(title) and _adds_only_names(source.title, subject):
             # Initials are no more name to match: "J. R. R. Tolkien" is all but Tolkien.
             closeness = len(set(wanted)) / len({t for t in title if len(t) > 1} | set(wanted))

@@ -733,6 +733,16 @@ async def test_what_an_article_says_of_itself_is_quoted_only_of_a_part_of_a_name
     )
 
 
+async def test_an_impersonal_it_is_not_the_subject() -> None:
+    market = page(
+        "Market",
+        "A market is a place where parties exchange goods. It can be said that a market sets "
+        "the value of goods. It is one of the oldest institutions.",
+    )
+    claims = await quoted("market", "Market", market)
+    assert not any(re.match(r"(?:The )?[Mm]arket can be said", c) for c in claims), claims
+
+
 async def test_a_lead_that_names_a_person_by_another_name_first_is_quoted() -> None:
     voltaire = SearchResult(
         title="Voltaire",

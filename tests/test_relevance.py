@@ -1383,6 +1383,20 @@ def test_a_name_a_verb_follows_is_the_subject_and_a_surname_its_bearer() -> None
     assert topic_subject(topic, [river, amazon]) != "Amazon"
 
 
+def test_a_noun_in_ing_is_not_the_word_it_is_made_of() -> None:
+    marketing = page(
+        "Marketing",
+        "Marketing is the act of acquiring and retaining customers. Marketing is part of "
+        "business management.",
+    )
+    market = page(
+        "Market (economics)",
+        "In economics, a market is a composition of systems where parties engage in exchange. "
+        "A stock market is a market for shares.",
+    )
+    assert subject_article("stock market", [marketing, market]) != marketing
+
+
 def test_the_verb_a_question_says_of_its_subject_names_no_article_in_any_form() -> None:
     shakespeare = page(
         "William Shakespeare",
