@@ -265,7 +265,7 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
             closeness = len(set(title)) / len(set(wanted))
             # A noun in -ing is another word than the one it is made of: "Marketing" is not
             # the market of "the stock market".
-            gerund = any(w.endswith("ing") and w not in as_written for w in words(source.title))
+            gerund = any(_made_of(w, as_written) for w in words(bare_title(source.title)))
             alike = written_alike(bare_title(source.title), subject) and not gerund
         elif set(wanted) <= set(title) and _adds_only_names(source.title, subject):
             # Initials are no more name to match: "J. R. R. Tolkien" is all but Tolkien.
@@ -287,6 +287,18 @@ def subject_article(subject: str, sources: Sequence[SearchResult]) -> SearchResu
         or _leading_article(subject, sources)
         or _defining_article(subject, sources)
     )
+
+
+def _made_of(word: str, said: Sequence[str]) -> bool:
+    """Return whether `word` is a noun in -ing made of a word of `said`: "marketing", "market".
+
+    Not a word that only ends so ("king" of "kings").
+    """
+    if not word.endswith("ing"):
+        return False
+    base = word[:-3]
+    forms = {base, f"{base}e", base[:-1] if base[-2:-1] == base[-1:] else base}
+    return bool(forms & set(said))
 
 
 def _abbreviated_article(subject: str, sources: Sequence[SearchResult]) -> SearchResult | None:
