@@ -1395,6 +1395,8 @@ def test_a_noun_in_ing_is_not_the_word_it_is_made_of() -> None:
         "A stock market is a market for shares.",
     )
     assert subject_article("stock market", [marketing, market]) != marketing
+    king = page("King", "A king is a male monarch. Kings rule kingdoms.")
+    assert subject_article("kings", [king]) == king, "a word that only ends in -ing"
 
 
 def test_the_verb_a_question_says_of_its_subject_names_no_article_in_any_form() -> None:
