@@ -40,6 +40,7 @@ from engines.subject import (
     ARTICLES,
     COPULAS,
     POSSESSIVE_AFTER,
+    apostrophes,
     asked_of_subject,
     facet_asked,
     is_field,
@@ -104,7 +105,7 @@ def topic_subject(topic: str, sources: Sequence[SearchResult]) -> str:
     possessive = _possessive_name(topic, subject, sources)
     if possessive:
         return possessive
-    name = _name_of_the_kind(subject, sources) or _name_before_verb(topic, subject, sources)[0]
+    name = _name_of_the_kind(subject, sources) or _name_before_verb(topic, sources)[0]
     if name:
         return name
     # "pyramids of giza": where the whole phrase has an article of its own (Great Pyramid of
@@ -155,17 +156,17 @@ def _possessive_name(topic: str, subject: str, sources: Sequence[SearchResult]) 
     collected article's title is those words.
     """
     spaced = " ".join(topic.split())
-    written = spaced.replace("’", "'")
-    at = written.casefold().find(subject.casefold().replace("’", "'"))
+    written = apostrophes(spaced)
+    at = written.find(apostrophes(subject))
     if at < 0 or not POSSESSIVE_AFTER.match(written[at + len(subject) :]):
         return ""
-    rest = written[at:].casefold()
+    rest = written[at:]
     longest = ""
     for source in sources:
-        title = bare_title(source.title).replace("’", "'")
+        title = apostrophes(bare_title(source.title))
         if (
             len(title) > len(longest)
-            and rest.startswith(title.casefold())
+            and rest.startswith(title)
             and not rest[len(title) : len(title) + 1].isalnum()
         ):
             longest = title
@@ -208,7 +209,7 @@ def _bearers(said: list[str], sources: Sequence[SearchResult]) -> list[SearchRes
     ]
 
 
-def _name_before_verb(topic: str, subject: str, sources: Sequence[SearchResult]) -> tuple[str, str]:
+def _name_before_verb(topic: str, sources: Sequence[SearchResult]) -> tuple[str, str]:
     """Return the name a question's subject opens with, and the verb that follows it.
 
     "how did Newton discover gravity", "why did Napoleon invade Russia": after the
@@ -217,7 +218,8 @@ def _name_before_verb(topic: str, subject: str, sources: Sequence[SearchResult])
     surname one collected person bears is that person: Isaac Newton, not the newton.
     ("", "") where there is no such name.
     """
-    if match_frame(topic)[0].name not in ("how", "why"):
+    frame, subject = match_frame(topic)
+    if frame.name not in ("how", "why"):
         return "", ""
     said = subject.split()
     run = 0
@@ -737,7 +739,7 @@ class Relevance:
         if not self.topic:
             return frozenset()
         verbs = verbs_of(self.topic)
-        verbs.add(_name_before_verb(self.topic, match_frame(self.topic)[1], self.sources)[1])
+        verbs.add(_name_before_verb(self.topic, self.sources)[1])
         verbs.discard("")
         owned = [set(stems(had)) for had in _OWNED.findall(self.topic)]
         scored = [

@@ -334,12 +334,12 @@ def facet_asked(topic: str, subject: str = "") -> str:
     if POSSESSIVE_AFTER.match(after):
         # Napoleon's "greatest battles"; past a name written with a possessive, what
         # follows it: "Parkinson's disease" "symptoms".
-        longer = _apostrophes(subject).startswith(_apostrophes(found))
+        longer = apostrophes(subject).startswith(apostrophes(found))
         before += after[len(subject) - len(found) if longer else 0 :]
     return " ".join(content_words(before))
 
 
-def _apostrophes(text: str) -> str:
+def apostrophes(text: str) -> str:
     """Return the text in lower case with one apostrophe for both ("Hadrian’s", "Hadrian's")."""
     return text.casefold().replace("’", "'")
 
