@@ -456,8 +456,8 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
         )
     if title[-1] not in topic or kind_of(source.content) != "person":
         return False
-    if "of" in words(bare_title(source.title)):
-        return False  # no surname but a realm: "Alexander I of Russia" is not named by Russia
+    if not ends_with_surname(source.title):
+        return False
     if words(bare_title(source.title))[-2:-1] == ["the"]:
         return False  # an epithet is no surname: "great" does not name Herod the Great
     # Where the topic writes the surname inside a longer name, all of it is the title's.
@@ -478,6 +478,14 @@ def _named(source: SearchResult, topic: set[str], written: Sequence[str]) -> boo
     return True
 
 
+def ends_with_surname(title: str) -> bool:
+    """Return whether a person's title may end with a surname: not with a realm.
+
+    "Alexander I of Russia" bears no surname "Russia", nor is named by it.
+    """
+    return "of" not in words(bare_title(title))
+
+
 def surnames(titles: set[str], sources: Sequence[SearchResult]) -> dict[str, set[str]]:
     """Return the surnames of the people among `titles` that no other collected person bears.
 
@@ -487,7 +495,7 @@ def surnames(titles: set[str], sources: Sequence[SearchResult]) -> dict[str, set
         bare_title(s.title): words(bare_title(s.title))
         for s in sources
         if len(words(bare_title(s.title))) > 1
-        and "of" not in words(bare_title(s.title))  # "Alexander I of Russia": a realm
+        and ends_with_surname(s.title)
         and kind_of(s.content) == "person"
     }
     bearers = Counter(name[-1] for name in people.values())

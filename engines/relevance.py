@@ -23,6 +23,7 @@ from engines.naming import (
     bm25,
     by_surname,
     common_noun,
+    ends_with_surname,
     mentions,
     modifies,
     named_among,
@@ -205,6 +206,7 @@ def _bearers(said: list[str], sources: Sequence[SearchResult]) -> list[SearchRes
         source
         for source in sources
         if words(bare_title(source.title))[-1:] == [said[0].casefold()]
+        and ends_with_surname(source.title)
         and kind_of(source.content) == "person"
     ]
 

@@ -1348,6 +1348,8 @@ def test_a_name_a_verb_follows_is_the_subject_and_a_surname_its_bearer() -> None
     topic = "why did Napoleon invade Russia"
     assert topic_subject(topic, [tsar, napoleon]) == "Napoleon"
     assert tsar.url not in named_by_topic(topic, [tsar, napoleon]), "Russia is no surname"
+    russia = page("Russia", "Russia is a country in Eastern Europe. Russia is the largest country.")
+    assert topic_subject("why did Russia invade Finland", [tsar, russia]) == "Russia"
     # The verb after the name names no article.
     polo = page("Marco Polo", "Marco Polo was a Venetian merchant. Marco Polo travelled to China.")
     travel = page(
